@@ -1,0 +1,87 @@
+// tensorb64: element arrays -> base64 text, converting and byte-ordering on the way, in one pass.
+//
+// This is the whole public C++ API. It knows nothing of Python; the binding and the C++ tests
+// are its only callers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace tensorb64 {
+
+enum class dtype : std::uint8_t {
+    float32,
+    float16,
+    bfloat16,
+    float64,
+    float8_e4m3fn,  // torch.float8_e4m3fn: no infinities, saturates at +-448
+    float8_e5m2,
+};
+
+enum class byte_order : std::uint8_t { little, big };
+
+// How one element is stored: its type and the order of its bytes.
+struct element_format {
+    dtype type;
+    byte_order order;
+};
+
+constexpr std::size_t dtype_size(dtype type) noexcept {
+    switch (type) {
+        case dtype::float64: return 8;
+        case dtype::float32: return 4;
+        case dtype::float16:
+        case dtype::bfloat16: return 2;
+        case dtype::float8_e4m3fn:
+        case dtype::float8_e5m2: return 1;
+    }
+    return 0;
+}
+
+// Whether `encode_rows` can turn elements of type `from` into elements of type `to`.
+// Any type encodes as itself (its bytes are copied, byte-swapped as asked); float32, float16,
+// bfloat16 and float64 convert to every type but float64, exactly as torch's `.to()` does.
+bool can_convert(dtype from, dtype to) noexcept;
+
+// The length of the base64 text of `n_bytes` bytes (padding included). Returns false, leaving
+// `length` untouched, when that length does not fit in a size_t.
+bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept;
+
+// A two-dimensional array of elements; strides are in bytes and may be negative or zero.
+struct strided_rows {
+    const void* data;  // address of element [0][0]
+    std::size_t rows;
+    std::size_t row_length;  // elements in each row
+    std::ptrdiff_t row_stride;
+    std::ptrdiff_t element_stride;
+    element_format format;
+};
+
+// Writes the base64 text of each row, converted to `target`, to outputs[row]; each output must
+// hold exactly encoded_size(row_length * dtype_size(target.type)) chars (no terminator is
+// written). `threads` > 1 splits large batches of rows across that many threads.
+// Throws std::invalid_argument when !can_convert(source.format.type, target.type).
+void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
+                 unsigned threads = 1);
+
+// ---- SIMD levels ---------------------------------------------------------------------------
+
+enum class simd_level : std::uint8_t { scalar, avx2, avx512, neon };
+
+const char* to_string(simd_level level) noexcept;
+bool parse_simd_level(std::string_view name, simd_level* level) noexcept;
+
+// The levels this CPU (and its OS) can run, lowest first.
+std::vector<simd_level> available_simd_levels();
+
+// The level in use. The first call picks the best one, or the one named by the environment
+// variable TENSORB64_SIMD; it throws std::runtime_error if that names an unknown level or one
+// this CPU lacks.
+simd_level active_simd_level();
+
+// Switches every later call to `level`; throws std::invalid_argument if this CPU lacks it.
+void force_simd_level(simd_level level);
+
+}  // namespace tensorb64

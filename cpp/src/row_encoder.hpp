@@ -1,0 +1,97 @@
+// The one-pass row encoder, assembled from a kernel's building blocks (`Ops`, shaped like
+// scalar_ops). Each kernel translation unit instantiates it with its own Ops, so the whole loop
+// is compiled with that kernel's flags and has internal linkage.
+//
+// A row is encoded directly from the caller's memory when no conversion is needed. Otherwise it
+// goes through in blocks of `block_elements`: gathered (strides, byte order) and widened to
+// float32 bits, narrowed to the target type, byte-swapped if asked, and base64-encoded while
+// still in L1. No full-size temporary is ever made.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "host.hpp"
+#include "kernels.hpp"
+
+namespace tensorb64 {
+namespace {
+
+// 768 elements of 1, 2 or 4 bytes are a whole number of 3-byte base64 groups, so every block
+// but the last ends on a group boundary and the text of the blocks simply concatenates.
+constexpr std::size_t block_elements = 768;
+
+// Copies `n` elements of `size` bytes, `stride` bytes apart, into `out`, reversing the bytes of
+// each when `swap` is set.
+inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride,
+                   std::size_t size, bool swap, unsigned char* out) noexcept {
+    if (stride == static_cast<std::ptrdiff_t>(size)) {
+        std::memcpy(out, src, n * size);
+    } else {
+        for (std::size_t i = 0; i < n; ++i) {
+            std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
+        }
+    }
+    if (swap && size > 1) swap_elements(out, n, size);
+}
+
+template <class Ops>
+void encode_row(const unsigned char* src, const strided_rows& source, element_format target,
+                char* out) noexcept {
+    const element_format from = source.format;
+    const std::size_t n = source.row_length;
+    const std::ptrdiff_t stride = source.element_stride;
+    const std::size_t in_size = dtype_size(from.type);
+    const std::size_t out_size = dtype_size(target.type);
+    const bool contiguous = stride == static_cast<std::ptrdiff_t>(in_size);
+    const bool same_type = from.type == target.type;
+    const bool swap_bytes = same_type ? from.order != target.order : false;
+
+    if (same_type && contiguous && (!swap_bytes || in_size == 1)) {
+        Ops::base64(src, n * in_size, out);
+        return;
+    }
+
+    alignas(64) unsigned char raw[block_elements * 8];
+    alignas(64) std::uint32_t wide[block_elements];
+    alignas(64) unsigned char narrow[block_elements * 4];
+    for (std::size_t done = 0; done < n; done += block_elements) {
+        const std::size_t k = std::min(block_elements, n - done);
+        const unsigned char* block = src + static_cast<std::ptrdiff_t>(done) * stride;
+        const unsigned char* bytes;
+        if (same_type) {
+            gather(block, k, stride, in_size, swap_bytes, raw);
+            bytes = raw;
+        } else {
+            const unsigned char* elements = block;
+            if (!contiguous || (from.order != host_order && in_size > 1)) {
+                gather(block, k, stride, in_size, from.order != host_order, raw);
+                elements = raw;
+            }
+            Ops::widen(from.type, elements, k, wide);
+            unsigned char* converted = reinterpret_cast<unsigned char*>(wide);
+            if (target.type != dtype::float32) {
+                Ops::narrow(wide, k, target.type, from.type, narrow);
+                converted = narrow;
+            }
+            if (target.order != host_order && out_size > 1) swap_elements(converted, k, out_size);
+            bytes = converted;
+        }
+        Ops::base64(bytes, k * out_size, out);
+        out += k * out_size / 3 * 4;  // exact for every block but the last, which ends the row
+    }
+}
+
+template <class Ops>
+void encode_rows_with(const row_job& job) noexcept {
+    const strided_rows& source = job.source;
+    const auto* first = static_cast<const unsigned char*>(source.data);
+    for (std::size_t r = 0; r < source.rows; ++r) {
+        encode_row<Ops>(first + static_cast<std::ptrdiff_t>(r) * source.row_stride, source,
+                        job.target, job.outputs[r]);
+    }
+}
+
+}  // namespace
+}  // namespace tensorb64

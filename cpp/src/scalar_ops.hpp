@@ -1,0 +1,80 @@
+// The portable building blocks of a kernel: base64 and element conversions over short,
+// contiguous, host-ordered blocks. Each SIMD kernel replaces the ones it can do faster and
+// keeps these for the rest (see row_encoder.hpp for how a kernel is assembled).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "base64_scalar.hpp"
+#include "formats.hpp"
+
+namespace tensorb64 {
+namespace {
+
+struct scalar_ops {
+    static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
+        base64_encode_scalar(in, n, out);
+    }
+
+    // `raw` holds `n` host-ordered elements of type `from`; writes their float32 bits.
+    static void widen(dtype from, const unsigned char* raw, std::size_t n,
+                      std::uint32_t* out) noexcept {
+        switch (from) {
+            case dtype::float32:
+                std::memcpy(out, raw, n * 4);
+                return;
+            case dtype::float16:
+                for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load<std::uint16_t>(raw, i));
+                return;
+            case dtype::bfloat16:
+                for (std::size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load<std::uint16_t>(raw, i));
+                return;
+            case dtype::float64:
+                for (std::size_t i = 0; i < n; ++i) out[i] = f64_to_f32(load<std::uint64_t>(raw, i));
+                return;
+            case dtype::float8_e4m3fn:
+            case dtype::float8_e5m2:
+                return;  // never a conversion source (can_convert)
+        }
+    }
+
+    // Writes `n` host-ordered elements of type `to` (not float32) from float32 bits.
+    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
+                       unsigned char* out) noexcept {
+        switch (to) {
+            case dtype::float16:
+                for (std::size_t i = 0; i < n; ++i) store<std::uint16_t>(out, i, f32_to_f16(in[i]));
+                return;
+            case dtype::bfloat16: {
+                const std::uint16_t nan = bf16_nan_from(from);
+                for (std::size_t i = 0; i < n; ++i) store<std::uint16_t>(out, i, f32_to_bf16(in[i], nan));
+                return;
+            }
+            case dtype::float8_e4m3fn:
+                for (std::size_t i = 0; i < n; ++i) out[i] = f32_to_e4m3fn(in[i]);
+                return;
+            case dtype::float8_e5m2:
+                for (std::size_t i = 0; i < n; ++i) out[i] = f32_to_e5m2(in[i]);
+                return;
+            case dtype::float32:
+            case dtype::float64:
+                return;  // float32 needs no narrowing; float64 is never a target
+        }
+    }
+
+    template <class T>
+    static T load(const unsigned char* p, std::size_t i) noexcept {
+        T v;
+        std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+        return v;
+    }
+    template <class T>
+    static void store(unsigned char* p, std::size_t i, T v) noexcept {
+        std::memcpy(p + i * sizeof(T), &v, sizeof(T));
+    }
+};
+
+}  // namespace
+}  // namespace tensorb64
