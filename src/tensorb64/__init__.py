@@ -29,8 +29,9 @@ def encode(x, *, dtype: str = "float32", byteorder: str = "little") -> str:
     dtype: the stored type of each value: "float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2".
     byteorder: "little" (default), "big" or "native".
     """
-    array, source, order = as_core_array(x)
-    return _native.encode(array.reshape(-1), source, order, output_dtype(dtype), byteorder_name(byteorder))
+    target = output_dtype(dtype)
+    array, source, order = as_core_array(x, target)
+    return _native.encode(array.reshape(-1), source, order, target, byteorder_name(byteorder))
 
 
 def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> list:
@@ -42,13 +43,14 @@ def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads
     """
     if type(threads) is not int or threads < 1:
         raise ValueError(f"threads must be a positive int, got {threads!r}")
-    array, source, order = as_core_array(x)
+    target = output_dtype(dtype)
+    array, source, order = as_core_array(x, target)
     if array.ndim != 2:
         if array.ndim == 0:
             raise ValueError("encode_rows needs an input with at least one dimension; use encode() for a single value")
         if array.ndim > 2:
             array = array.reshape(math.prod(array.shape[:-1]), array.shape[-1])
-    return _native.encode_rows(array, source, order, output_dtype(dtype), byteorder_name(byteorder), threads)
+    return _native.encode_rows(array, source, order, target, byteorder_name(byteorder), threads)
 
 
 def simd_level() -> str:

@@ -13,15 +13,16 @@ from ._formats import STORAGE, byteorder_name, output_dtype, widen_to_float32
 # numpy dtypes for the stored types numpy has; bfloat16 and float8 have none.
 _NUMPY_STORED = {"float32": np.float32, "float16": np.float16}
 
+# Python < 3.11 has no strict mode: this pattern stands in for it there. It refuses all that
+# strict mode refuses, and superfluous padding ("AAAA=") too.
+_STRICT = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
 if sys.version_info >= (3, 11):
 
     def _strict_b64decode(data) -> bytes:
         return binascii.a2b_base64(data, strict_mode=True)
 
 else:
-    # Python < 3.11 has no strict mode: refuse what it would refuse, then decode leniently.
-    _STRICT = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
-
     def _strict_b64decode(data) -> bytes:
         raw = data.encode("ascii") if isinstance(data, str) else bytes(data)
         if not _STRICT.fullmatch(raw):

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from ._formats import numpy_byteorder
+from ._formats import numpy_byteorder, widen_to_float32
 
 # numpy dtypes the core reads directly, by kind and size.
 _CORE_FLOATS = {2: "float16", 4: "float32", 8: "float64"}
@@ -83,8 +83,21 @@ def _from_sequence(x) -> np.ndarray:
     return a
 
 
-def as_core_array(x):
-    """(array, core dtype name, byte order) for any accepted input; TypeError/ValueError otherwise."""
+# float8 inputs are encoded as they are when the output has their type; otherwise the core
+# (which widens only float16, bfloat16 and float64) gets them as float32, widened as torch does.
+_FLOAT8_OUTPUT_NAMES = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+
+
+def as_core_array(x, target: str):
+    """(array, core dtype name, byte order) of any accepted input, ready to be encoded as the
+    core dtype `target`; TypeError/ValueError naming what is accepted otherwise."""
+    array, source, order = _as_array(x)
+    if source in _FLOAT8_OUTPUT_NAMES and source != target:
+        return widen_to_float32(array, _FLOAT8_OUTPUT_NAMES[source]), "float32", sys.byteorder
+    return array, source, order
+
+
+def _as_array(x):
     torch = _torch()
     if torch is not None and isinstance(x, torch.Tensor):
         return _from_tensor(x, torch)

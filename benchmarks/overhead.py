@@ -1,0 +1,90 @@
+"""What tensorb64's Python layer costs above the core call, piece by piece, at 1x384 float32.
+
+    python benchmarks/overhead.py [--profile]
+
+Each piece is timed with timeit on the same objects (statement strings, so no lambda call is
+counted), best-of and median of repeats, in µs per execution with the empty-loop cost
+subtracted. The pieces follow encode_rows -> as_core_array -> _from_tensor / _from_array in
+src/tensorb64/__init__.py and _inputs.py; the sum of pieces should be close to the measured
+difference between tensorb64.encode_rows and tensorb64._native.encode_rows.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import statistics
+import sys
+import timeit
+
+import numpy as np
+import torch
+
+import tensorb64
+from tensorb64 import _inputs, _native
+from tensorb64._formats import byteorder_name, numpy_byteorder, output_dtype
+
+NUMBER = 200_000
+REPEAT = 9
+
+t = torch.randn(1, 384)
+a = t.numpy()
+arr = np.random.default_rng(0).standard_normal((1, 384)).astype(np.float32)
+native = _native.encode_rows
+ns = dict(globals())
+F32 = torch.float32
+ns.update(F32=F32, F16=torch.float16, F64=torch.float64, strided=torch.strided, dtype=t.dtype, CORE=_inputs._CORE_FLOATS)
+
+PIECES = [
+    ("whole: tensorb64.encode_rows(t)", "tensorb64.encode_rows(t)"),
+    ("whole: _native.encode_rows(t.numpy() precomputed)", "native(a, 'float32', 'little', 'float32', 'little', 1)"),
+    ("whole: tensorb64.encode_rows(ndarray)", "tensorb64.encode_rows(arr)"),
+    ("whole: _native.encode_rows(ndarray)", "native(arr, 'float32', 'little', 'float32', 'little', 1)"),
+    ("whole: as_core_array(t)", "_inputs.as_core_array(t)"),
+    ("whole: as_core_array(ndarray)", "_inputs.as_core_array(arr)"),
+    ("encode_rows: type(threads) is not int or threads < 1", "type(1) is not int or 1 < 1"),
+    ("encode_rows: array.ndim != 2", "a.ndim != 2"),
+    ("encode_rows: output_dtype('float32')", "output_dtype('float32')"),
+    ("encode_rows: byteorder_name('little')", "byteorder_name('little')"),
+    ("as_core_array: sys.modules.get('torch')", "sys.modules.get('torch')"),
+    ("as_core_array: isinstance(x, torch.Tensor)", "isinstance(t, torch.Tensor)"),
+    ("as_core_array: isinstance(x, np.ndarray)", "isinstance(arr, np.ndarray)"),
+    ("_from_tensor: t.layout != torch.strided", "t.layout != torch.strided"),
+    ("_from_tensor: t.device.type != 'cpu'", "t.device.type != 'cpu'"),
+    ("_from_tensor: t.requires_grad", "t.requires_grad"),
+    ("_from_tensor: t.dtype", "t.dtype"),
+    ("_from_tensor: dtype in (torch.float32, torch.float16, torch.float64)", "dtype in (torch.float32, torch.float16, torch.float64)"),
+    ("_from_tensor: t.numpy()", "t.numpy()"),
+    ("_from_tensor: t.element_size()", "t.element_size()"),
+    ("_from_tensor: _CORE_FLOATS[...] + sys.byteorder", "CORE[4], sys.byteorder"),
+    ("_from_array: a.dtype, .kind, .itemsize", "dt = arr.dtype; dt.kind == 'f' and dt.itemsize in CORE"),
+    ("_from_array: numpy_byteorder(dt)", "numpy_byteorder(arr.dtype)"),
+    ("alternative: t.dtype is torch.float32 (one identity test)", "t.dtype is F32"),
+    ("alternative: type(t) is torch.Tensor", "type(t) is torch.Tensor"),
+    ("alternative: t.is_cpu", "t.is_cpu"),
+    ("alternative: np.asarray(t) (via __array__)", "np.asarray(t)"),
+    ("alternative: memoryview(t.numpy())", "memoryview(t.numpy())"),
+    ("alternative: t.untyped_storage() (no)", "t.data_ptr()"),
+]
+
+
+def main() -> None:
+    base = timeit.Timer("pass", globals=ns).repeat(REPEAT, NUMBER)
+    empty = statistics.median(base) / NUMBER * 1e6
+    print(f"tensorb64 {tensorb64.__version__} simd={tensorb64.simd_level()}, torch {torch.__version__}, numpy {np.__version__}; "
+          f"µs per execution (empty loop {empty * 1000:.0f} ns subtracted), {REPEAT}x{NUMBER}")
+    print(f"{'piece':<72} {'median':>8} {'best':>8}")
+    for label, stmt in PIECES:
+        runs = [r / NUMBER * 1e6 - empty for r in timeit.Timer(stmt, globals=ns).repeat(REPEAT, NUMBER)]
+        print(f"{label:<72} {statistics.median(runs):8.3f} {min(runs):8.3f}")
+    if "--profile" in sys.argv:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(100_000):
+            tensorb64.encode_rows(t)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+// The AVX2 kernel (with F16C, FMA and BMI2, the set every x86-64 CPU since Haswell has).
+//
+// base64: Muła's vpshufb reshuffle, the two multiply-shifts that spread 24 bits over four 6-bit
+// indices, and a class-offset lookup (vpshufb on a 16-entry table) that turns indices into ASCII.
+// Conversions: bfloat16 by a 16-bit shift, float16 both ways with F16C, float64 with vcvtpd2ps,
+// float32 -> bfloat16 in integer arithmetic. float8 narrowing stays scalar.
+//
+// Compiled with -mavx2 -mf16c -mfma -mbmi2 (or /arch:AVX2) and nothing else; everything but the
+// entry point has internal linkage, so no AVX2 code can be picked up by baseline callers.
+#include <immintrin.h>
+
+#include "formats.hpp"
+#include "kernels.hpp"
+#include "row_encoder.hpp"
+#include "scalar_ops.hpp"
+
+namespace tensorb64 {
+namespace {
+
+// Turns 24 input bytes (the low 12 of each 128-bit lane) into 32 base64 characters.
+inline __m256i encode_24(__m256i in) noexcept {
+    // Each 3-byte group b0 b1 b2 becomes the 32-bit word [b1 b0 b2 b1] (little-endian lanes),
+    // which puts every 6-bit field where one of the two multiply-shifts below can reach it.
+    const __m256i spread = _mm256_shuffle_epi8(
+        in, _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10,  //
+                             1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10));
+    // Fields 0 and 2 are moved down with a high multiply, fields 1 and 3 up with a low one.
+    const __m256i high = _mm256_mulhi_epu16(_mm256_and_si256(spread, _mm256_set1_epi32(0x0fc0fc00)),
+                                            _mm256_set1_epi32(0x04000040));
+    const __m256i low = _mm256_mullo_epi16(_mm256_and_si256(spread, _mm256_set1_epi32(0x003f03f0)),
+                                           _mm256_set1_epi32(0x01000010));
+    const __m256i indices = _mm256_or_si256(high, low);  // one 6-bit index per byte
+
+    // Class of each index: 0..25 -> 13, 26..51 -> 0, 52..61 -> 1..10, 62 -> 11, 63 -> 12; the
+    // table gives the offset from index to ASCII for each class.
+    __m256i cls = _mm256_subs_epu8(indices, _mm256_set1_epi8(51));
+    const __m256i upper = _mm256_cmpgt_epi8(_mm256_set1_epi8(26), indices);
+    cls = _mm256_or_si256(cls, _mm256_and_si256(upper, _mm256_set1_epi8(13)));
+    const __m256i offsets = _mm256_setr_epi8(
+        'a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+        '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0,  //
+        'a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+        '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
+    return _mm256_add_epi8(indices, _mm256_shuffle_epi8(offsets, cls));
+}
+
+// 24 bytes from `p` as two 12-byte halves, one per 128-bit lane; reads p[0..27].
+inline __m256i load_24(const unsigned char* p) noexcept {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 12));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+inline void store_32(char* p, __m256i v) noexcept {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+
+// Lanes of four doubles whose float32 result would be subnormal (0 < |d| < FLT_MIN). vcvtpd2ps
+// flushes those to zero when MXCSR.FTZ is set, so they are converted by the scalar code instead.
+inline bool has_tiny_f32_result(__m256i bits) noexcept {
+    const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi64x(0x7fffffffffffffffll));
+    const __m256i tiny = _mm256_andnot_si256(
+        _mm256_cmpeq_epi64(magnitude, _mm256_setzero_si256()),
+        _mm256_cmpgt_epi64(_mm256_set1_epi64x(0x3810000000000000ll), magnitude));
+    return !_mm256_testz_si256(tiny, tiny);
+}
+
+struct avx2_ops {
+    static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
+        // Two groups per iteration; each reads 28 bytes, so stop while that many are left.
+        while (n >= 24 + 28) {
+            store_32(out, encode_24(load_24(in)));
+            store_32(out + 32, encode_24(load_24(in + 24)));
+            in += 48;
+            out += 64;
+            n -= 48;
+        }
+        while (n >= 28) {
+            store_32(out, encode_24(load_24(in)));
+            in += 24;
+            out += 32;
+            n -= 24;
+        }
+        base64_encode_scalar(in, n, out);  // fewer than 28 bytes; it writes the padding
+    }
+
+    static void widen(dtype from, const unsigned char* raw, std::size_t n,
+                      std::uint32_t* out) noexcept {
+        std::size_t i = 0;
+        switch (from) {
+            case dtype::bfloat16:
+                for (; i + 8 <= n; i += 8) {
+                    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw + 2 * i));
+                    const __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), w);
+                }
+                break;
+            case dtype::float16:
+                // vcvtph2ps is exact, quiets NaNs keeping their payload (as f16_to_f32 does), and
+                // is not affected by MXCSR.DAZ: float16 subnormals come out as the normals they are.
+                for (; i + 8 <= n; i += 8) {
+                    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw + 2 * i));
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                                        _mm256_castps_si256(_mm256_cvtph_ps(h)));
+                }
+                break;
+            case dtype::float64:
+                // vcvtpd2ps rounds to nearest even (the default MXCSR rounding), gives +-inf past
+                // the float32 range and quiets NaNs keeping the top of the payload, all like
+                // f64_to_f32. Tiny results are left to the scalar code (see has_tiny_f32_result).
+                for (; i + 4 <= n; i += 4) {
+                    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(raw + 8 * i));
+                    if (has_tiny_f32_result(d)) {
+                        scalar_ops::widen(from, raw + 8 * i, 4, out + i);
+                    } else {
+                        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                                         _mm_castps_si128(_mm256_cvtpd_ps(_mm256_castsi256_pd(d))));
+                    }
+                }
+                break;
+            default:
+                break;
+        }
+        scalar_ops::widen(from, raw + i * dtype_size(from), n - i, out + i);
+    }
+
+    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
+                       unsigned char* out) noexcept {
+        std::size_t i = 0;
+        switch (to) {
+            case dtype::float16:
+                // vcvtps2ph with an explicit round-to-nearest-even: overflow gives +-inf, NaNs keep
+                // sign and top of payload and are quieted, as in f32_to_f16. MXCSR.FTZ is ignored by
+                // this instruction, and DAZ could only turn a float32 subnormal input into a zero of
+                // the same sign, which is what rounding it to float16 gives anyway.
+                for (; i + 8 <= n; i += 8) {
+                    const __m256 f = _mm256_loadu_ps(reinterpret_cast<const float*>(in + i));
+                    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i),
+                                     _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                }
+                break;
+            case dtype::bfloat16: {
+                // Integer rounding (f32_to_bf16): no MXCSR dependence at all.
+                const __m256i nan = _mm256_set1_epi32(bf16_nan_from(from));
+                const __m256i infinity = _mm256_set1_epi32(0x7f800000);
+                for (; i + 16 <= n; i += 16) {
+                    __m256i halves[2];
+                    for (int h = 0; h < 2; ++h) {
+                        const __m256i f =
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 8 * h));
+                        const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
+                        const __m256i rounded = _mm256_srli_epi32(
+                            _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), odd), 16);
+                        const __m256i is_nan = _mm256_cmpgt_epi32(
+                            _mm256_and_si256(f, _mm256_set1_epi32(0x7fffffff)), infinity);
+                        halves[h] = _mm256_blendv_epi8(rounded, nan, is_nan);
+                    }
+                    // packus works within 128-bit lanes; put the quarters back in order.
+                    const __m256i packed = _mm256_permute4x64_epi64(
+                        _mm256_packus_epi32(halves[0], halves[1]), _MM_SHUFFLE(3, 1, 2, 0));
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i), packed);
+                }
+                break;
+            }
+            default:
+                break;
+        }
+        scalar_ops::narrow(in + i, n - i, to, from, out + i * dtype_size(to));
+    }
+};
+
+}  // namespace
+
+void encode_rows_avx2(const row_job& job) noexcept { encode_rows_with<avx2_ops>(job); }
+
+}  // namespace tensorb64

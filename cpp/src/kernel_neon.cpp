@@ -1,0 +1,145 @@
+// The NEON kernel (AArch64, where NEON is baseline: no extra flags).
+//
+// base64: vld3q de-interleaves 48 bytes into the first, second and third byte of 16 groups, a few
+// shifts make the four 6-bit indices, vqtbl4q looks them up in the 64-character alphabet and
+// vst4q interleaves the 64 characters back. Conversions: bfloat16 by a 16-bit shift, float16 both
+// ways with fcvtl/fcvtn, float64 with fcvtn, float32 -> bfloat16 in integer arithmetic. float8
+// narrowing stays scalar.
+//
+// FPCR: the half <-> single conversions ignore FZ16 and never produce a single-precision
+// subnormal; fcvtn from float32 could meet a subnormal input under FZ, but it would round to a
+// float16 zero of the same sign either way. fcvtn from float64 would flush subnormal results
+// under FZ, so vectors with such results go through the scalar code. Rounding follows FPCR.RMode,
+// which is round-to-nearest-even unless a program changes it (torch assumes the same).
+#include <arm_neon.h>
+
+#include "formats.hpp"
+#include "kernels.hpp"
+#include "row_encoder.hpp"
+#include "scalar_ops.hpp"
+
+namespace tensorb64 {
+namespace {
+
+struct neon_ops {
+    static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
+        const auto* alphabet = reinterpret_cast<const std::uint8_t*>(base64_alphabet);
+        uint8x16x4_t table;
+        table.val[0] = vld1q_u8(alphabet);
+        table.val[1] = vld1q_u8(alphabet + 16);
+        table.val[2] = vld1q_u8(alphabet + 32);
+        table.val[3] = vld1q_u8(alphabet + 48);
+        const uint8x16_t six_bits = vdupq_n_u8(63);
+        while (n >= 48) {
+            const uint8x16x3_t bytes = vld3q_u8(in);  // reads exactly 48 bytes
+            const uint8x16_t a = bytes.val[0], b = bytes.val[1], c = bytes.val[2];
+            uint8x16x4_t chars;
+            chars.val[0] = vqtbl4q_u8(table, vshrq_n_u8(a, 2));
+            chars.val[1] = vqtbl4q_u8(table, vandq_u8(vorrq_u8(vshlq_n_u8(a, 4), vshrq_n_u8(b, 4)), six_bits));
+            chars.val[2] = vqtbl4q_u8(table, vandq_u8(vorrq_u8(vshlq_n_u8(b, 2), vshrq_n_u8(c, 6)), six_bits));
+            chars.val[3] = vqtbl4q_u8(table, vandq_u8(c, six_bits));
+            vst4q_u8(reinterpret_cast<std::uint8_t*>(out), chars);
+            in += 48;
+            out += 64;
+            n -= 48;
+        }
+        base64_encode_scalar(in, n, out);  // fewer than 48 bytes; it writes the padding
+    }
+
+    static void widen(dtype from, const unsigned char* raw, std::size_t n,
+                      std::uint32_t* out) noexcept {
+        std::size_t i = 0;
+        switch (from) {
+            case dtype::bfloat16:
+                for (; i + 8 <= n; i += 8) {
+                    const uint16x8_t h = vld1q_u16(reinterpret_cast<const std::uint16_t*>(raw + 2 * i));
+                    vst1q_u32(out + i, vshll_n_u16(vget_low_u16(h), 16));
+                    vst1q_u32(out + i + 4, vshll_high_n_u16(h, 16));
+                }
+                break;
+            case dtype::float16:
+                // fcvtl is exact and quiets NaNs keeping the payload, as f16_to_f32 does.
+                for (; i + 8 <= n; i += 8) {
+                    const float16x8_t h = vreinterpretq_f16_u16(
+                        vld1q_u16(reinterpret_cast<const std::uint16_t*>(raw + 2 * i)));
+                    vst1q_u32(out + i, vreinterpretq_u32_f32(vcvt_f32_f16(vget_low_f16(h))));
+                    vst1q_u32(out + i + 4, vreinterpretq_u32_f32(vcvt_high_f32_f16(h)));
+                }
+                break;
+            case dtype::float64: {
+                // fcvtn: nearest even, +-inf past the float32 range, NaNs quieted keeping the top
+                // of the payload, like f64_to_f32; subnormal results go to the scalar code (FZ).
+                const uint64x2_t magnitude_mask = vdupq_n_u64(0x7fffffffffffffffull);
+                const uint64x2_t below_flt_min = vdupq_n_u64(0x3810000000000000ull - 1);
+                const uint64x2_t one = vdupq_n_u64(1);
+                for (; i + 4 <= n; i += 4) {
+                    const auto* p = reinterpret_cast<const std::uint64_t*>(raw + 8 * i);
+                    const uint64x2_t lo = vld1q_u64(p), hi = vld1q_u64(p + 2);
+                    // magnitude - 1 < 2^-126 - 1, unsigned: zero wraps around and is excluded.
+                    const uint64x2_t tiny = vorrq_u64(
+                        vcltq_u64(vsubq_u64(vandq_u64(lo, magnitude_mask), one), below_flt_min),
+                        vcltq_u64(vsubq_u64(vandq_u64(hi, magnitude_mask), one), below_flt_min));
+                    if (vmaxvq_u32(vreinterpretq_u32_u64(tiny)) != 0) {
+                        scalar_ops::widen(from, raw + 8 * i, 4, out + i);
+                        continue;
+                    }
+                    const float32x4_t f = vcvt_high_f32_f64(vcvt_f32_f64(vreinterpretq_f64_u64(lo)),
+                                                            vreinterpretq_f64_u64(hi));
+                    vst1q_u32(out + i, vreinterpretq_u32_f32(f));
+                }
+                break;
+            }
+            default:
+                break;
+        }
+        scalar_ops::widen(from, raw + i * dtype_size(from), n - i, out + i);
+    }
+
+    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
+                       unsigned char* out) noexcept {
+        std::size_t i = 0;
+        switch (to) {
+            case dtype::float16:
+                // fcvtn: nearest even, overflow to +-inf, NaNs quieted keeping sign and the top of
+                // the payload, as f32_to_f16.
+                for (; i + 8 <= n; i += 8) {
+                    const float32x4_t lo = vreinterpretq_f32_u32(vld1q_u32(in + i));
+                    const float32x4_t hi = vreinterpretq_f32_u32(vld1q_u32(in + i + 4));
+                    const float16x8_t h = vcvt_high_f16_f32(vcvt_f16_f32(lo), hi);
+                    vst1q_u16(reinterpret_cast<std::uint16_t*>(out + 2 * i), vreinterpretq_u16_f16(h));
+                }
+                break;
+            case dtype::bfloat16: {
+                // Integer rounding, as f32_to_bf16.
+                const uint32x4_t nan = vdupq_n_u32(bf16_nan_from(from));
+                const uint32x4_t infinity = vdupq_n_u32(0x7f800000u);
+                const uint32x4_t magnitude_mask = vdupq_n_u32(0x7fffffffu);
+                const uint32x4_t half_minus_one = vdupq_n_u32(0x7fffu);
+                const uint32x4_t one = vdupq_n_u32(1);
+                for (; i + 8 <= n; i += 8) {
+                    uint16x4_t halves[2];
+                    for (int h = 0; h < 2; ++h) {
+                        const uint32x4_t f = vld1q_u32(in + i + 4 * h);
+                        const uint32x4_t odd = vandq_u32(vshrq_n_u32(f, 16), one);
+                        const uint32x4_t rounded =
+                            vshrq_n_u32(vaddq_u32(vaddq_u32(f, half_minus_one), odd), 16);
+                        const uint32x4_t is_nan = vcgtq_u32(vandq_u32(f, magnitude_mask), infinity);
+                        halves[h] = vmovn_u32(vbslq_u32(is_nan, nan, rounded));
+                    }
+                    vst1q_u16(reinterpret_cast<std::uint16_t*>(out + 2 * i),
+                              vcombine_u16(halves[0], halves[1]));
+                }
+                break;
+            }
+            default:
+                break;
+        }
+        scalar_ops::narrow(in + i, n - i, to, from, out + i * dtype_size(to));
+    }
+};
+
+}  // namespace
+
+void encode_rows_neon(const row_job& job) noexcept { encode_rows_with<neon_ops>(job); }
+
+}  // namespace tensorb64

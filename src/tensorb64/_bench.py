@@ -1,0 +1,529 @@
+"""`python -m tensorb64 bench`: tensorb64 against the paths embedding servers use today.
+
+Every comparison is a ratio taken side by side in one process on the same tensors: for each
+case (input dtype, output dtype, B, D) the competing paths are checked once against tensorb64's
+output, warmed up, then timed in interleaved rounds (each round runs every path once, in a
+rotating order) and summarised by medians, so that load from other processes on a shared
+machine hits all paths alike.
+
+The paths, per row as embedding workers run them:
+  struct     base64.b64encode(struct.pack(f"<{D}f", *t[i].tolist())).decode()   (the contract)
+  numpy      base64.b64encode(t[i].to(torch.float32).numpy().tobytes()).decode()
+  pybase64   pybase64.b64encode_as_string(t[i].to(torch.float32).numpy())
+  vllm       pybase64.b64encode(t[i].to(torch.float16).numpy().tobytes()).decode()   (float16 output)
+  tensorb64  tensorb64.encode_rows(t)                      (one call for the whole batch)
+and whole-batch (one str for all rows): pybase64 of the whole array against tensorb64.encode(t);
+plus a numpy copy of a uint8 array of the output's size, the physical reference.
+
+Needs the bench extra: pip install "tensorb64[bench]" (torch, pybase64, matplotlib for --plot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gc
+import json
+import os
+import platform
+import statistics
+import struct
+import sys
+import time
+
+import numpy as np
+
+import tensorb64
+from tensorb64 import _native
+
+EXTRA_HINT = 'install the benchmark dependencies with: pip install "tensorb64[bench]"'
+
+QUICK_B = (1, 64)
+QUICK_D = (384, 3072)
+FULL_B = (1, 15, 64, 256, 1024)
+FULL_D = (384, 1024, 3072, 4096)
+# The struct path costs ~60 ns per value; above this many values a call takes a large part of a
+# second and is timed in --full only once per round for a few rounds, or skipped in quick runs.
+STRUCT_MAX_VALUES_QUICK = 256 * 1024
+STRUCT_MAX_VALUES_FULL = 1024 * 1024
+
+COLUMNS = ("input", "output", "B", "D", "path", "µs/call", "spread", "GB/s", "tensorb64 ×")
+
+
+def _require(module: str):
+    try:
+        return __import__(module)
+    except ImportError as e:
+        raise SystemExit(f"tensorb64 bench needs {module} ({e}); {EXTRA_HINT}") from None
+
+
+# --------------------------------------------------------------------------- machine
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(torch, pybase64) -> dict:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = None
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "load_1min": load,
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "tensorb64": tensorb64.__version__,
+        "simd_level": tensorb64.simd_level(),
+        "available_simd_levels": tensorb64.available_simd_levels(),
+        "TENSORB64_SIMD": os.environ.get("TENSORB64_SIMD"),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "numpy": np.__version__,
+        "pybase64": pybase64.get_version() if hasattr(pybase64, "get_version") else pybase64.__version__,
+    }
+
+
+def machine_line(m: dict) -> str:
+    return f"{m['cpu']}, {m['cores']} cores, tensorb64 {m['tensorb64']} simd={m['simd_level']}"
+
+
+# --------------------------------------------------------------------------- timing
+
+
+class Path:
+    """One competing way of producing the output: `make(t)` returns the zero-argument call."""
+
+    def __init__(self, name, make, ref="tensorb64", skip=None):
+        self.name = name
+        self.make = make
+        self.ref = ref  # the tensorb64 path its speed-up column is measured against
+        self.skip = skip  # why it is not timed in this case, or None
+
+
+def _loop(fn, n: int) -> float:
+    """Seconds per call of n back-to-back calls (results dropped, as a worker drops them)."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
+def measure(calls: dict, *, rounds: int, sample_s: float, budget_s: float) -> dict:
+    """Interleaved medians: {name: {us, p25, p75, rounds, inner}} for {name: zero-arg call}."""
+    names = list(calls)
+    inner, n_rounds = {}, {}
+    for name in names:  # warm-up, which also sizes the inner loop of each sample
+        fn = calls[name]
+        fn()
+        per_call = _loop(fn, 1)
+        if per_call < sample_s:
+            per_call = _loop(fn, max(1, int(0.2 * sample_s / per_call)))
+        inner[name] = max(1, int(sample_s / per_call))
+        sample = inner[name] * per_call
+        n_rounds[name] = max(5, min(rounds, int(budget_s / max(sample, 1e-9))))
+    samples = {name: [] for name in names}
+    gc.collect()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(max(n_rounds.values())):
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                if r < n_rounds[name]:
+                    samples[name].append(_loop(calls[name], inner[name]))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    out = {}
+    for name in names:
+        s = sorted(samples[name])
+        q = statistics.quantiles(s, n=4) if len(s) >= 2 else [s[0], s[0], s[0]]
+        out[name] = {"us": statistics.median(s) * 1e6, "p25": q[0] * 1e6, "p75": q[2] * 1e6, "rounds": len(s), "inner": inner[name]}
+    return out
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def _struct_rows(t, D):
+    fmt = f"<{D}f"
+    B = t.shape[0]
+    return lambda: [base64.b64encode(struct.pack(fmt, *t[i].tolist())).decode() for i in range(B)]
+
+
+def _numpy_rows(t, torch):
+    B = t.shape[0]
+    return lambda: [base64.b64encode(t[i].to(torch.float32).numpy().tobytes()).decode() for i in range(B)]
+
+
+def _pybase64_rows(t, torch, pybase64):
+    B = t.shape[0]
+    enc = pybase64.b64encode_as_string  # takes any C-contiguous buffer, returns str
+    return lambda: [enc(t[i].to(torch.float32).numpy()) for i in range(B)]
+
+
+def _pybase64_batch(t, torch, pybase64):
+    enc = pybase64.b64encode_as_string
+    return lambda: enc(t.to(torch.float32).numpy())
+
+
+def _vllm_f16_rows(t, torch, pybase64):
+    # vLLM's base64 path for embed_dtype="float16": .to(dtype) -> numpy() -> tobytes() -> b64encode.
+    B = t.shape[0]
+    return lambda: [pybase64.b64encode(t[i].to(torch.float16).numpy().tobytes()).decode() for i in range(B)]
+
+
+def _memcpy(n_bytes):
+    src = np.ones(n_bytes, dtype=np.uint8)
+    dst = np.empty_like(src)
+    return lambda: np.copyto(dst, src)
+
+
+def output_bytes(B: int, D: int, width: int) -> int:
+    return B * 4 * ((D * width + 2) // 3)
+
+
+def build_case(torch, pybase64, in_dtype, out_dtype, B, D, *, struct_max, threads=None):
+    """(description, {name: Path}, reference output per ref name)."""
+    g = torch.Generator().manual_seed(1000003 * B + D)
+    t = torch.randn(B, D, generator=g, dtype=torch.float32)
+    if in_dtype == "bfloat16":
+        t = t.to(torch.bfloat16)
+    width = {"float32": 4, "float16": 2}[out_dtype]
+    paths = []
+    if threads is not None:  # threads=N against threads=1 of the same call
+        paths.append(Path("tensorb64 rows threads=1", lambda: (lambda: tensorb64.encode_rows(t)), ref=None))
+        paths.append(Path(f"tensorb64 rows threads={threads}", lambda: (lambda: tensorb64.encode_rows(t, threads=threads)), ref="tensorb64 rows threads=1"))
+        return t, paths
+    if out_dtype == "float16":
+        paths.append(Path("vllm f16 (.to/numpy/tobytes/pybase64)", lambda: _vllm_f16_rows(t, torch, pybase64), ref="tensorb64 rows"))
+        paths.append(Path("tensorb64 rows", lambda: (lambda: tensorb64.encode_rows(t, dtype="float16")), ref=None))
+        paths.append(Path("memcpy of output size", lambda: _memcpy(output_bytes(B, D, width)), ref="tensorb64 rows"))
+        return t, paths
+    struct_skip = None
+    if B * D > struct_max:
+        struct_skip = f"struct path not timed at {B}x{D} (> {struct_max} values; ~{B * D * 60e-9:.2f} s a call); its output is still checked"
+    paths += [
+        Path("struct", lambda: _struct_rows(t, D), ref="tensorb64 rows", skip=struct_skip),
+        Path("numpy", lambda: _numpy_rows(t, torch), ref="tensorb64 rows"),
+        Path("pybase64", lambda: _pybase64_rows(t, torch, pybase64), ref="tensorb64 rows"),
+        Path("tensorb64 rows", lambda: (lambda: tensorb64.encode_rows(t)), ref=None),
+        Path("pybase64 batch", lambda: _pybase64_batch(t, torch, pybase64), ref="tensorb64 batch"),
+        Path("tensorb64 batch", lambda: (lambda: tensorb64.encode(t)), ref=None),
+        Path("memcpy of output size", lambda: _memcpy(output_bytes(B, D, width)), ref="tensorb64 rows"),
+    ]
+    return t, paths
+
+
+def check_outputs(paths, calls) -> list:
+    """Problems found comparing each path's output with tensorb64's (empty when all agree)."""
+    problems = []
+    refs = {}
+    for p in paths:
+        if p.name.startswith("tensorb64"):
+            refs[p.name] = calls[p.name]()
+    rows_ref = next((v for k, v in refs.items() if "rows" in k), None)
+    batch_ref = refs.get("tensorb64 batch")
+    for p in paths:
+        if p.name.startswith("memcpy"):
+            continue
+        got = calls[p.name]() if p.name not in refs else refs[p.name]
+        want = batch_ref if isinstance(got, str) else rows_ref
+        if got != want:
+            problems.append(f"{p.name}: output differs from tensorb64's")
+    if rows_ref is not None and batch_ref is not None:
+        # The whole-batch string is the base64 of every row's bytes back to back.
+        raw = b"".join(base64.b64decode(s) for s in rows_ref)
+        if base64.b64encode(raw).decode() != batch_ref:
+            problems.append("tensorb64 batch: differs from the concatenated rows")
+    return problems
+
+
+def run_case(torch, pybase64, spec, cfg, log) -> dict:
+    in_dtype, out_dtype, B, D = spec["input"], spec["output"], spec["B"], spec["D"]
+    t, paths = build_case(torch, pybase64, in_dtype, out_dtype, B, D, struct_max=cfg["struct_max"], threads=spec.get("threads"))
+    calls = {}
+    errors = []
+    for p in paths:
+        try:
+            calls[p.name] = p.make()
+        except Exception as e:  # a path that cannot even be set up is reported, not fatal
+            errors.append(f"{p.name}: {type(e).__name__}: {e}")
+    try:
+        errors += check_outputs([p for p in paths if p.name in calls], calls)
+    except Exception as e:
+        errors.append(f"output check raised {type(e).__name__}: {e}")
+    notes = [p.skip for p in paths if p.skip]
+    timed = {p.name: calls[p.name] for p in paths if p.name in calls and not p.skip}
+    if errors:
+        for e in errors:
+            log(f"  ERROR {in_dtype}->{out_dtype} B={B} D={D}: {e}")
+        timed = {}
+    stats = measure(timed, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"]) if timed else {}
+    input_bytes = B * D * 4  # throughput is counted in float32-input bytes for every input dtype
+    results = []
+    for p in paths:
+        row = {"path": p.name, "ref": p.ref}
+        if p.name in stats:
+            s = stats[p.name]
+            row.update(s)
+            row["gbps"] = input_bytes / (s["us"] * 1e-6) / 1e9
+            if p.ref in stats:
+                row["speedup"] = s["us"] / stats[p.ref]["us"]
+        elif p.skip:
+            row["skipped"] = p.skip
+        results.append(row)
+    return {**spec, "input_bytes_f32": input_bytes, "output_bytes": output_bytes(B, D, 4 if out_dtype == "float32" else 2), "results": results, "notes": notes, "errors": errors}
+
+
+# --------------------------------------------------------------------------- Python-layer overhead
+
+
+def measure_overhead(torch, cfg) -> dict:
+    """encode_rows on a 1x384 float32 input against the raw core call on the same memory."""
+    t = torch.randn(1, 384)
+    a = t.numpy()
+    arr = np.random.default_rng(0).standard_normal((1, 384)).astype(np.float32)
+    native = _native.encode_rows
+    assert tensorb64.encode_rows(t) == native(a, "float32", "little", "float32", "little", 1)
+    calls = {
+        "tensorb64.encode_rows(tensor)": lambda: tensorb64.encode_rows(t),
+        "_native.encode_rows(tensor.numpy())": lambda: native(a, "float32", "little", "float32", "little", 1),
+        "tensorb64.encode_rows(ndarray)": lambda: tensorb64.encode_rows(arr),
+        "_native.encode_rows(ndarray)": lambda: native(arr, "float32", "little", "float32", "little", 1),
+        "tensor.numpy()": lambda: t.numpy(),
+    }
+    s = measure(calls, rounds=cfg["overhead_rounds"], sample_s=0.002, budget_s=10.0)
+    us = {k: v["us"] for k, v in s.items()}
+    return {
+        "shape": [1, 384],
+        "us": us,
+        "overhead_tensor_us": us["tensorb64.encode_rows(tensor)"] - us["_native.encode_rows(tensor.numpy())"],
+        "overhead_ndarray_us": us["tensorb64.encode_rows(ndarray)"] - us["_native.encode_rows(ndarray)"],
+    }
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _fmt_us(us):
+    return f"{us:,.1f}" if us < 1000 else f"{us:,.0f}"
+
+
+def table_rows(cases):
+    for c in cases:
+        out = c["output"] if not c.get("threads") else f"{c['output']} (threads)"
+        for r in c["results"]:
+            if "us" in r:
+                spread = (r["p75"] - r["p25"]) / r["us"] * 100
+                ratio = f"{r['speedup']:.2f}×" if "speedup" in r else "1 (ref)" if r["ref"] is None else ""
+                cells = (_fmt_us(r["us"]), f"±{spread:.0f}%", f"{r['gbps']:.2f}", ratio)
+            elif "skipped" in r:
+                cells = ("skipped", "", "", "")
+            else:
+                cells = ("error", "", "", "")
+            yield (c["input"], out, str(c["B"]), str(c["D"]), r["path"], *cells)
+
+
+def markdown_table(cases) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---:" if i >= 5 or i in (2, 3) else "---" for i in range(len(COLUMNS))) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows(cases)]
+    return "\n".join(lines)
+
+
+def text_table(cases) -> str:
+    rows = [COLUMNS] + list(table_rows(cases))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    right = {2, 3, 5, 6, 7, 8}
+    out, prev = [], None
+    for k, r in enumerate(rows):
+        key = r[:4]
+        if k > 1 and key != prev:
+            out.append("")
+        prev = key
+        out.append("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if k == 0:
+            out.append("-" * len(out[-1]))
+    return "\n".join(out)
+
+
+def header_lines(m: dict) -> list:
+    return [
+        f"machine:   {m['cpu']} ({m['cores']} cores, {m['usable_cores']} usable, load {m['load_1min']:.2f}), {m['machine']}",
+        f"tensorb64: {m['tensorb64']}  simd_level={m['simd_level']}  available={','.join(m['available_simd_levels'])}"
+        + (f"  TENSORB64_SIMD={m['TENSORB64_SIMD']}" if m["TENSORB64_SIMD"] else ""),
+        f"versions:  python {m['python']}, torch {m['torch']} ({m['torch_threads']} threads), numpy {m['numpy']}, pybase64 {m['pybase64']}",
+    ]
+
+
+def overhead_lines(o: dict) -> list:
+    us = o["us"]
+    return [
+        "Python-layer overhead at 1x384 float32 (median µs per call, same memory):",
+        *(f"  {k:<38} {v:8.2f}" for k, v in us.items()),
+        f"  => encode_rows overhead above the core: tensor {o['overhead_tensor_us']:.2f} µs, ndarray {o['overhead_ndarray_us']:.2f} µs",
+    ]
+
+
+def plot(cases, machine, path):
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise SystemExit(f"--plot needs matplotlib ({e}); {EXTRA_HINT}") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sweep = [c for c in cases if c["output"] == "float32" and not c.get("threads")]
+    inputs = [d for d in ("float32", "bfloat16") if any(c["input"] == d for c in sweep)]
+    Ds = sorted({c["D"] for c in sweep})
+    if not inputs or not Ds:
+        return
+    fig, axes = plt.subplots(len(inputs), len(Ds), figsize=(4.2 * len(Ds), 3.8 * len(inputs)), squeeze=False, sharey=True)
+    styles = {
+        "struct": ("tab:gray", "v"),
+        "numpy": ("tab:orange", "s"),
+        "pybase64": ("tab:blue", "^"),
+        "pybase64 batch": ("tab:cyan", "^"),
+        "tensorb64 rows": ("tab:red", "o"),
+        "tensorb64 batch": ("tab:purple", "o"),
+        "memcpy of output size": ("black", ""),
+    }
+    for i, ind in enumerate(inputs):
+        for j, D in enumerate(Ds):
+            ax = axes[i][j]
+            sel = sorted((c for c in sweep if c["input"] == ind and c["D"] == D), key=lambda c: c["B"])
+            for name, (color, marker) in styles.items():
+                pts = [(c["B"], r["gbps"]) for c in sel for r in c["results"] if r["path"] == name and "gbps" in r]
+                if pts:
+                    xs, ys = zip(*pts)
+                    ax.plot(xs, ys, marker=marker or None, color=color, label=name, linestyle="--" if name.startswith("memcpy") else "-", linewidth=1.4)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{ind} input, D={D}", fontsize=10)
+            ax.grid(True, which="both", alpha=0.3)
+            if i == len(inputs) - 1:
+                ax.set_xlabel("batch size B (rows)")
+            if j == 0:
+                ax.set_ylabel("GB/s of float32 input")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+    fig.suptitle(f"base64 of embedding rows, throughput vs batch size (higher is better)\n{machine_line(machine)}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def case_specs(mode: str) -> list:
+    if mode == "smoke":
+        return [{"input": "float32", "output": "float32", "B": 2, "D": 16}, {"input": "float32", "output": "float16", "B": 2, "D": 16}]
+    Bs, Ds = (FULL_B, FULL_D) if mode == "full" else (QUICK_B, QUICK_D)
+    specs = [{"input": i, "output": "float32", "B": B, "D": D} for i in ("float32", "bfloat16") for D in Ds for B in Bs]
+    specs += [{"input": "float32", "output": "float16", "B": B, "D": 3072} for B in (1, 64)]
+    if mode == "full":
+        specs += [{"input": i, "output": "float32", "B": 1024, "D": 3072, "threads": 2} for i in ("float32", "bfloat16")]
+    return specs
+
+
+def config(mode: str) -> dict:
+    if mode == "smoke":
+        return {"rounds": 3, "sample_s": 0.0005, "budget_s": 0.01, "struct_max": STRUCT_MAX_VALUES_QUICK, "overhead_rounds": 3}
+    if mode == "full":
+        return {"rounds": 31, "sample_s": 0.005, "budget_s": 2.5, "struct_max": STRUCT_MAX_VALUES_FULL, "overhead_rounds": 41}
+    return {"rounds": 15, "sample_s": 0.003, "budget_s": 0.6, "struct_max": STRUCT_MAX_VALUES_QUICK, "overhead_rounds": 21}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tensorb64 bench", description="tensorb64 against the struct, numpy and pybase64 paths (ratios, interleaved, medians)")
+    parser.add_argument("--full", action="store_true", help="the full sweep: B in 1,15,64,256,1024 x D in 384,1024,3072,4096, plus threads=2")
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny run for the CLI test
+    parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
+    parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib)")
+    parser.add_argument("--table", metavar="PATH", help="write the table as Markdown")
+    args = parser.parse_args(argv)
+
+    torch = _require("torch")
+    pybase64 = _require("pybase64")
+    if args.plot:
+        _require("matplotlib")
+    mode = "smoke" if args.smoke else "full" if args.full else "quick"
+    cfg = config(mode)
+    machine = machine_info(torch, pybase64)
+    for line in header_lines(machine):
+        print(line)
+    print(f"mode: {mode}; µs/call = median of interleaved rounds; spread = IQR/median; GB/s = float32 input bytes (B*D*4) per second;")
+    print("tensorb64 × = path time / time of the tensorb64 call it competes with (per-row paths vs encode_rows, batch vs encode)")
+    print(flush=True)
+
+    started = time.perf_counter()
+    cases = []
+    for spec in case_specs(mode):
+        cases.append(run_case(torch, pybase64, spec, cfg, lambda s: print(s, file=sys.stderr, flush=True)))
+        if mode != "smoke":
+            last = cases[-1]
+            ours = next((r for r in last["results"] if r["path"].startswith("tensorb64 rows") and "us" in r), None)
+            print(f"  done {last['input']:>8}->{last['output']:<7} B={last['B']:<4} D={last['D']:<4}" + (f" threads={last['threads']}" if last.get("threads") else "") + (f"  tensorb64 rows {ours['us']:.1f} µs" if ours else ""), file=sys.stderr, flush=True)
+    overhead = measure_overhead(torch, cfg)
+    elapsed = time.perf_counter() - started
+
+    print(text_table(cases))
+    notes = sorted({n for c in cases for n in c["notes"]})
+    if notes:
+        print()
+        for n in notes:
+            print("note: " + n)
+    for c in cases:
+        if c.get("threads"):
+            r = {x["path"]: x for x in c["results"]}
+            one, many = r.get("tensorb64 rows threads=1", {}), r.get(f"tensorb64 rows threads={c['threads']}", {})
+            if "us" in one and "us" in many:
+                print(f"threads={c['threads']} at B={c['B']} D={c['D']} {c['input']}: {one['us'] / many['us']:.2f}× the speed of threads=1 ({machine['usable_cores']} usable cores)")
+    print()
+    for line in overhead_lines(overhead):
+        print(line)
+    machine["load_1min_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    print(f"\n{len(cases)} cases in {elapsed:.1f} s; load average before {machine['load_1min']:.2f}, after {machine['load_1min_after']:.2f}")
+
+    errors = [e for c in cases for e in c["errors"]]
+    report = {"machine": machine, "mode": mode, "config": cfg, "cases": cases, "overhead": overhead, "elapsed_s": elapsed, "errors": errors}
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+    if args.table:
+        os.makedirs(os.path.dirname(os.path.abspath(args.table)), exist_ok=True)
+        with open(args.table, "w", encoding="utf-8") as f:
+            f.write(f"Command: `python -m tensorb64 bench{' --full' if mode == 'full' else ''}`\n\n")
+            f.write("\n".join("    " + line for line in header_lines(machine)) + "\n\n")
+            f.write(markdown_table(cases) + "\n\n")
+            for n in notes:
+                f.write(f"* {n}\n")
+            f.write("\n" + "\n".join("    " + line for line in overhead_lines(overhead)) + "\n")
+    if args.plot:
+        plot(cases, machine, args.plot)
+    if errors:
+        print(f"\n{len(errors)} path(s) failed their output check: the numbers above omit those cases", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

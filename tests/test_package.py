@@ -1,0 +1,86 @@
+"""The installed package: the native extension is what loaded, and SIMD levels are reported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tensorb64
+from tensorb64 import _native
+
+
+def test_native_extension_is_loaded_from_the_package():
+    path = Path(_native.__file__)
+    assert path.suffix in (".so", ".pyd")
+    assert path.parent == Path(tensorb64.__file__).parent
+    assert tensorb64.__version__ == _native.__version__
+
+
+def test_simd_levels():
+    levels = tensorb64.available_simd_levels()
+    assert levels[0] == "scalar"
+    assert tensorb64.simd_level() in levels
+    assert set(levels) <= {"scalar", "avx2", "avx512", "neon"}
+
+
+def run_with_env(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_best_level_is_chosen_by_default():
+    result = run_with_env("import tensorb64; print(tensorb64.simd_level())", TENSORB64_SIMD="")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == tensorb64.available_simd_levels()[-1]
+
+
+@pytest.mark.parametrize("level", tensorb64.available_simd_levels())
+def test_environment_variable_forces_a_level(level):
+    result = run_with_env("import tensorb64; print(tensorb64.simd_level())", TENSORB64_SIMD=level)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == level
+
+
+@pytest.mark.parametrize("level", ["sse9", "AVX2", "neon" if sys.platform != "darwin" else "avx512"])
+def test_unknown_or_unavailable_level_is_a_clear_import_error(level):
+    if level in tensorb64.available_simd_levels():
+        pytest.fail(f"{level} is available here, so it cannot test the unavailable case")
+    result = run_with_env("import tensorb64", TENSORB64_SIMD=level)
+    assert result.returncode != 0
+    assert f"TENSORB64_SIMD={level} is not a SIMD level this CPU can run; available: scalar" in result.stderr
+    assert "Illegal instruction" not in result.stderr
+
+
+def test_set_simd_level_refuses_unavailable_levels():
+    with pytest.raises(ValueError, match="unknown SIMD level 'sse9'"):
+        _native.set_simd_level("sse9")
+    missing = [lv for lv in ("avx2", "avx512", "neon") if lv not in tensorb64.available_simd_levels()]
+    for level in missing:
+        with pytest.raises(ValueError, match=f"'{level}' is not available on this CPU; available: scalar"):
+            _native.set_simd_level(level)
+
+
+def test_torch_is_optional():
+    code = "import sys; sys.modules['torch'] = None; import tensorb64, numpy; print(tensorb64.encode(numpy.ones(1, 'f4')))"
+    result = run_with_env(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "AACAPw=="
+
+
+@pytest.mark.cuda
+def test_cuda_tensors_cross_the_bus_in_their_own_dtype():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine")
+    from oracles import struct_reference
+
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        t = torch.randn(8, 384, device="cuda").to(dtype)
+        view = t[:, :100]
+        assert tensorb64.encode_rows(view) == [struct_reference(r.float().cpu().tolist()) for r in view]
+        assert tensorb64.encode(t, dtype="float16") == tensorb64.encode(t.cpu(), dtype="float16")
