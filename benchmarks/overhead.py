@@ -33,20 +33,27 @@ arr = np.random.default_rng(0).standard_normal((1, 384)).astype(np.float32)
 native = _native.encode_rows
 ns = dict(globals())
 F32 = torch.float32
-ns.update(F32=F32, F16=torch.float16, F64=torch.float64, strided=torch.strided, dtype=t.dtype, CORE=_inputs._CORE_FLOATS)
+# as_core_array gained a `target` (output dtype) argument; time whichever this install has.
+import inspect
+
+TARGET_ARG = ", 'float32'" if len(inspect.signature(_inputs.as_core_array).parameters) > 1 else ""
+ns.update(F32=F32, F16=torch.float16, F64=torch.float64, strided=torch.strided, dtype=t.dtype, CORE=_inputs._CORE_FLOATS,
+          F8=getattr(_inputs, "_FLOAT8_OUTPUT_NAMES", {}), _f3=lambda x: (x, 1, 2))
 
 PIECES = [
     ("whole: tensorb64.encode_rows(t)", "tensorb64.encode_rows(t)"),
     ("whole: _native.encode_rows(t.numpy() precomputed)", "native(a, 'float32', 'little', 'float32', 'little', 1)"),
     ("whole: tensorb64.encode_rows(ndarray)", "tensorb64.encode_rows(arr)"),
     ("whole: _native.encode_rows(ndarray)", "native(arr, 'float32', 'little', 'float32', 'little', 1)"),
-    ("whole: as_core_array(t)", "_inputs.as_core_array(t)"),
-    ("whole: as_core_array(ndarray)", "_inputs.as_core_array(arr)"),
+    ("whole: as_core_array(t)", f"_inputs.as_core_array(t{TARGET_ARG})"),
+    ("whole: as_core_array(ndarray)", f"_inputs.as_core_array(arr{TARGET_ARG})"),
     ("encode_rows: type(threads) is not int or threads < 1", "type(1) is not int or 1 < 1"),
     ("encode_rows: array.ndim != 2", "a.ndim != 2"),
     ("encode_rows: output_dtype('float32')", "output_dtype('float32')"),
     ("encode_rows: byteorder_name('little')", "byteorder_name('little')"),
+    ("as_core_array: call + tuple unpack of a Python function (def f(x): return x,1,2)", "_a, _b, _c = _f3(t)"),
     ("as_core_array: sys.modules.get('torch')", "sys.modules.get('torch')"),
+    ("as_core_array: source in _FLOAT8_OUTPUT_NAMES and source != target", "'float32' in F8 and 'float32' != 'float32'"),
     ("as_core_array: isinstance(x, torch.Tensor)", "isinstance(t, torch.Tensor)"),
     ("as_core_array: isinstance(x, np.ndarray)", "isinstance(arr, np.ndarray)"),
     ("_from_tensor: t.layout != torch.strided", "t.layout != torch.strided"),
@@ -64,7 +71,7 @@ PIECES = [
     ("alternative: t.is_cpu", "t.is_cpu"),
     ("alternative: np.asarray(t) (via __array__)", "np.asarray(t)"),
     ("alternative: memoryview(t.numpy())", "memoryview(t.numpy())"),
-    ("alternative: t.untyped_storage() (no)", "t.data_ptr()"),
+    ("alternative: t.data_ptr()", "t.data_ptr()"),
 ]
 
 

@@ -4,6 +4,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -17,7 +20,8 @@ using namespace std::string_literals;
 
 namespace {
 
-tensorb64::dtype parse_dtype(std::string_view name) {
+// Element types as the Python layer names a source's type.
+tensorb64::dtype parse_source_dtype(std::string_view name) {
     using tensorb64::dtype;
     if (name == "float32") return dtype::float32;
     if (name == "float16") return dtype::float16;
@@ -30,11 +34,36 @@ tensorb64::dtype parse_dtype(std::string_view name) {
                           "or float8_e5m2");
 }
 
-tensorb64::byte_order parse_byte_order(std::string_view name) {
-    if (name == "little") return tensorb64::byte_order::little;
-    if (name == "big") return tensorb64::byte_order::big;
-    throw py::value_error("unknown byte order '"s + std::string(name) +
-                          "'; expected 'little' or 'big'");
+// Output dtypes as users name them (vLLM's `embed_dtype` names).
+tensorb64::dtype parse_output_dtype(const py::object& name) {
+    using tensorb64::dtype;
+    if (py::isinstance<py::str>(name)) {
+        const std::string text = name.cast<std::string>();
+        if (text == "float32") return dtype::float32;
+        if (text == "float16") return dtype::float16;
+        if (text == "bfloat16") return dtype::bfloat16;
+        if (text == "fp8_e4m3") return dtype::float8_e4m3fn;
+        if (text == "fp8_e5m2") return dtype::float8_e5m2;
+    }
+    throw py::value_error("unknown dtype " + py::repr(name).cast<std::string>() +
+                          "; expected one of float32, float16, bfloat16, fp8_e4m3, fp8_e5m2");
+}
+
+tensorb64::byte_order parse_byte_order(const py::object& name) {
+    if (py::isinstance<py::str>(name)) {
+        const std::string text = name.cast<std::string>();
+        if (text == "little") return tensorb64::byte_order::little;
+        if (text == "big") return tensorb64::byte_order::big;
+        if (text == "native") {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            return tensorb64::byte_order::big;
+#else
+            return tensorb64::byte_order::little;
+#endif
+        }
+    }
+    throw py::value_error("unknown byteorder " + py::repr(name).cast<std::string>() +
+                          "; expected 'little', 'big' or 'native'");
 }
 
 // The base64 length of `elements` elements of `element_size` bytes, if a str can hold it.
@@ -49,36 +78,13 @@ std::size_t checked_encoded_size(std::size_t elements, std::size_t element_size)
     return length;
 }
 
-// Encodes the rows of a 1-D (one row) or, unless `one_row_only`, 2-D buffer; returns a list of
-// one str per row.
-py::list encode_buffer(const py::buffer& array, std::string_view dtype, std::string_view byteorder,
-                       std::string_view to_dtype, std::string_view to_byteorder, unsigned threads,
-                       bool one_row_only) {
-    const tensorb64::element_format source_format{parse_dtype(dtype), parse_byte_order(byteorder)};
-    const tensorb64::element_format target{parse_dtype(to_dtype), parse_byte_order(to_byteorder)};
-    if (!tensorb64::can_convert(source_format.type, target.type)) {
-        throw py::value_error("cannot encode "s + std::string(dtype) + " elements as " +
-                              std::string(to_dtype));
+// Creates one str per row, then releases the GIL while the kernel writes into them.
+py::list encode_strided(const tensorb64::strided_rows& source, tensorb64::element_format target,
+                        unsigned threads) {
+    if (!tensorb64::can_convert(source.format.type, target.type)) {
+        throw py::value_error("cannot encode "s + tensorb64::to_string(source.format.type) +
+                              " elements as " + tensorb64::to_string(target.type));
     }
-    const py::buffer_info info = array.request();
-    if (info.ndim != 1 && (one_row_only || info.ndim != 2)) {
-        throw py::value_error("expected a "s + (one_row_only ? "1-D" : "1-D or 2-D") +
-                              " buffer, got " + std::to_string(info.ndim) + " dimensions");
-    }
-    if (static_cast<std::size_t>(info.itemsize) != tensorb64::dtype_size(source_format.type)) {
-        throw py::value_error("buffer items are " + std::to_string(info.itemsize) +
-                              " bytes, but " + std::string(dtype) + " elements are " +
-                              std::to_string(tensorb64::dtype_size(source_format.type)));
-    }
-    const bool one_row = info.ndim == 1;
-    tensorb64::strided_rows source{};
-    source.data = info.ptr;
-    source.rows = one_row ? 1 : static_cast<std::size_t>(info.shape[0]);
-    source.row_length = static_cast<std::size_t>(info.shape[one_row ? 0 : 1]);
-    source.row_stride = one_row ? 0 : info.strides[0];
-    source.element_stride = info.strides[one_row ? 0 : 1];
-    source.format = source_format;
-
     const std::size_t length =
         checked_encoded_size(source.row_length, tensorb64::dtype_size(target.type));
     py::list texts(source.rows);
@@ -94,6 +100,83 @@ py::list encode_buffer(const py::buffer& array, std::string_view dtype, std::str
         tensorb64::encode_rows(source, target, outputs.data(), threads);
     }
     return texts;
+}
+
+// The rows of a 1-D (one row) or, unless `one_row_only`, 2-D buffer.
+tensorb64::strided_rows rows_of_buffer(const py::buffer_info& info,
+                                       tensorb64::element_format format, bool one_row_only) {
+    if (info.ndim != 1 && (one_row_only || info.ndim != 2)) {
+        throw py::value_error("expected a "s + (one_row_only ? "1-D" : "1-D or 2-D") +
+                              " buffer, got " + std::to_string(info.ndim) + " dimensions");
+    }
+    if (static_cast<std::size_t>(info.itemsize) != tensorb64::dtype_size(format.type)) {
+        throw py::value_error("buffer items are " + std::to_string(info.itemsize) +
+                              " bytes, but the elements' type has " +
+                              std::to_string(tensorb64::dtype_size(format.type)));
+    }
+    const bool one_row = info.ndim == 1;
+    tensorb64::strided_rows source{};
+    source.data = info.ptr;
+    source.rows = one_row ? 1 : static_cast<std::size_t>(info.shape[0]);
+    source.row_length = static_cast<std::size_t>(info.shape[one_row ? 0 : 1]);
+    source.row_stride = one_row ? 0 : info.strides[0];
+    source.element_stride = info.strides[one_row ? 0 : 1];
+    source.format = format;
+    return source;
+}
+
+// How far, in bytes, `count` steps of `stride` elements of `size` bytes reach: false when that
+// is beyond a quarter of the address space (no real tensor is), so sums of two cannot overflow.
+bool reach(std::size_t count, std::ptrdiff_t stride, std::ptrdiff_t size, std::ptrdiff_t* bytes) {
+    constexpr std::ptrdiff_t limit = std::numeric_limits<std::ptrdiff_t>::max() / 4;
+    if (count > static_cast<std::size_t>(limit) || stride < -limit || stride > limit) return false;
+    const std::ptrdiff_t steps = count == 0 ? 0 : static_cast<std::ptrdiff_t>(count) - 1;
+    const std::ptrdiff_t magnitude = std::abs(stride);
+    if (magnitude != 0 && steps > limit / magnitude / size) return false;
+    *bytes = steps * stride * size;
+    return true;
+}
+
+// Rows at a raw address (a torch tensor's memory), checked to lie inside its storage
+// [storage_address, storage_address + storage_bytes). Strides are in elements.
+tensorb64::strided_rows rows_at_address(std::uintptr_t address, std::uintptr_t storage_address,
+                                        std::size_t storage_bytes, std::size_t rows,
+                                        std::size_t row_length, std::ptrdiff_t row_stride,
+                                        std::ptrdiff_t element_stride,
+                                        tensorb64::element_format format) {
+    const auto size = static_cast<std::ptrdiff_t>(tensorb64::dtype_size(format.type));
+    std::ptrdiff_t down = 0, across = 0;
+    bool inside = reach(rows, row_stride, size, &down) && reach(row_length, element_stride, size, &across);
+    if (inside && rows > 0 && row_length > 0) {
+        const std::ptrdiff_t low = std::min<std::ptrdiff_t>(down, 0) + std::min<std::ptrdiff_t>(across, 0);
+        const std::ptrdiff_t high = std::max<std::ptrdiff_t>(down, 0) + std::max<std::ptrdiff_t>(across, 0) + size;
+        const std::uintptr_t offset = address - storage_address;
+        inside = address >= storage_address && offset <= storage_bytes &&
+                 static_cast<std::ptrdiff_t>(offset) + low >= 0 &&
+                 static_cast<std::size_t>(static_cast<std::ptrdiff_t>(offset) + high) <= storage_bytes;
+    }
+    if (!inside) throw py::value_error("the tensor's shape and strides reach outside its storage");
+    tensorb64::strided_rows source{};
+    source.data = reinterpret_cast<const void*>(address);
+    source.rows = rows;
+    source.row_length = row_length;
+    source.row_stride = row_stride * size;
+    source.element_stride = element_stride * size;
+    source.format = format;
+    return source;
+}
+
+tensorb64::element_format source_format(std::string_view dtype, std::string_view byteorder) {
+    if (byteorder != "little" && byteorder != "big") {
+        throw py::value_error("unknown byte order '"s + std::string(byteorder) +
+                              "'; expected 'little' or 'big'");
+    }
+    return {parse_source_dtype(dtype),
+            byteorder == "little" ? tensorb64::byte_order::little : tensorb64::byte_order::big};
+}
+
+tensorb64::element_format output_format(const py::object& dtype, const py::object& byteorder) {
+    return {parse_output_dtype(dtype), parse_byte_order(byteorder)};
 }
 
 tensorb64::simd_level parse_level(const std::string& name) {
@@ -128,21 +211,49 @@ PYBIND11_MODULE(_native, m) {
 
     m.def(
         "encode_rows",
-        [](const py::buffer& array, std::string_view dtype, std::string_view byteorder,
-           std::string_view to_dtype, std::string_view to_byteorder, unsigned threads) {
-            return encode_buffer(array, dtype, byteorder, to_dtype, to_byteorder, threads, false);
+        [](const py::buffer& array, std::string_view source_dtype, std::string_view source_order,
+           const py::object& dtype, const py::object& byteorder, unsigned threads) {
+            const auto target = output_format(dtype, byteorder);
+            const py::buffer_info info = array.request();
+            return encode_strided(rows_of_buffer(info, source_format(source_dtype, source_order), false),
+                                  target, threads);
         },
-        py::arg("array"), py::arg("dtype"), py::arg("byteorder"), py::arg("to_dtype"),
-        py::arg("to_byteorder"), py::arg("threads") = 1,
-        "One base64 str per row of a 1-D (one row) or 2-D buffer of `dtype` elements.");
+        py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
+        py::arg("byteorder"), py::arg("threads") = 1,
+        "One base64 str per row of a 1-D (one row) or 2-D buffer.");
     m.def(
         "encode",
-        [](const py::buffer& array, std::string_view dtype, std::string_view byteorder,
-           std::string_view to_dtype, std::string_view to_byteorder) {
-            return py::object(encode_buffer(array, dtype, byteorder, to_dtype, to_byteorder, 1, true)[0]);
+        [](const py::buffer& array, std::string_view source_dtype, std::string_view source_order,
+           const py::object& dtype, const py::object& byteorder) {
+            const auto target = output_format(dtype, byteorder);
+            const py::buffer_info info = array.request();
+            return py::object(encode_strided(
+                rows_of_buffer(info, source_format(source_dtype, source_order), true), target, 1)[0]);
         },
-        py::arg("array"), py::arg("dtype"), py::arg("byteorder"), py::arg("to_dtype"),
-        py::arg("to_byteorder"), "The base64 str of a 1-D buffer of `dtype` elements.");
+        py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
+        py::arg("byteorder"), "The base64 str of a 1-D buffer.");
+    m.def(
+        "encode_rows_at",
+        [](std::uintptr_t address, std::uintptr_t storage_address, std::size_t storage_bytes,
+           std::size_t rows, std::size_t row_length, std::ptrdiff_t row_stride,
+           std::ptrdiff_t element_stride, std::string_view source_dtype, const py::object& dtype,
+           const py::object& byteorder, unsigned threads) {
+            const auto target = output_format(dtype, byteorder);
+            const tensorb64::element_format format{parse_source_dtype(source_dtype),
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                                                   tensorb64::byte_order::big};
+#else
+                                                   tensorb64::byte_order::little};
+#endif
+            return encode_strided(rows_at_address(address, storage_address, storage_bytes, rows,
+                                                  row_length, row_stride, element_stride, format),
+                                  target, threads);
+        },
+        py::arg("address"), py::arg("storage_address"), py::arg("storage_bytes"), py::arg("rows"),
+        py::arg("row_length"), py::arg("row_stride"), py::arg("element_stride"),
+        py::arg("source_dtype"), py::arg("dtype"), py::arg("byteorder"), py::arg("threads") = 1,
+        "One base64 str per row of host-ordered elements at `address` (a CPU tensor's memory), "
+        "after checking that every element lies inside its storage. Strides are in elements.");
     m.def(
         "encoded_length",
         [](std::size_t elements, std::size_t element_size) {

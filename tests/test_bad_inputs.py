@@ -76,7 +76,7 @@ def test_binding_checks_what_the_python_layer_passes():
     a = np.zeros((2, 2, 2), np.float32)
     with pytest.raises(ValueError, match="expected a 1-D or 2-D buffer, got 3"):
         _native.encode_rows(a, "float32", "little", "float32", "little", 1)
-    with pytest.raises(ValueError, match="buffer items are 4 bytes, but float16 elements are 2"):
+    with pytest.raises(ValueError, match="buffer items are 4 bytes, but the elements' type has 2"):
         _native.encode_rows(a[0], "float16", "little", "float32", "little", 1)
     with pytest.raises(ValueError, match="cannot encode float8_e4m3fn elements as float16"):
         _native.encode(np.zeros(2, np.uint8), "float8_e4m3fn", "little", "float16", "little")
@@ -84,6 +84,29 @@ def test_binding_checks_what_the_python_layer_passes():
         _native.encode(np.zeros(2, np.uint8), "int8", "little", "float16", "little")
     with pytest.raises(ValueError, match="unknown byte order 'middle'"):
         _native.encode(np.zeros(2, np.float32), "float32", "middle", "float32", "little")
+    with pytest.raises(ValueError, match="unknown dtype 'float8_e4m3fn'; expected one of float32"):
+        _native.encode(np.zeros(2, np.float32), "float32", "little", "float8_e4m3fn", "little")
+
+
+def test_tensor_addresses_outside_storage_are_refused():
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(4, 8)
+    storage = t.untyped_storage()
+    base = (storage.data_ptr(), storage.nbytes())
+    ok = _native.encode_rows_at(t.data_ptr(), *base, 4, 8, 8, 1, "float32", "float32", "little")
+    assert ok == tensorb64.encode_rows(t.numpy())
+    bad = [
+        (t.data_ptr(), *base, 4, 9, 8, 1),  # one element past the end
+        (t.data_ptr(), *base, 5, 8, 8, 1),  # one row past the end
+        (t.data_ptr() + 4, *base, 4, 8, 8, 1),  # shifted by one element
+        (t.data_ptr() - 4, *base, 1, 2, 0, 1),  # before the start
+        (t.data_ptr(), *base, 2, 2, -1, 1),  # negative stride below the start
+        (t.data_ptr(), *base, 2, 2**62, 0, 2**62),  # reach overflows
+        (t.data_ptr(), *base, 2**62, 1, 2**62, 1),
+    ]
+    for args in bad:
+        with pytest.raises(ValueError, match="reach outside its storage"):
+            _native.encode_rows_at(*args, "float32", "float32", "little")
 
 
 def test_output_length_overflow_is_caught_without_allocating():

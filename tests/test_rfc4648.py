@@ -29,7 +29,7 @@ RFC4648_VECTORS = [
 
 
 def encode_bytes(data: bytes) -> str:
-    return _native.encode(np.frombuffer(data, np.uint8), "float8_e4m3fn", "little", "float8_e4m3fn", "little")
+    return _native.encode(np.frombuffer(data, np.uint8), "float8_e4m3fn", "little", "fp8_e4m3", "little")
 
 
 @pytest.mark.parametrize(("data", "expected"), RFC4648_VECTORS)
@@ -49,7 +49,7 @@ def test_arbitrary_bytes_at_any_alignment(data, offset):
     storage = np.zeros(offset + len(data), np.uint8)
     storage[offset:] = np.frombuffer(data, np.uint8)
     assert encode_bytes(storage[offset:].tobytes()) == base64.b64encode(data).decode()
-    assert _native.encode(storage[offset:], "float8_e4m3fn", "little", "float8_e4m3fn", "little") == base64.b64encode(data).decode()
+    assert _native.encode(storage[offset:], "float8_e4m3fn", "little", "fp8_e4m3", "little") == base64.b64encode(data).decode()
 
 
 def test_fp8_output_of_float32_is_the_bytes_of_the_cast():

@@ -15,18 +15,6 @@ namespace {
 // Below this much output per thread, starting a thread costs more than it saves.
 constexpr std::size_t min_output_per_thread = 256 * 1024;
 
-const char* dtype_name(dtype type) {
-    switch (type) {
-        case dtype::float32: return "float32";
-        case dtype::float16: return "float16";
-        case dtype::bfloat16: return "bfloat16";
-        case dtype::float64: return "float64";
-        case dtype::float8_e4m3fn: return "float8_e4m3fn";
-        case dtype::float8_e5m2: return "float8_e5m2";
-    }
-    return "unknown";
-}
-
 // The rows [first, first + count) of `job`, as a job of their own.
 row_job slice_rows(const row_job& job, std::size_t first, std::size_t count) {
     row_job part = job;
@@ -38,6 +26,18 @@ row_job slice_rows(const row_job& job, std::size_t first, std::size_t count) {
 }
 
 }  // namespace
+
+const char* to_string(dtype type) noexcept {
+    switch (type) {
+        case dtype::float32: return "float32";
+        case dtype::float16: return "float16";
+        case dtype::bfloat16: return "bfloat16";
+        case dtype::float64: return "float64";
+        case dtype::float8_e4m3fn: return "float8_e4m3fn";
+        case dtype::float8_e5m2: return "float8_e5m2";
+    }
+    return "unknown";
+}
 
 bool can_convert(dtype from, dtype to) noexcept {
     if (from == to) return true;
@@ -57,8 +57,8 @@ void encode_rows(const strided_rows& source, element_format target, char* const*
                  unsigned threads) {
     if (!can_convert(source.format.type, target.type)) {
         throw std::invalid_argument(std::string("cannot convert ") +
-                                    dtype_name(source.format.type) + " to " +
-                                    dtype_name(target.type));
+                                    to_string(source.format.type) + " to " +
+                                    to_string(target.type));
     }
     const encode_rows_fn kernel = active_kernel();
     const row_job job{source, target, outputs};

@@ -10,6 +10,11 @@
 //
 // Compiled with the AVX2 flags plus -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vbmi (or
 // /arch:AVX512); everything but the entry point has internal linkage.
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own `_mm512_undefined_*()` (GCC
+// bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "formats.hpp"

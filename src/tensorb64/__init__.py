@@ -15,8 +15,7 @@ import math
 
 from . import _native
 from ._decode import decode, decode_rows
-from ._formats import byteorder_name, output_dtype
-from ._inputs import as_core_array
+from ._inputs import as_core_array, tensor_in_place
 
 __version__ = _native.__version__
 __all__ = ["encode", "encode_rows", "decode", "decode_rows", "simd_level", "available_simd_levels", "__version__"]
@@ -29,9 +28,11 @@ def encode(x, *, dtype: str = "float32", byteorder: str = "little") -> str:
     dtype: the stored type of each value: "float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2".
     byteorder: "little" (default), "big" or "native".
     """
-    target = output_dtype(dtype)
-    array, source, order = as_core_array(x, target)
-    return _native.encode(array.reshape(-1), source, order, target, byteorder_name(byteorder))
+    in_place = tensor_in_place(x, flatten=True)
+    if in_place is not None:
+        return _native.encode_rows_at(*in_place, dtype, byteorder)[0]
+    array, source, order = as_core_array(x, dtype)
+    return _native.encode(array.reshape(-1), source, order, dtype, byteorder)
 
 
 def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> list:
@@ -43,14 +44,16 @@ def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads
     """
     if type(threads) is not int or threads < 1:
         raise ValueError(f"threads must be a positive int, got {threads!r}")
-    target = output_dtype(dtype)
-    array, source, order = as_core_array(x, target)
+    in_place = tensor_in_place(x, flatten=False)
+    if in_place is not None:
+        return _native.encode_rows_at(*in_place, dtype, byteorder, threads)
+    array, source, order = as_core_array(x, dtype)
     if array.ndim != 2:
         if array.ndim == 0:
             raise ValueError("encode_rows needs an input with at least one dimension; use encode() for a single value")
         if array.ndim > 2:
             array = array.reshape(math.prod(array.shape[:-1]), array.shape[-1])
-    return _native.encode_rows(array, source, order, target, byteorder_name(byteorder), threads)
+    return _native.encode_rows(array, source, order, dtype, byteorder, threads)
 
 
 def simd_level() -> str:

@@ -71,6 +71,22 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+_ISA_FLAGS = ("avx2", "f16c", "avx512bw", "avx512vbmi", "avx512_bf16", "avx512_fp16", "asimd", "asimdhp", "sve")
+
+
+def cpu_features() -> list:
+    """The ISA extensions a base64 kernel can use that /proc/cpuinfo lists (x86 flags, arm Features)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    have = set(line.split(":", 1)[1].split())
+                    return [x for x in _ISA_FLAGS if x in have]
+    except OSError:
+        pass
+    return []
+
+
 def machine_info(torch, pybase64) -> dict:
     try:
         usable = len(os.sched_getaffinity(0))
@@ -82,6 +98,7 @@ def machine_info(torch, pybase64) -> dict:
         load = None
     return {
         "cpu": cpu_model(),
+        "cpu_features": cpu_features(),
         "cores": os.cpu_count(),
         "usable_cores": usable,
         "load_1min": load,
@@ -99,7 +116,8 @@ def machine_info(torch, pybase64) -> dict:
 
 
 def machine_line(m: dict) -> str:
-    return f"{m['cpu']}, {m['cores']} cores, tensorb64 {m['tensorb64']} simd={m['simd_level']}"
+    features = f" ({' '.join(m['cpu_features'])})" if m["cpu_features"] else ""
+    return f"{m['cpu']}{features}, {m['cores']} cores; tensorb64 {m['tensorb64']} simd_level={m['simd_level']}"
 
 
 # --------------------------------------------------------------------------- timing
@@ -362,9 +380,14 @@ def text_table(cases) -> str:
     return "\n".join(out)
 
 
+def _load(x) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 def header_lines(m: dict) -> list:
     return [
-        f"machine:   {m['cpu']} ({m['cores']} cores, {m['usable_cores']} usable, load {m['load_1min']:.2f}), {m['machine']}",
+        f"machine:   {m['cpu']} ({m['cores']} cores, {m['usable_cores']} usable, load {_load(m['load_1min'])}), {m['machine']}"
+        + (f", {' '.join(m['cpu_features'])}" if m["cpu_features"] else ""),
         f"tensorb64: {m['tensorb64']}  simd_level={m['simd_level']}  available={','.join(m['available_simd_levels'])}"
         + (f"  TENSORB64_SIMD={m['TENSORB64_SIMD']}" if m["TENSORB64_SIMD"] else ""),
         f"versions:  python {m['python']}, torch {m['torch']} ({m['torch_threads']} threads), numpy {m['numpy']}, pybase64 {m['pybase64']}",
@@ -421,9 +444,9 @@ def plot(cases, machine, path):
             if j == 0:
                 ax.set_ylabel("GB/s of float32 input")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
     fig.suptitle(f"base64 of embedding rows, throughput vs batch size (higher is better)\n{machine_line(machine)}", fontsize=11)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.1 if len(inputs) == 1 else 0.07, 1, 0.94))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -448,7 +471,7 @@ def config(mode: str) -> dict:
         return {"rounds": 3, "sample_s": 0.0005, "budget_s": 0.01, "struct_max": STRUCT_MAX_VALUES_QUICK, "overhead_rounds": 3}
     if mode == "full":
         return {"rounds": 31, "sample_s": 0.005, "budget_s": 2.5, "struct_max": STRUCT_MAX_VALUES_FULL, "overhead_rounds": 41}
-    return {"rounds": 15, "sample_s": 0.003, "budget_s": 0.6, "struct_max": STRUCT_MAX_VALUES_QUICK, "overhead_rounds": 21}
+    return {"rounds": 21, "sample_s": 0.003, "budget_s": 1.0, "struct_max": STRUCT_MAX_VALUES_QUICK, "overhead_rounds": 21}
 
 
 def main(argv=None) -> int:
@@ -500,7 +523,7 @@ def main(argv=None) -> int:
     for line in overhead_lines(overhead):
         print(line)
     machine["load_1min_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    print(f"\n{len(cases)} cases in {elapsed:.1f} s; load average before {machine['load_1min']:.2f}, after {machine['load_1min_after']:.2f}")
+    print(f"\n{len(cases)} cases in {elapsed:.1f} s; load average before {_load(machine['load_1min'])}, after {_load(machine['load_1min_after'])}")
 
     errors = [e for c in cases for e in c["errors"]]
     report = {"machine": machine, "mode": mode, "config": cfg, "cases": cases, "overhead": overhead, "elapsed_s": elapsed, "errors": errors}

@@ -88,13 +88,49 @@ def _from_sequence(x) -> np.ndarray:
 _FLOAT8_OUTPUT_NAMES = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
 
-def as_core_array(x, target: str):
+def as_core_array(x, dtype: str):
     """(array, core dtype name, byte order) of any accepted input, ready to be encoded as the
-    core dtype `target`; TypeError/ValueError naming what is accepted otherwise."""
+    output `dtype`; TypeError/ValueError naming what is accepted otherwise."""
     array, source, order = _as_array(x)
-    if source in _FLOAT8_OUTPUT_NAMES and source != target:
+    if source in _FLOAT8_OUTPUT_NAMES and _FLOAT8_OUTPUT_NAMES[source] != dtype:
         return widen_to_float32(array, _FLOAT8_OUTPUT_NAMES[source]), "float32", sys.byteorder
     return array, source, order
+
+
+_TORCH_CORE_DTYPES: dict = {}
+
+
+def tensor_in_place(x, flatten: bool):
+    """For a CPU tensor the core can read where it lies (float32/float16/bfloat16/float64, 1-D
+    or 2-D, or any contiguous one when `flatten`), the arguments of _native.encode_rows_at:
+    (address, storage address, storage bytes, rows, row length, row stride, element stride,
+    core dtype). None for anything else, which takes the general path.
+
+    This is the hot path of a worker answering single requests: it reads a few attributes and
+    makes no numpy view, and the core checks every element lies inside the tensor's storage.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or type(x) is not torch.Tensor or not x.is_cpu or x.layout != torch.strided:
+        return None
+    if not _TORCH_CORE_DTYPES:
+        _TORCH_CORE_DTYPES.update(
+            {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float64: "float64"}
+        )
+    core = _TORCH_CORE_DTYPES.get(x.dtype)
+    if core is None:
+        return None
+    ndim = x.dim()
+    if ndim == 2 and not flatten:
+        rows, row_length = x.shape
+        row_stride, element_stride = x.stride()
+    elif ndim == 1:
+        rows, row_length, row_stride, element_stride = 1, x.shape[0], 0, x.stride(0)
+    elif flatten and x.is_contiguous():
+        rows, row_length, row_stride, element_stride = 1, x.numel(), 0, 1
+    else:
+        return None
+    storage = x.untyped_storage()
+    return (x.data_ptr(), storage.data_ptr(), storage.nbytes(), rows, row_length, row_stride, element_stride, core)
 
 
 def _as_array(x):

@@ -40,6 +40,9 @@ constexpr std::size_t dtype_size(dtype type) noexcept {
     return 0;
 }
 
+// The dtype's name, as torch spells it ("float32", "float8_e4m3fn", ...).
+const char* to_string(dtype type) noexcept;
+
 // Whether `encode_rows` can turn elements of type `from` into elements of type `to`.
 // Any type encodes as itself (its bytes are copied, byte-swapped as asked); float32, float16,
 // bfloat16 and float64 convert to every type but float64, exactly as torch's `.to()` does.

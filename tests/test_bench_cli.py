@@ -1,0 +1,70 @@
+"""`python -m tensorb64 info` and `bench` run, print what they promise and write parseable JSON.
+
+No timing is asserted here: performance is measured by benchmarks/bench.py, never by tests.
+"""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+import tensorb64
+
+
+def run_cli(*args, timeout=300):
+    proc = subprocess.run([sys.executable, "-m", "tensorb64", *args], capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"python -m tensorb64 {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_info_names_version_and_simd_levels():
+    out = run_cli("info")
+    assert f"tensorb64 {tensorb64.__version__}" in out
+    assert f"simd_level: {tensorb64.simd_level()}" in out
+    assert ", ".join(tensorb64.available_simd_levels()) in out
+
+
+def test_unknown_command_is_a_usage_error():
+    proc = subprocess.run([sys.executable, "-m", "tensorb64", "frobnicate"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "unknown command" in proc.stderr and "bench" in proc.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("pybase64") is None,
+    reason='the benchmark compares against torch and pybase64 paths, which are not installed (pip install "tensorb64[bench]")',
+)
+def test_smoke_bench_prints_table_and_writes_json(tmp_path):
+    from tensorb64._bench import COLUMNS
+
+    json_path = tmp_path / "bench.json"
+    table_path = tmp_path / "table.md"
+    out = run_cli("bench", "--smoke", "--json", str(json_path), "--table", str(table_path))
+
+    assert f"simd_level={tensorb64.simd_level()}" in out
+    header = next(line for line in out.splitlines() if line.startswith("input"))
+    assert header.split() == " ".join(COLUMNS).split()
+    for path in ("struct", "numpy", "pybase64", "tensorb64 rows", "tensorb64 batch", "memcpy of output size", "vllm f16"):
+        assert path in out, f"path {path!r} missing from the table"
+    assert "Python-layer overhead" in out
+
+    report = json.loads(json_path.read_text(encoding="utf-8"))
+    assert report["mode"] == "smoke"
+    assert report["errors"] == []
+    assert report["machine"]["simd_level"] == tensorb64.simd_level()
+    timed = [r for case in report["cases"] for r in case["results"] if "us" in r]
+    assert timed and all(r["us"] > 0 and r["gbps"] > 0 for r in timed)
+    assert {"float32", "float16"} <= {case["output"] for case in report["cases"]}
+    assert "| " + " | ".join(COLUMNS) + " |" in table_path.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("torch", "pybase64", "matplotlib")),
+    reason='--plot needs torch, pybase64 and matplotlib, which are not all installed (pip install "tensorb64[bench]")',
+)
+def test_smoke_bench_draws_a_png(tmp_path):
+    png = tmp_path / "throughput.png"
+    run_cli("bench", "--smoke", "--plot", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

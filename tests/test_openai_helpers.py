@@ -1,0 +1,204 @@
+"""tensorb64.openai.embedding_data: the `data` entries of an OpenAI embeddings response."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+import tensorb64
+import tensorb64.openai as tb_openai
+from tensorb64.openai import embedding_data
+
+torch = pytest.importorskip("torch", reason="torch (the test extra) is not installed")
+
+
+@pytest.fixture
+def batch():
+    generator = torch.Generator().manual_seed(5)
+    return torch.randn(6, 48, generator=generator)
+
+
+def _reference_b64(rows: np.ndarray) -> list:
+    """base64 of each row's little-endian float32 bytes, by the standard library."""
+    return [base64.b64encode(np.ascontiguousarray(row, dtype="<f4").tobytes()).decode() for row in rows]
+
+
+# ---- shape of the entries ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding_format", ["float", "base64"])
+def test_entries_are_numbered_openai_embedding_objects(batch, encoding_format):
+    data = embedding_data(batch, encoding_format=encoding_format, start_index=10)
+    assert [list(entry) for entry in data] == [["object", "index", "embedding"]] * len(batch)
+    assert [entry["object"] for entry in data] == ["embedding"] * len(batch)
+    assert [entry["index"] for entry in data] == list(range(10, 10 + len(batch)))
+
+
+def test_default_format_is_float(batch):
+    assert embedding_data(batch) == embedding_data(batch, encoding_format="float")
+
+
+def test_empty_batch_gives_no_entries():
+    assert embedding_data(torch.empty(0, 384), encoding_format="base64") == []
+    assert embedding_data(np.empty((0, 384), np.float32), encoding_format="float") == []
+
+
+def test_one_dimensional_input_is_one_row():
+    row = np.arange(5, dtype=np.float32)
+    assert embedding_data(row, encoding_format="base64") == embedding_data(row[None], encoding_format="base64")
+    assert [e["index"] for e in embedding_data(row)] == [0]
+
+
+# ---- base64 entries ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("dimensions", [None, 1, 17, 48])
+def test_base64_entries_equal_encode_rows(batch, dtype, dimensions):
+    x = batch.to(dtype)
+    cut = x if dimensions is None else x[:, :dimensions]
+    data = embedding_data(x, encoding_format="base64", dimensions=dimensions)
+    assert [entry["embedding"] for entry in data] == tensorb64.encode_rows(cut)
+    assert [entry["embedding"] for entry in data] == _reference_b64(cut.to(torch.float32).numpy())
+
+
+def test_base64_entries_of_numpy_list_and_strided_input(batch):
+    a = batch.numpy()
+    expected = _reference_b64(a[:, :20])
+    assert [e["embedding"] for e in embedding_data(a, encoding_format="base64", dimensions=20)] == expected
+    assert [e["embedding"] for e in embedding_data(a.tolist(), encoding_format="base64", dimensions=20)] == expected
+    big_endian = a.astype(">f4")
+    assert [e["embedding"] for e in embedding_data(big_endian, encoding_format="base64", dimensions=20)] == expected
+    transposed = np.asfortranarray(a)  # column-major: rows are strided
+    assert [e["embedding"] for e in embedding_data(transposed, encoding_format="base64", dimensions=20)] == expected
+
+
+def test_base64_decodes_to_the_float_entries(batch):
+    """Both formats carry the same numbers: what a client decodes from base64 is the float list."""
+    for x in (batch, batch.to(torch.bfloat16), batch.to(torch.float64)):
+        strings = [e["embedding"] for e in embedding_data(x, encoding_format="base64", dimensions=30)]
+        floats = [e["embedding"] for e in embedding_data(x, encoding_format="float", dimensions=30)]
+        assert tensorb64.decode_rows(strings).tolist() == floats
+
+
+# ---- float entries -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_float_entries_are_python_floats_of_the_float32_values(batch, dtype):
+    x = batch.to(dtype)
+    data = embedding_data(x, encoding_format="float", dimensions=33)
+    expected = x[:, :33].to(torch.float32).tolist()
+    assert [entry["embedding"] for entry in data] == expected
+    assert all(type(v) is float for entry in data for v in entry["embedding"])
+    # Each double is exactly a float32: narrowing it back changes nothing.
+    values = np.array([entry["embedding"] for entry in data])
+    assert np.array_equal(values.astype(np.float32).astype(np.float64), values)
+
+
+def test_float_entries_survive_json_bit_for_bit(batch):
+    data = embedding_data(batch, encoding_format="float")
+    parsed = json.loads(json.dumps(data))
+    got = np.array([entry["embedding"] for entry in parsed], dtype=np.float32)
+    assert np.array_equal(got.view(np.uint32), batch.numpy().view(np.uint32))
+
+
+def test_float_entries_of_numpy_input():
+    a = np.array([[1e-45, -0.0, 3.5, 1e300], [0.1, 2.0, -1e300, 7.0]])  # float64, two beyond float32
+    data = embedding_data(a, encoding_format="float")
+    assert [e["embedding"] for e in data] == torch.from_numpy(a).to(torch.float32).tolist()
+    assert data[0]["embedding"][3] == float("inf") and data[1]["embedding"][2] == float("-inf")
+
+
+def test_requires_grad_tensor(batch):
+    x = batch.clone().requires_grad_(True)
+    assert embedding_data(x, encoding_format="float") == embedding_data(batch, encoding_format="float")
+    assert embedding_data(x, encoding_format="base64") == embedding_data(batch, encoding_format="base64")
+
+
+# ---- truncation is a view --------------------------------------------------------------------------
+
+
+def _spy_on_encoder(monkeypatch):
+    seen = []
+
+    def spy(rows, **kwargs):
+        seen.append(rows)
+        return tensorb64.encode_rows(rows, **kwargs)
+
+    monkeypatch.setattr(tb_openai, "encode_rows", spy)
+    return seen
+
+
+def test_dimensions_on_a_tensor_is_a_view(batch, monkeypatch):
+    seen = _spy_on_encoder(monkeypatch)
+    embedding_data(batch, encoding_format="base64", dimensions=16)
+    (rows,) = seen
+    assert isinstance(rows, torch.Tensor)
+    assert rows.shape == (6, 16)
+    assert rows.data_ptr() == batch.data_ptr() and rows.stride() == batch.stride()
+
+
+def test_dimensions_on_an_array_is_a_view(batch, monkeypatch):
+    a = batch.numpy()
+    seen = _spy_on_encoder(monkeypatch)
+    embedding_data(a, encoding_format="base64", dimensions=16)
+    (rows,) = seen
+    assert rows.shape == (6, 16)
+    assert np.shares_memory(rows, a) and rows.strides == a.strides
+
+
+def test_bfloat16_rows_reach_the_encoder_unconverted(batch, monkeypatch):
+    """No float32 copy of a bf16 batch: the encoder widens inside its one pass."""
+    x = batch.to(torch.bfloat16)
+    seen = _spy_on_encoder(monkeypatch)
+    embedding_data(x, encoding_format="base64", dimensions=8)
+    assert seen[0].dtype == torch.bfloat16 and seen[0].data_ptr() == x.data_ptr()
+
+
+# ---- validation ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dimensions", [0, -1, -48, 49, 1000, 2.0, 16.5, "16", True, False, [16]])
+@pytest.mark.parametrize("encoding_format", ["float", "base64"])
+def test_bad_dimensions_name_the_accepted_range(batch, dimensions, encoding_format):
+    with pytest.raises(ValueError, match=r"dimensions must be an int from 1 to 48"):
+        embedding_data(batch, encoding_format=encoding_format, dimensions=dimensions)
+
+
+def test_dimensions_accepts_numpy_integers_and_the_full_width(batch):
+    assert embedding_data(batch, dimensions=np.int64(48)) == embedding_data(batch)
+    assert len(embedding_data(batch, dimensions=np.int32(3))[0]["embedding"]) == 3
+
+
+def test_dimensions_of_zero_width_rows():
+    with pytest.raises(ValueError, match="rows are empty"):
+        embedding_data(np.empty((2, 0), np.float32), dimensions=1)
+
+
+@pytest.mark.parametrize("encoding_format", ["FLOAT", "base-64", "float16", "", None, 0])
+def test_unknown_encoding_format(batch, encoding_format):
+    with pytest.raises(ValueError, match=r"expected 'float' or 'base64'"):
+        embedding_data(batch, encoding_format=encoding_format)
+
+
+@pytest.mark.parametrize("start_index", [-1, 1.0, "0", None])
+def test_bad_start_index(batch, start_index):
+    with pytest.raises(ValueError, match="start_index"):
+        embedding_data(batch, start_index=start_index)
+
+
+def test_bad_inputs(batch):
+    with pytest.raises(ValueError, match="2-D"):
+        embedding_data(batch.reshape(2, 3, 48))
+    with pytest.raises(ValueError, match="2-D"):
+        embedding_data(torch.tensor(1.0))
+    with pytest.raises(TypeError, match="array of numbers"):
+        embedding_data("0.5, 0.25")
+    with pytest.raises(TypeError, match="complex"):
+        embedding_data(torch.zeros(2, 4, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="real numbers"):
+        embedding_data([["a", "b"]])
+    with pytest.raises(ValueError, match="equal length"):
+        embedding_data([[1.0, 2.0], [3.0]])
