@@ -20,6 +20,12 @@ using namespace std::string_literals;
 
 namespace {
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+constexpr tensorb64::byte_order host_byte_order = tensorb64::byte_order::big;
+#else
+constexpr tensorb64::byte_order host_byte_order = tensorb64::byte_order::little;
+#endif
+
 // Element types as the Python layer names a source's type.
 tensorb64::dtype parse_source_dtype(std::string_view name) {
     using tensorb64::dtype;
@@ -35,10 +41,21 @@ tensorb64::dtype parse_source_dtype(std::string_view name) {
 }
 
 // Output dtypes as users name them (vLLM's `embed_dtype` names).
+// The text of a str argument without copying it; empty for anything else (never a valid name).
+std::string_view text_of(const py::object& name) {
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_Check(name.ptr()) ? PyUnicode_AsUTF8AndSize(name.ptr(), &size) : nullptr;
+    if (text == nullptr) {
+        PyErr_Clear();  // e.g. a lone surrogate: not a name either
+        return {};
+    }
+    return {text, static_cast<std::size_t>(size)};
+}
+
 tensorb64::dtype parse_output_dtype(const py::object& name) {
     using tensorb64::dtype;
-    if (py::isinstance<py::str>(name)) {
-        const std::string text = name.cast<std::string>();
+    {
+        const std::string_view text = text_of(name);
         if (text == "float32") return dtype::float32;
         if (text == "float16") return dtype::float16;
         if (text == "bfloat16") return dtype::bfloat16;
@@ -50,17 +67,11 @@ tensorb64::dtype parse_output_dtype(const py::object& name) {
 }
 
 tensorb64::byte_order parse_byte_order(const py::object& name) {
-    if (py::isinstance<py::str>(name)) {
-        const std::string text = name.cast<std::string>();
+    {
+        const std::string_view text = text_of(name);
         if (text == "little") return tensorb64::byte_order::little;
         if (text == "big") return tensorb64::byte_order::big;
-        if (text == "native") {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-            return tensorb64::byte_order::big;
-#else
-            return tensorb64::byte_order::little;
-#endif
-        }
+        if (text == "native") return host_byte_order;
     }
     throw py::value_error("unknown byteorder " + py::repr(name).cast<std::string>() +
                           "; expected 'little', 'big' or 'native'");
@@ -87,7 +98,10 @@ py::list encode_strided(const tensorb64::strided_rows& source, tensorb64::elemen
     }
     const std::size_t length =
         checked_encoded_size(source.row_length, tensorb64::dtype_size(target.type));
-    py::list texts(source.rows);
+    // PyList_New directly: pybind11's py::list(n) would mask a MemoryError with its own error.
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(source.rows));
+    if (list == nullptr) throw py::error_already_set();
+    auto texts = py::reinterpret_steal<py::list>(list);
     std::vector<char*> outputs(source.rows);
     for (std::size_t r = 0; r < source.rows; ++r) {
         PyObject* text = PyUnicode_New(static_cast<Py_ssize_t>(length), 127);
@@ -166,6 +180,80 @@ tensorb64::strided_rows rows_at_address(std::uintptr_t address, std::uintptr_t s
     return source;
 }
 
+// A CPU torch tensor read where it lies, through torch's public tensor methods only (the
+// binding needs no torch headers); the Python layer has checked its type, device, layout and
+// dtype. 2-D: one row per line; 1-D: one row; with `flatten`, any C-contiguous tensor is one
+// row. Returns None for a layout this cannot take, which the Python layer sends the general way.
+py::object encode_tensor(const py::object& tensor, tensorb64::dtype source,
+                         tensorb64::element_format target, unsigned threads, bool flatten) {
+    // Interned once: attribute lookups by a fresh string cost more than the kernel on short rows.
+    static PyObject* const untyped_storage = PyUnicode_InternFromString("untyped_storage");
+    static PyObject* const shape_name = PyUnicode_InternFromString("shape");
+    static PyObject* const stride_name = PyUnicode_InternFromString("stride");
+    static PyObject* const data_ptr = PyUnicode_InternFromString("data_ptr");
+    static PyObject* const nbytes = PyUnicode_InternFromString("nbytes");
+    const auto call = [](PyObject* object, PyObject* method) {
+        PyObject* result = PyObject_CallMethodNoArgs(object, method);
+        if (result == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(result);
+    };
+    const auto integer = [](PyObject* number) {
+        const Py_ssize_t value = PyLong_AsSsize_t(number);
+        if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+        return static_cast<std::ptrdiff_t>(value);
+    };
+
+    // Holding the storage object keeps the memory alive for the whole call, even if another
+    // thread gives the tensor new storage meanwhile (t.set_()).
+    const py::object storage = call(tensor.ptr(), untyped_storage);
+    const py::object shape = py::reinterpret_steal<py::object>(PyObject_GetAttr(tensor.ptr(), shape_name));
+    if (!shape) throw py::error_already_set();
+    const py::object strides = call(tensor.ptr(), stride_name);
+    if (!PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()) ||
+        PyTuple_GET_SIZE(shape.ptr()) != PyTuple_GET_SIZE(strides.ptr())) {
+        throw py::type_error("a tensor's shape and stride() must be tuples of equal length");
+    }
+    const Py_ssize_t ndim = PyTuple_GET_SIZE(shape.ptr());
+    const auto size_at = [&](Py_ssize_t d) { return integer(PyTuple_GET_ITEM(shape.ptr(), d)); };
+    const auto stride_at = [&](Py_ssize_t d) { return integer(PyTuple_GET_ITEM(strides.ptr(), d)); };
+    std::ptrdiff_t rows = 1, row_length = 0, row_stride = 0, element_stride = 1;
+    if (ndim == 2 && !flatten) {
+        rows = size_at(0);
+        row_length = size_at(1);
+        row_stride = stride_at(0);
+        element_stride = stride_at(1);
+    } else if (ndim == 1) {
+        row_length = size_at(0);
+        element_stride = stride_at(0);
+    } else if (flatten) {
+        // C-contiguous: each stride is the product of the later sizes (sizes of 1 excepted).
+        std::ptrdiff_t numel = 1;
+        bool contiguous = true;
+        for (Py_ssize_t d = ndim; d-- > 0;) {
+            const std::ptrdiff_t size = size_at(d);
+            if (size < 0 || (size > 0 && numel > std::numeric_limits<std::ptrdiff_t>::max() / size)) {
+                throw py::value_error("a tensor's sizes are out of range");
+            }
+            if (size != 1 && stride_at(d) != numel) contiguous = false;
+            numel *= size;
+        }
+        if (!contiguous && numel != 0) return py::none();
+        row_length = numel;
+    } else {
+        return py::none();
+    }
+    if (rows < 0 || row_length < 0) throw py::value_error("a tensor's sizes cannot be negative");
+    const tensorb64::element_format format{source, host_byte_order};
+    const auto address = static_cast<std::uintptr_t>(integer(call(tensor.ptr(), data_ptr).ptr()));
+    const auto storage_address = static_cast<std::uintptr_t>(integer(call(storage.ptr(), data_ptr).ptr()));
+    const auto storage_bytes = static_cast<std::size_t>(integer(call(storage.ptr(), nbytes).ptr()));
+    return encode_strided(rows_at_address(address, storage_address, storage_bytes,
+                                          static_cast<std::size_t>(rows),
+                                          static_cast<std::size_t>(row_length), row_stride,
+                                          element_stride, format),
+                          target, threads);
+}
+
 tensorb64::element_format source_format(std::string_view dtype, std::string_view byteorder) {
     if (byteorder != "little" && byteorder != "big") {
         throw py::value_error("unknown byte order '"s + std::string(byteorder) +
@@ -233,27 +321,35 @@ PYBIND11_MODULE(_native, m) {
         py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
         py::arg("byteorder"), "The base64 str of a 1-D buffer.");
     m.def(
+        "encode_tensor",
+        [](const py::object& tensor, std::string_view source_dtype, const py::object& dtype,
+           const py::object& byteorder, unsigned threads, bool flatten) {
+            return encode_tensor(tensor, parse_source_dtype(source_dtype),
+                                 output_format(dtype, byteorder), threads, flatten);
+        },
+        py::arg("tensor"), py::arg("source_dtype"), py::arg("dtype"), py::arg("byteorder"),
+        py::arg("threads"), py::arg("flatten"),
+        "One base64 str per row of a CPU torch tensor read in place (None if its layout needs "
+        "the general path); every element is checked to lie inside its storage.");
+    m.def(
         "encode_rows_at",
-        [](std::uintptr_t address, std::uintptr_t storage_address, std::size_t storage_bytes,
+        [](const py::object& /* storage: its reference keeps the memory alive for the call */,
+           std::uintptr_t address, std::uintptr_t storage_address, std::size_t storage_bytes,
            std::size_t rows, std::size_t row_length, std::ptrdiff_t row_stride,
            std::ptrdiff_t element_stride, std::string_view source_dtype, const py::object& dtype,
            const py::object& byteorder, unsigned threads) {
-            const auto target = output_format(dtype, byteorder);
-            const tensorb64::element_format format{parse_source_dtype(source_dtype),
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-                                                   tensorb64::byte_order::big};
-#else
-                                                   tensorb64::byte_order::little};
-#endif
+            const tensorb64::element_format format{parse_source_dtype(source_dtype), host_byte_order};
             return encode_strided(rows_at_address(address, storage_address, storage_bytes, rows,
                                                   row_length, row_stride, element_stride, format),
-                                  target, threads);
+                                  output_format(dtype, byteorder), threads);
         },
-        py::arg("address"), py::arg("storage_address"), py::arg("storage_bytes"), py::arg("rows"),
-        py::arg("row_length"), py::arg("row_stride"), py::arg("element_stride"),
-        py::arg("source_dtype"), py::arg("dtype"), py::arg("byteorder"), py::arg("threads") = 1,
-        "One base64 str per row of host-ordered elements at `address` (a CPU tensor's memory), "
-        "after checking that every element lies inside its storage. Strides are in elements.");
+        py::arg("storage"), py::arg("address"), py::arg("storage_address"),
+        py::arg("storage_bytes"), py::arg("rows"), py::arg("row_length"), py::arg("row_stride"),
+        py::arg("element_stride"), py::arg("source_dtype"), py::arg("dtype"),
+        py::arg("byteorder"), py::arg("threads") = 1,
+        "The bounds-checked core of encode_tensor, for tests: rows of host-ordered elements at "
+        "`address`, checked to lie inside [storage_address, storage_address + storage_bytes); "
+        "strides in elements; `storage` is held for the call.");
     m.def(
         "encoded_length",
         [](std::size_t elements, std::size_t element_size) {

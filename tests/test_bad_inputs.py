@@ -93,7 +93,7 @@ def test_tensor_addresses_outside_storage_are_refused():
     t = torch.zeros(4, 8)
     storage = t.untyped_storage()
     base = (storage.data_ptr(), storage.nbytes())
-    ok = _native.encode_rows_at(t.data_ptr(), *base, 4, 8, 8, 1, "float32", "float32", "little")
+    ok = _native.encode_rows_at(storage, t.data_ptr(), *base, 4, 8, 8, 1, "float32", "float32", "little")
     assert ok == tensorb64.encode_rows(t.numpy())
     bad = [
         (t.data_ptr(), *base, 4, 9, 8, 1),  # one element past the end
@@ -106,7 +106,7 @@ def test_tensor_addresses_outside_storage_are_refused():
     ]
     for args in bad:
         with pytest.raises(ValueError, match="reach outside its storage"):
-            _native.encode_rows_at(*args, "float32", "float32", "little")
+            _native.encode_rows_at(storage, *args, "float32", "float32", "little")
 
 
 def test_output_length_overflow_is_caught_without_allocating():

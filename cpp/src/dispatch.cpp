@@ -1,5 +1,6 @@
 // Run-time choice of the kernel: the best one this CPU and OS can run, unless the environment
 // variable TENSORB64_SIMD names a lower one. Chosen once, kept in an atomic pointer.
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
@@ -67,7 +68,7 @@ unsigned long long os_saved_state() {
 
 bool bit(unsigned reg, unsigned n) { return (reg >> n) & 1u; }
 
-bool cpu_can_run(simd_level level) {
+bool cpu_supports(simd_level level) {
     if (level == simd_level::scalar) return true;
     if (level == simd_level::neon) return false;
     const cpuid_registers leaf1 = cpuid(1, 0);
@@ -84,13 +85,25 @@ bool cpu_can_run(simd_level level) {
            bit(leaf7.ebx, 31) && bit(leaf7.ecx, 1) && (xcr0 & 0xe6) == 0xe6;
 }
 #else
-bool cpu_can_run(simd_level level) {
+bool cpu_supports(simd_level level) {
 #if defined(TENSORB64_HAVE_NEON_KERNEL)
     if (level == simd_level::neon) return true;  // NEON is baseline on aarch64
 #endif
     return level == simd_level::scalar;
 }
 #endif
+
+// cpuid traps to the hypervisor on some virtual machines (microseconds a call): ask once.
+bool cpu_can_run(simd_level level) {
+    static const std::array<bool, 4> runnable = [] {
+        std::array<bool, 4> supported{};
+        for (simd_level l : {simd_level::scalar, simd_level::avx2, simd_level::avx512, simd_level::neon}) {
+            supported[static_cast<std::size_t>(l)] = cpu_supports(l);
+        }
+        return supported;
+    }();
+    return runnable[static_cast<std::size_t>(level)];
+}
 
 const kernel_entry* find_runnable(simd_level level) {
     for (const kernel_entry& k : kernels) {

@@ -84,6 +84,41 @@ struct avx2_ops {
         base64_encode_scalar(in, n, out);  // fewer than 28 bytes; it writes the padding
     }
 
+    // float16 and bfloat16 to float32 text without a staging buffer: 6 elements widen to 24
+    // bytes, moved to the low 12 bytes of each lane where encode_24 takes them.
+    static bool widen_base64(dtype from, const unsigned char* raw, std::size_t n, char* out) noexcept {
+        std::size_t done;
+        if (from == dtype::bfloat16) {
+            done = widen_base64_loop(raw, n, out, [](__m128i h) {
+                return _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+            });
+        } else if (from == dtype::float16) {
+            done = widen_base64_loop(raw, n, out, [](__m128i h) {  // exact, see widen()
+                return _mm256_castps_si256(_mm256_cvtph_ps(h));
+            });
+        } else {
+            return false;
+        }
+        alignas(32) std::uint32_t rest[8];
+        widen(from, raw + 2 * done, n - done, rest);
+        base64(reinterpret_cast<const unsigned char*>(rest), (n - done) * 4, out + done / 3 * 16);
+        return true;
+    }
+
+    // Returns the number of elements done (a multiple of 6; fewer than 8 are left).
+    template <class Widen>
+    static std::size_t widen_base64_loop(const unsigned char* raw, std::size_t n, char* out,
+                                         Widen widen_8) noexcept {
+        const __m256i halves = _mm256_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5);
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 6) {  // loads 8 elements, uses 6
+            const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw + 2 * i));
+            store_32(out, encode_24(_mm256_permutevar8x32_epi32(widen_8(h), halves)));
+            out += 32;
+        }
+        return i;
+    }
+
     static void widen(dtype from, const unsigned char* raw, std::size_t n,
                       std::uint32_t* out) noexcept {
         std::size_t i = 0;

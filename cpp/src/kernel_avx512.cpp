@@ -85,6 +85,38 @@ struct avx512_ops {
         base64_encode_scalar(in, n, out);  // the last 1 or 2 bytes and the padding
     }
 
+    // float16 and bfloat16 to float32 text without a staging buffer: 12 elements widen to 48
+    // bytes, exactly what encode_48 takes.
+    static bool widen_base64(dtype from, const unsigned char* raw, std::size_t n, char* out) noexcept {
+        if (from == dtype::bfloat16) {
+            widen_base64_loop(raw, n, out, [](__m256i h) {
+                return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+            });
+        } else if (from == dtype::float16) {
+            widen_base64_loop(raw, n, out, [](__m256i h) {  // exact, see widen()
+                return _mm512_castps_si512(_mm512_cvtph_ps(h));
+            });
+        } else {
+            return false;
+        }
+        const std::size_t done = n / 12 * 12;
+        alignas(64) std::uint32_t rest[12];
+        widen(from, raw + 2 * done, n - done, rest);
+        base64(reinterpret_cast<const unsigned char*>(rest), (n - done) * 4, out + done / 3 * 16);
+        return true;
+    }
+
+    template <class Widen>
+    static void widen_base64_loop(const unsigned char* raw, std::size_t n, char* out,
+                                  Widen widen_16) noexcept {
+        const base64_tables t = make_tables();
+        for (std::size_t i = 0; i + 12 <= n; i += 12) {
+            const __m256i h = _mm256_maskz_loadu_epi16(0x0fff, raw + 2 * i);  // 24 bytes
+            _mm512_storeu_si512(out, encode_48(t, widen_16(h)));
+            out += 64;
+        }
+    }
+
     static void widen(dtype from, const unsigned char* raw, std::size_t n,
                       std::uint32_t* out) noexcept {
         switch (from) {

@@ -21,7 +21,8 @@
 namespace tensorb64 {
 namespace {
 
-struct neon_ops {
+// What is not here (widen_base64: widening fused into the encoder) comes from scalar_ops.
+struct neon_ops : scalar_ops {
     static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
         const auto* alphabet = reinterpret_cast<const std::uint8_t*>(base64_alphabet);
         uint8x16x4_t table;

@@ -69,6 +69,12 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
                 gather(block, k, stride, in_size, from.order != host_order, raw);
                 elements = raw;
             }
+            // float32 output in host order: a kernel may widen and encode in registers.
+            if (target.type == dtype::float32 && target.order == host_order &&
+                Ops::widen_base64(from.type, elements, k, out)) {
+                out += k * 4 / 3 * 4;
+                continue;
+            }
             Ops::widen(from.type, elements, k, wide);
             unsigned char* converted = reinterpret_cast<unsigned char*>(wide);
             if (target.type != dtype::float32) {

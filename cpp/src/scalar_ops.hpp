@@ -40,6 +40,13 @@ struct scalar_ops {
         }
     }
 
+    // Writes the base64 text of the float32 bits of `n` host-ordered elements of type `from`, as
+    // widen followed by base64 would, in one step; returns false, writing nothing, when the
+    // kernel has no such fused path for `from` (the caller then widens and encodes).
+    static bool widen_base64(dtype, const unsigned char*, std::size_t, char*) noexcept {
+        return false;
+    }
+
     // Writes `n` host-ordered elements of type `to` (not float32) from float32 bits.
     static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
                        unsigned char* out) noexcept {

@@ -124,12 +124,12 @@ def machine_line(m: dict) -> str:
 
 
 class Path:
-    """One competing way of producing the output: `make(t)` returns the zero-argument call."""
+    """One competing way of producing a case's output: `make()` returns the zero-argument call."""
 
-    def __init__(self, name, make, ref="tensorb64", skip=None):
+    def __init__(self, name, make, ref, skip=None):
         self.name = name
         self.make = make
-        self.ref = ref  # the tensorb64 path its speed-up column is measured against
+        self.ref = ref  # the name of the tensorb64 path its speed-up is measured against (None: it is one)
         self.skip = skip  # why it is not timed in this case, or None
 
 
@@ -326,14 +326,23 @@ def measure_overhead(torch, cfg) -> dict:
         "_native.encode_rows(ndarray)": lambda: native(arr, "float32", "little", "float32", "little", 1),
         "tensor.numpy()": lambda: t.numpy(),
     }
+    # Newer layers hand a CPU tensor's address to the core (no numpy view): time that raw call too.
+    in_place = getattr(sys.modules.get("tensorb64._inputs"), "tensor_in_place", None)
+    at = getattr(_native, "encode_rows_at", None)
+    args = in_place(t, flatten=False) if in_place is not None and at is not None else None
+    if args is not None:
+        calls["_native.encode_rows_at(precomputed args)"] = lambda: at(*args, "float32", "little", 1)
     s = measure(calls, rounds=cfg["overhead_rounds"], sample_s=0.002, budget_s=10.0)
     us = {k: v["us"] for k, v in s.items()}
-    return {
+    out = {
         "shape": [1, 384],
         "us": us,
         "overhead_tensor_us": us["tensorb64.encode_rows(tensor)"] - us["_native.encode_rows(tensor.numpy())"],
         "overhead_ndarray_us": us["tensorb64.encode_rows(ndarray)"] - us["_native.encode_rows(ndarray)"],
     }
+    if args is not None:
+        out["overhead_tensor_vs_encode_rows_at_us"] = us["tensorb64.encode_rows(tensor)"] - us["_native.encode_rows_at(precomputed args)"]
+    return out
 
 
 # --------------------------------------------------------------------------- output
@@ -390,7 +399,7 @@ def header_lines(m: dict) -> list:
         + (f", {' '.join(m['cpu_features'])}" if m["cpu_features"] else ""),
         f"tensorb64: {m['tensorb64']}  simd_level={m['simd_level']}  available={','.join(m['available_simd_levels'])}"
         + (f"  TENSORB64_SIMD={m['TENSORB64_SIMD']}" if m["TENSORB64_SIMD"] else ""),
-        f"versions:  python {m['python']}, torch {m['torch']} ({m['torch_threads']} threads), numpy {m['numpy']}, pybase64 {m['pybase64']}",
+        f"versions:  python {m['python']}, torch {m['torch']} (intra-op threads {m['torch_threads']}), numpy {m['numpy']}, pybase64 {m['pybase64']}",
     ]
 
 
@@ -398,9 +407,9 @@ def overhead_lines(o: dict) -> list:
     us = o["us"]
     return [
         "Python-layer overhead at 1x384 float32 (median µs per call, same memory):",
-        *(f"  {k:<38} {v:8.2f}" for k, v in us.items()),
-        f"  => encode_rows overhead above the core: tensor {o['overhead_tensor_us']:.2f} µs, ndarray {o['overhead_ndarray_us']:.2f} µs",
-    ]
+        *(f"  {k:<42} {v:8.2f}" for k, v in us.items()),
+        f"  => encode_rows overhead above _native.encode_rows on the same memory: tensor {o['overhead_tensor_us']:.2f} µs, ndarray {o['overhead_ndarray_us']:.2f} µs",
+    ] + ([f"  => tensor path above its own raw core call (encode_rows_at): {o['overhead_tensor_vs_encode_rows_at_us']:.2f} µs"] if "overhead_tensor_vs_encode_rows_at_us" in o else [])
 
 
 def plot(cases, machine, path):
@@ -477,6 +486,11 @@ def config(mode: str) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tensorb64 bench", description="tensorb64 against the struct, numpy and pybase64 paths (ratios, interleaved, medians)")
     parser.add_argument("--full", action="store_true", help="the full sweep: B in 1,15,64,256,1024 x D in 384,1024,3072,4096, plus threads=2")
+    parser.add_argument(
+        "--torch-threads", type=int, default=1, metavar="N",
+        help="torch intra-op threads for the competing paths' conversions (default 1, like tensorb64's threads=1; "
+        "0 keeps torch's own default). On a shared machine torch's thread pool turns other load into large outliers.",
+    )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny run for the CLI test
     parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
     parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib)")
@@ -487,11 +501,16 @@ def main(argv=None) -> int:
     pybase64 = _require("pybase64")
     if args.plot:
         _require("matplotlib")
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
     mode = "smoke" if args.smoke else "full" if args.full else "quick"
     cfg = config(mode)
     machine = machine_info(torch, pybase64)
     for line in header_lines(machine):
         print(line)
+    if machine["load_1min"] is not None and machine["load_1min"] > 0.5 * (machine["usable_cores"] or 1):
+        print(f"warning: load average {machine['load_1min']:.2f} on {machine['usable_cores']} cores: other processes compete for the CPU; "
+              "the interleaved ratios stay comparable, absolute times and threads=2 do not")
     print(f"mode: {mode}; µs/call = median of interleaved rounds; spread = IQR/median; GB/s = float32 input bytes (B*D*4) per second;")
     print("tensorb64 × = path time / time of the tensorb64 call it competes with (per-row paths vs encode_rows, batch vs encode)")
     print(flush=True)
@@ -534,7 +553,9 @@ def main(argv=None) -> int:
     if args.table:
         os.makedirs(os.path.dirname(os.path.abspath(args.table)), exist_ok=True)
         with open(args.table, "w", encoding="utf-8") as f:
-            f.write(f"Command: `python -m tensorb64 bench{' --full' if mode == 'full' else ''}`\n\n")
+            command = " ".join(["python -m tensorb64 bench", *(sys.argv[1:] if argv is None else argv)])
+            f.write(f"Command: `{command}` (µs/call: median of interleaved rounds; spread: IQR/median; GB/s: float32 input bytes per second; "
+                    "tensorb64 ×: the path's time over that of the tensorb64 call it competes with)\n\n")
             f.write("\n".join("    " + line for line in header_lines(machine)) + "\n\n")
             f.write(markdown_table(cases) + "\n\n")
             for n in notes:

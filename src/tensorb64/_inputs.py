@@ -100,37 +100,21 @@ def as_core_array(x, dtype: str):
 _TORCH_CORE_DTYPES: dict = {}
 
 
-def tensor_in_place(x, flatten: bool):
-    """For a CPU tensor the core can read where it lies (float32/float16/bfloat16/float64, 1-D
-    or 2-D, or any contiguous one when `flatten`), the arguments of _native.encode_rows_at:
-    (address, storage address, storage bytes, rows, row length, row stride, element stride,
-    core dtype). None for anything else, which takes the general path.
+def tensor_source_dtype(x):
+    """The core dtype name of a CPU tensor the core can read where it lies (float32, float16,
+    bfloat16 or float64, strided); None for anything else, which takes the general path.
 
-    This is the hot path of a worker answering single requests: it reads a few attributes and
-    makes no numpy view, and the core checks every element lies inside the tensor's storage.
+    This is the hot path of a worker answering single requests: a few attribute reads, no numpy
+    view (the binding reads the tensor's shape, strides and storage itself).
     """
     torch = sys.modules.get("torch")
-    if torch is None or type(x) is not torch.Tensor or not x.is_cpu or x.layout != torch.strided:
+    if torch is None or type(x) is not torch.Tensor or not x.is_cpu or x.layout is not torch.strided:
         return None
     if not _TORCH_CORE_DTYPES:
         _TORCH_CORE_DTYPES.update(
             {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float64: "float64"}
         )
-    core = _TORCH_CORE_DTYPES.get(x.dtype)
-    if core is None:
-        return None
-    ndim = x.dim()
-    if ndim == 2 and not flatten:
-        rows, row_length = x.shape
-        row_stride, element_stride = x.stride()
-    elif ndim == 1:
-        rows, row_length, row_stride, element_stride = 1, x.shape[0], 0, x.stride(0)
-    elif flatten and x.is_contiguous():
-        rows, row_length, row_stride, element_stride = 1, x.numel(), 0, 1
-    else:
-        return None
-    storage = x.untyped_storage()
-    return (x.data_ptr(), storage.data_ptr(), storage.nbytes(), rows, row_length, row_stride, element_stride, core)
+    return _TORCH_CORE_DTYPES.get(x.dtype)
 
 
 def _as_array(x):

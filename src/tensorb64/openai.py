@@ -17,7 +17,7 @@ from numbers import Integral
 
 import numpy as np
 
-from . import encode_rows
+from ._encode import encode_rows
 
 __all__ = ["embedding_data"]
 

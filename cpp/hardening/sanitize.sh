@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Hardening runs of the C++ core and the Python extension (issue 6):
+#   1. core_tests and edge_tests built with AddressSanitizer + UndefinedBehaviorSanitizer (g++),
+#      every SIMD level this CPU has (both programs iterate the available levels themselves);
+#   2. the same two programs, built without sanitizers, under valgrind memcheck (valgrind's CPU
+#      has no AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
+#   3. the libFuzzer targets (clang): fuzz_encode (every level equals scalar; identity encodings
+#      decode back to the input) and fuzz_rows (odd strides, threads > 1 equal threads = 1);
+#   4. (--full) the Python extension built with ASan + UBSan, and a subset of the Python suite run
+#      against it with libasan preloaded.
+#
+# Usage: cpp/hardening/sanitize.sh [--quick | --full] [--fuzz SECONDS]
+#   (default)   steps 1-3, fuzzers 60 s each, core_tests in full          (~6-8 min on 2 cores)
+#   --quick     steps 1-3 with core_tests --quick, edge_tests --quick under valgrind, fuzzers 20 s
+#   --full      steps 1-4
+#   --fuzz S    only build and run each fuzzer for S seconds (a long run: --fuzz 3600)
+# Environment: JOBS (default 2), TENSORB64_HARDENING_BUILD (default build/hardening).
+# Exits non-zero if anything failed; prints a summary either way.
+set -u -o pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="${TENSORB64_HARDENING_BUILD:-$root/build/hardening}"
+jobs="${JOBS:-2}"
+mode=default
+fuzz_seconds=60
+fuzz_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) mode=quick; fuzz_seconds=20 ;;
+    --full) mode=full ;;
+    --fuzz) fuzz_only=1; fuzz_seconds="${2:?--fuzz needs SECONDS}"; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+mkdir -p "$build"
+summary=()
+failed=0
+step() {  # step NAME COMMAND...: runs it, records PASS/FAIL and its time
+  local name="$1"; shift
+  local start=$SECONDS log="$build/$(echo "$name" | tr ' /:' '___').log"
+  echo "=== $name"
+  if "$@" >"$log" 2>&1; then
+    summary+=("PASS  $(printf '%4ds' $((SECONDS - start)))  $name")
+    tail -n 3 "$log"
+  else
+    summary+=("FAIL  $(printf '%4ds' $((SECONDS - start)))  $name   (log: $log)")
+    failed=1
+    tail -n 40 "$log"
+  fi
+}
+skip() { summary+=("SKIP         $1"); echo "=== $1: SKIPPED"; }
+finish() {
+  echo
+  echo "==== sanitize.sh summary ($mode$( [ $fuzz_only = 1 ] && echo ", fuzz only")) ===="
+  printf '%s\n' "${summary[@]}"
+  [ $failed = 0 ] && echo "ALL PASSED" || echo "SOME FAILED"
+  exit $failed
+}
+
+san_flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# Configures and builds the core (and core_tests) with the given compiler flags, then edge_tests.
+build_core() {  # build_core DIR CXX FLAGS
+  local dir="$1" cxx="$2" flags="$3"
+  cmake -S "$root/cpp" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=None \
+        -DCMAKE_CXX_FLAGS="$flags" -DTENSORB64_BUILD_TESTS=ON >/dev/null &&
+  cmake --build "$dir" -j "$jobs" --target core_tests tensorb64_core &&
+  "$cxx" -std=c++17 $flags -I"$root/cpp/include" "$here/edge_tests.cpp" "$dir/libtensorb64_core.a" \
+         -pthread -o "$dir/edge_tests"
+}
+
+# ---- libFuzzer --------------------------------------------------------------------------------
+run_fuzzers() {
+  local clang="${CLANGXX:-clang++}"
+  if ! command -v "$clang" >/dev/null; then skip "fuzzers (no $clang)"; return; fi
+  local dir="$build/fuzz"
+  mkdir -p "$dir"
+  local fflags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -g -O1"
+  step "fuzz: build core (clang, ASan+UBSan)" build_fuzz_core "$clang" "$dir" "$fflags"
+  for target in fuzz_encode fuzz_rows; do
+    step "fuzz: build $target" "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
+         -fno-sanitize-recover=all -I"$root/cpp/include" "$here/$target.cpp" "$dir/core/libtensorb64_core.a" \
+         -pthread -o "$dir/$target"
+    [ -x "$dir/$target" ] || continue
+    # New inputs go to a scratch corpus; the committed seeds are read only.
+    mkdir -p "$dir/corpus_$target"
+    step "fuzz: run $target ${fuzz_seconds}s" "$dir/$target" -max_total_time="$fuzz_seconds" \
+         -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/crash-$target-" \
+         "$dir/corpus_$target" "$here/corpus/$target"
+  done
+}
+build_fuzz_core() {
+  local clang="$1" dir="$2" flags="$3"
+  cmake -S "$root/cpp" -B "$dir/core" -DCMAKE_CXX_COMPILER="$clang" -DCMAKE_BUILD_TYPE=None \
+        -DCMAKE_CXX_FLAGS="$flags" >/dev/null && cmake --build "$dir/core" -j "$jobs" --target tensorb64_core
+}
+
+if [ $fuzz_only = 1 ]; then run_fuzzers; finish; fi
+
+# ---- 1. ASan + UBSan --------------------------------------------------------------------------
+cxx="${CXX:-g++}"
+core_args=(); [ "$mode" = quick ] && core_args=(--quick)
+step "asan+ubsan: build ($cxx)" build_core "$build/asan" "$cxx" "$san_flags"
+if [ -x "$build/asan/core_tests" ]; then
+  step "asan+ubsan: core_tests ${core_args[*]:-}" "$build/asan/core_tests" "${core_args[@]}"
+  step "asan+ubsan: edge_tests" "$build/asan/edge_tests"
+fi
+
+# ---- 2. valgrind ------------------------------------------------------------------------------
+if command -v valgrind >/dev/null; then
+  step "valgrind: build (plain, -O1 -g)" build_core "$build/plain" "$cxx" "-g -O1"
+  vg=(valgrind --error-exitcode=1 --errors-for-leak-kinds=definite --leak-check=full -q)
+  if [ -x "$build/plain/core_tests" ]; then
+    step "valgrind: core_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/core_tests" --quick
+    step "valgrind: edge_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/edge_tests" --quick
+  fi
+else
+  skip "valgrind (not installed)"
+fi
+
+# ---- 3. fuzzers -------------------------------------------------------------------------------
+run_fuzzers
+
+# ---- 4. the Python extension under ASan -------------------------------------------------------
+python_under_asan() {
+  local py="${PYTHON:-python3}" target="$build/pyasan"
+  # libstdc++ is preloaded too: python itself does not link it, and without it ASan's __cxa_throw
+  # interceptor finds no real __cxa_throw ("CHECK failed: ... real___cxa_throw") at the first throw.
+  local libasan; libasan="$("$cxx" -print-file-name=libasan.so) $("$cxx" -print-file-name=libstdc++.so)"
+  rm -rf "$target"
+  SKBUILD_CMAKE_ARGS="-DCMAKE_CXX_FLAGS=$san_flags;-DCMAKE_BUILD_TYPE=None" \
+    "$py" -m pip install --no-build-isolation --no-deps --quiet --target "$target" \
+      -Cbuild-dir="$build/pyasan-build" "$root" || return 1
+  # The ASan build must be what is imported, not the installed one.
+  PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+    "$py" -c "import tensorb64._native as n, sys; assert n.__file__.startswith('$target'), n.__file__; print('extension:', n.__file__)" || return 1
+  (cd "$root" && PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+    "$py" -m pytest -q -p no:cacheprovider tests/test_float32_parity.py tests/test_dtypes.py tests/test_rfc4648.py \
+      tests/test_bad_inputs.py tests/test_decode.py tests/test_hostile_inputs.py tests/test_concurrency.py)
+}
+if [ "$mode" = full ]; then
+  step "python under asan+ubsan: build extension and run the suite" python_under_asan
+fi
+
+finish
