@@ -20,12 +20,6 @@ using namespace std::string_literals;
 
 namespace {
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-constexpr tensorb64::byte_order host_byte_order = tensorb64::byte_order::big;
-#else
-constexpr tensorb64::byte_order host_byte_order = tensorb64::byte_order::little;
-#endif
-
 // Element types as the Python layer names a source's type.
 tensorb64::dtype parse_source_dtype(std::string_view name) {
     using tensorb64::dtype;
@@ -71,7 +65,7 @@ tensorb64::byte_order parse_byte_order(const py::object& name) {
         const std::string_view text = text_of(name);
         if (text == "little") return tensorb64::byte_order::little;
         if (text == "big") return tensorb64::byte_order::big;
-        if (text == "native") return host_byte_order;
+        if (text == "native") return tensorb64::host_byte_order;
     }
     throw py::value_error("unknown byteorder " + py::repr(name).cast<std::string>() +
                           "; expected 'little', 'big' or 'native'");
@@ -79,6 +73,7 @@ tensorb64::byte_order parse_byte_order(const py::object& name) {
 
 // The base64 length of `elements` elements of `element_size` bytes, if a str can hold it.
 std::size_t checked_encoded_size(std::size_t elements, std::size_t element_size) {
+    if (element_size == 0) throw py::value_error("element_size must be at least 1");
     std::size_t length = 0;
     if (elements > std::numeric_limits<std::size_t>::max() / element_size ||
         !tensorb64::encoded_size(elements * element_size, &length) ||
@@ -139,35 +134,37 @@ tensorb64::strided_rows rows_of_buffer(const py::buffer_info& info,
     return source;
 }
 
-// How far, in bytes, `count` steps of `stride` elements of `size` bytes reach: false when that
-// is beyond a quarter of the address space (no real tensor is), so sums of two cannot overflow.
-bool reach(std::size_t count, std::ptrdiff_t stride, std::ptrdiff_t size, std::ptrdiff_t* bytes) {
+// The bytes spanned by `count` elements `stride` elements apart, from the first element's start
+// to the last one's (negative for a negative stride). False past a quarter of the address space:
+// no real tensor is that large, and sums of two such spans cannot overflow.
+bool span_bytes(std::size_t count, std::ptrdiff_t stride, std::ptrdiff_t size, std::ptrdiff_t* bytes) {
     constexpr std::ptrdiff_t limit = std::numeric_limits<std::ptrdiff_t>::max() / 4;
     if (count > static_cast<std::size_t>(limit) || stride < -limit || stride > limit) return false;
     const std::ptrdiff_t steps = count == 0 ? 0 : static_cast<std::ptrdiff_t>(count) - 1;
-    const std::ptrdiff_t magnitude = std::abs(stride);
+    const std::ptrdiff_t magnitude = stride < 0 ? -stride : stride;
     if (magnitude != 0 && steps > limit / magnitude / size) return false;
     *bytes = steps * stride * size;
     return true;
 }
 
-// Rows at a raw address (a torch tensor's memory), checked to lie inside its storage
-// [storage_address, storage_address + storage_bytes). Strides are in elements.
-tensorb64::strided_rows rows_at_address(std::uintptr_t address, std::uintptr_t storage_address,
+// Rows of host-ordered elements at `address` (a tensor's memory), checked to lie inside its
+// storage [storage_address, storage_address + storage_bytes). Strides are in elements.
+tensorb64::strided_rows rows_in_storage(std::uintptr_t address, std::uintptr_t storage_address,
                                         std::size_t storage_bytes, std::size_t rows,
                                         std::size_t row_length, std::ptrdiff_t row_stride,
-                                        std::ptrdiff_t element_stride,
-                                        tensorb64::element_format format) {
-    const auto size = static_cast<std::ptrdiff_t>(tensorb64::dtype_size(format.type));
+                                        std::ptrdiff_t element_stride, tensorb64::dtype type) {
+    const auto size = static_cast<std::ptrdiff_t>(tensorb64::dtype_size(type));
     std::ptrdiff_t down = 0, across = 0;
-    bool inside = reach(rows, row_stride, size, &down) && reach(row_length, element_stride, size, &across);
+    bool inside = span_bytes(rows, row_stride, size, &down) &&
+                  span_bytes(row_length, element_stride, size, &across);
     if (inside && rows > 0 && row_length > 0) {
+        // Offsets from `address` of the lowest and one past the highest byte read.
         const std::ptrdiff_t low = std::min<std::ptrdiff_t>(down, 0) + std::min<std::ptrdiff_t>(across, 0);
         const std::ptrdiff_t high = std::max<std::ptrdiff_t>(down, 0) + std::max<std::ptrdiff_t>(across, 0) + size;
-        const std::uintptr_t offset = address - storage_address;
+        const std::uintptr_t offset = address - storage_address;  // checked below
         inside = address >= storage_address && offset <= storage_bytes &&
-                 static_cast<std::ptrdiff_t>(offset) + low >= 0 &&
-                 static_cast<std::size_t>(static_cast<std::ptrdiff_t>(offset) + high) <= storage_bytes;
+                 static_cast<std::uintptr_t>(-low) <= offset &&
+                 static_cast<std::uintptr_t>(high) <= storage_bytes - offset;
     }
     if (!inside) throw py::value_error("the tensor's shape and strides reach outside its storage");
     tensorb64::strided_rows source{};
@@ -176,46 +173,61 @@ tensorb64::strided_rows rows_at_address(std::uintptr_t address, std::uintptr_t s
     source.row_length = row_length;
     source.row_stride = row_stride * size;
     source.element_stride = element_stride * size;
-    source.format = format;
+    source.format = {type, tensorb64::host_byte_order};
     return source;
+}
+
+// Calls a method of `object` that takes no arguments; a null object if it raised (the error
+// is cleared: the caller then sends the input down the general path, which explains it).
+py::object call_method(PyObject* object, PyObject* name) {
+    PyObject* result = PyObject_CallMethodNoArgs(object, name);
+    if (result == nullptr) PyErr_Clear();
+    return py::reinterpret_steal<py::object>(result);
+}
+
+std::ptrdiff_t as_ssize(PyObject* number) {
+    const Py_ssize_t value = PyLong_AsSsize_t(number);
+    if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+    return static_cast<std::ptrdiff_t>(value);
+}
+
+std::size_t as_size(PyObject* number) {  // addresses and byte counts: unsigned
+    const std::size_t value = PyLong_AsSize_t(number);
+    if (value == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw py::error_already_set();
+    return value;
 }
 
 // A CPU torch tensor read where it lies, through torch's public tensor methods only (the
 // binding needs no torch headers); the Python layer has checked its type, device, layout and
 // dtype. 2-D: one row per line; 1-D: one row; with `flatten`, any C-contiguous tensor is one
-// row. Returns None for a layout this cannot take, which the Python layer sends the general way.
+// row. Returns None for what this cannot read in place (another layout, a negative-bit view,
+// a nested tensor), which the Python layer sends down the general path.
 py::object encode_tensor(const py::object& tensor, tensorb64::dtype source,
                          tensorb64::element_format target, unsigned threads, bool flatten) {
     // Interned once: attribute lookups by a fresh string cost more than the kernel on short rows.
+    static PyObject* const is_neg = PyUnicode_InternFromString("is_neg");
     static PyObject* const untyped_storage = PyUnicode_InternFromString("untyped_storage");
+    static PyObject* const stride = PyUnicode_InternFromString("stride");
     static PyObject* const shape_name = PyUnicode_InternFromString("shape");
-    static PyObject* const stride_name = PyUnicode_InternFromString("stride");
     static PyObject* const data_ptr = PyUnicode_InternFromString("data_ptr");
     static PyObject* const nbytes = PyUnicode_InternFromString("nbytes");
-    const auto call = [](PyObject* object, PyObject* method) {
-        PyObject* result = PyObject_CallMethodNoArgs(object, method);
-        if (result == nullptr) throw py::error_already_set();
-        return py::reinterpret_steal<py::object>(result);
-    };
-    const auto integer = [](PyObject* number) {
-        const Py_ssize_t value = PyLong_AsSsize_t(number);
-        if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
-        return static_cast<std::ptrdiff_t>(value);
-    };
 
+    // A view with the negative bit set (x.conj().imag) stores the values' negations.
+    const py::object negated = call_method(tensor.ptr(), is_neg);
+    if (!negated || negated.ptr() != Py_False) return py::none();
     // Holding the storage object keeps the memory alive for the whole call, even if another
     // thread gives the tensor new storage meanwhile (t.set_()).
-    const py::object storage = call(tensor.ptr(), untyped_storage);
-    const py::object shape = py::reinterpret_steal<py::object>(PyObject_GetAttr(tensor.ptr(), shape_name));
-    if (!shape) throw py::error_already_set();
-    const py::object strides = call(tensor.ptr(), stride_name);
-    if (!PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()) ||
+    const py::object storage = call_method(tensor.ptr(), untyped_storage);
+    const py::object strides = call_method(tensor.ptr(), stride);
+    const auto shape = py::reinterpret_steal<py::object>(PyObject_GetAttr(tensor.ptr(), shape_name));
+    if (!shape) PyErr_Clear();
+    if (!storage || !strides || !shape || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()) ||
         PyTuple_GET_SIZE(shape.ptr()) != PyTuple_GET_SIZE(strides.ptr())) {
-        throw py::type_error("a tensor's shape and stride() must be tuples of equal length");
+        return py::none();
     }
     const Py_ssize_t ndim = PyTuple_GET_SIZE(shape.ptr());
-    const auto size_at = [&](Py_ssize_t d) { return integer(PyTuple_GET_ITEM(shape.ptr(), d)); };
-    const auto stride_at = [&](Py_ssize_t d) { return integer(PyTuple_GET_ITEM(strides.ptr(), d)); };
+    const auto size_at = [&](Py_ssize_t d) { return as_ssize(PyTuple_GET_ITEM(shape.ptr(), d)); };
+    const auto stride_at = [&](Py_ssize_t d) { return as_ssize(PyTuple_GET_ITEM(strides.ptr(), d)); };
     std::ptrdiff_t rows = 1, row_length = 0, row_stride = 0, element_stride = 1;
     if (ndim == 2 && !flatten) {
         rows = size_at(0);
@@ -243,15 +255,15 @@ py::object encode_tensor(const py::object& tensor, tensorb64::dtype source,
         return py::none();
     }
     if (rows < 0 || row_length < 0) throw py::value_error("a tensor's sizes cannot be negative");
-    const tensorb64::element_format format{source, host_byte_order};
-    const auto address = static_cast<std::uintptr_t>(integer(call(tensor.ptr(), data_ptr).ptr()));
-    const auto storage_address = static_cast<std::uintptr_t>(integer(call(storage.ptr(), data_ptr).ptr()));
-    const auto storage_bytes = static_cast<std::size_t>(integer(call(storage.ptr(), nbytes).ptr()));
-    return encode_strided(rows_at_address(address, storage_address, storage_bytes,
-                                          static_cast<std::size_t>(rows),
-                                          static_cast<std::size_t>(row_length), row_stride,
-                                          element_stride, format),
-                          target, threads);
+    const py::object address = call_method(tensor.ptr(), data_ptr);
+    const py::object storage_address = call_method(storage.ptr(), data_ptr);
+    const py::object storage_bytes = call_method(storage.ptr(), nbytes);
+    if (!address || !storage_address || !storage_bytes) return py::none();
+    return encode_strided(
+        rows_in_storage(as_size(address.ptr()), as_size(storage_address.ptr()), as_size(storage_bytes.ptr()),
+                        static_cast<std::size_t>(rows), static_cast<std::size_t>(row_length),
+                        row_stride, element_stride, source),
+        target, threads);
 }
 
 tensorb64::element_format source_format(std::string_view dtype, std::string_view byteorder) {
@@ -331,25 +343,6 @@ PYBIND11_MODULE(_native, m) {
         py::arg("threads"), py::arg("flatten"),
         "One base64 str per row of a CPU torch tensor read in place (None if its layout needs "
         "the general path); every element is checked to lie inside its storage.");
-    m.def(
-        "encode_rows_at",
-        [](const py::object& /* storage: its reference keeps the memory alive for the call */,
-           std::uintptr_t address, std::uintptr_t storage_address, std::size_t storage_bytes,
-           std::size_t rows, std::size_t row_length, std::ptrdiff_t row_stride,
-           std::ptrdiff_t element_stride, std::string_view source_dtype, const py::object& dtype,
-           const py::object& byteorder, unsigned threads) {
-            const tensorb64::element_format format{parse_source_dtype(source_dtype), host_byte_order};
-            return encode_strided(rows_at_address(address, storage_address, storage_bytes, rows,
-                                                  row_length, row_stride, element_stride, format),
-                                  output_format(dtype, byteorder), threads);
-        },
-        py::arg("storage"), py::arg("address"), py::arg("storage_address"),
-        py::arg("storage_bytes"), py::arg("rows"), py::arg("row_length"), py::arg("row_stride"),
-        py::arg("element_stride"), py::arg("source_dtype"), py::arg("dtype"),
-        py::arg("byteorder"), py::arg("threads") = 1,
-        "The bounds-checked core of encode_tensor, for tests: rows of host-ordered elements at "
-        "`address`, checked to lie inside [storage_address, storage_address + storage_bytes); "
-        "strides in elements; `storage` is held for the call.");
     m.def(
         "encoded_length",
         [](std::size_t elements, std::size_t element_size) {

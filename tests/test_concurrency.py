@@ -188,9 +188,10 @@ def test_input_written_while_encoded(kind):
         w.join()
 
 
-def test_numpy_resize_while_encoded_is_refused():
-    # numpy refuses to resize an array whose buffer is exported (the binding holds it during the
-    # call); the resize raises instead of freeing memory the kernel reads.
+def test_numpy_resize_while_encoded_never_crashes():
+    # A crash smoke test. numpy refuses to resize an array whose buffer is exported (the binding
+    # holds it during the call), so a resize either raises or lands between two calls; it never
+    # frees memory the kernel is reading. Which of the two happens is timing, so it is not asserted.
     a = np.ones((64, 4096), np.float32)
     stop = threading.Event()
     outcomes = []

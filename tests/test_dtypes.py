@@ -162,3 +162,32 @@ def test_fp8_widening_tables_match_torch():
         t = tensor_from_bits(np.arange(256, dtype=np.uint8), fp8)
         decoded = tensorb64.decode(tensorb64.encode(t, dtype=name), dtype=name)
         np.testing.assert_array_equal(decoded.view(np.uint32), t.to(torch.float32).numpy().view(np.uint32))
+
+
+@pytest.mark.parametrize("n", [767, 768, 769, 1535, 1536, 1537, 2305, 4099])
+@pytest.mark.parametrize("out_dtype", OUTPUT_DTYPES)
+@pytest.mark.parametrize("in_dtype", list(INPUT_DTYPES))
+def test_rows_across_block_boundaries_match_torch(in_dtype, out_dtype, n):
+    # The core converts in blocks of 768 elements; these lengths end inside, at and past them.
+    torch_dtype, storage = INPUT_DTYPES[in_dtype]
+    bits = np.random.default_rng(n).integers(0, np.iinfo(storage).max, size=n, dtype=storage, endpoint=True)
+    t = tensor_from_bits(bits, torch_dtype)
+    assert tensorb64.encode(t, dtype=out_dtype) == torch_reference(t, out_dtype)
+    every_other = t[::2]  # a strided view: gathered block by block
+    assert tensorb64.encode_rows(every_other.reshape(1, -1), dtype=out_dtype, byteorder="big") == [
+        torch_reference(every_other.contiguous(), out_dtype, "big")
+    ]
+
+
+def test_negative_bit_views_encode_their_values():
+    # x.conj().imag is a view whose memory holds the negated values (torch's negative bit).
+    z = torch.tensor([1 + 2j, 3 - 4j, -5 + 0.5j], dtype=torch.complex64)
+    imag = z.conj().imag
+    assert imag.is_neg()
+    expected = struct_reference(imag.tolist())
+    assert tensorb64.encode(imag) == expected
+    assert tensorb64.encode_rows(imag.reshape(1, 3)) == [expected]
+    assert tensorb64.encode_rows(imag.reshape(1, 1, 3)) == [expected]
+    from tensorb64.openai import embedding_data
+
+    assert embedding_data(imag, encoding_format="base64")[0]["embedding"] == expected

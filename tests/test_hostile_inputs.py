@@ -16,12 +16,14 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tensorb64
 from tensorb64 import _native
+from tensor_like import TensorLike
 
 torch = pytest.importorskip("torch")
 
@@ -334,23 +336,28 @@ def test_threads_argument():
     assert tensorb64.encode_rows(a, threads=2**31) == [reference([1.0] * 3)] * 4
 
 
-# ---- the raw-address entry point, fed addresses that do not match the storage --------------------
+# ---- the in-place tensor path, fed shapes and strides that do not match the storage -----------
 
 
-def test_encode_rows_at_refuses_lying_addresses():
+def test_tensor_path_refuses_what_reaches_outside_the_storage():
     # Every call is made in a subprocess: a missing bounds check would read outside the storage,
     # perhaps an unmapped page. The storage itself (address and size) is trusted: it comes from
-    # the tensor, not from the caller, in tensorb64's own use of this entry point.
+    # torch. TensorLike stands in for tensors torch would refuse to make.
     out = run_isolated(
-        """
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
         import torch
         from tensorb64 import _native
+        from tensor_like import TensorLike
         t = torch.arange(10, dtype=torch.float32)
         p, n = t.data_ptr(), t.untyped_storage().nbytes()
 
-        def call(*args, threads=1, dtype="float32"):
+        def call(address, storage_address, storage_bytes, rows, row_length, row_stride, element_stride,
+                 dtype="float32", threads=1):
+            fake = TensorLike(address, (rows, row_length), (row_stride, element_stride), storage_address, storage_bytes)
             try:
-                _native.encode_rows_at(t.untyped_storage(), *args, dtype, "float32", "little", threads)
+                _native.encode_tensor(fake, dtype, "float32", "little", threads, False)
             except ValueError as e:
                 assert "outside its storage" in str(e), e
                 return "refused"
@@ -375,9 +382,9 @@ def test_encode_rows_at_refuses_lying_addresses():
             (p, p, 0, 1, 1, 0, 1, "float32"),                 # empty storage
             (p, p + 8, n, 1, 1, 0, 1, "float32"),             # address below the storage
         ]
-        for args in lying:
+        for *args, dtype in lying:
             for threads in (1, 4):
-                assert call(*args[:-1], threads=threads, dtype=args[-1]) == "refused", args
+                assert call(*args, dtype=dtype, threads=threads) == "refused", args
 
         honest = [
             (p, p, n, 1, 10, 0, 1),
@@ -398,11 +405,13 @@ def test_encode_rows_at_refuses_lying_addresses():
     assert out.strip() == "ok"
 
 
-def test_encode_rows_at_results_are_exact():
+def test_tensor_path_results_are_exact():
     t = torch.arange(10, dtype=torch.float32)
     p, n = t.data_ptr(), t.untyped_storage().nbytes()
-    got = _native.encode_rows_at(t.untyped_storage(), p + 36, p, n, 2, 5, -5, -1, "float32", "float32", "little")
+    reversed_rows = TensorLike(p + 36, (2, 5), (-5, -1), p, n)
+    got = _native.encode_tensor(reversed_rows, "float32", "float32", "little", 1, False)
     assert got == [reference([9, 8, 7, 6, 5]), reference([4, 3, 2, 1, 0])]
+    assert _native.encode_tensor(TensorLike(p, (10,), (1,), p, n, negated=True), "float32", "float32", "little", 1, True) is None
 
 
 def test_many_zero_length_rows():

@@ -198,7 +198,12 @@ def test_bad_inputs(batch):
         embedding_data("0.5, 0.25")
     with pytest.raises(TypeError, match="complex"):
         embedding_data(torch.zeros(2, 4, dtype=torch.complex64))
-    with pytest.raises(TypeError, match="real numbers"):
+    with pytest.raises(TypeError, match="must hold only numbers"):
         embedding_data([["a", "b"]])
+    with pytest.raises(TypeError, match="real numbers"):
+        embedding_data(np.array([["a", "b"]]))
+    # Raw bytes are not numbers: refused as encode_rows refuses them, never read byte by byte.
+    with pytest.raises(TypeError, match="a buffer must hold floats"):
+        embedding_data(memoryview(np.float32([1.0, 2.0]).tobytes()))
     with pytest.raises(ValueError, match="equal length"):
         embedding_data([[1.0, 2.0], [3.0]])

@@ -73,7 +73,7 @@ def test_torch_is_optional():
 
 
 @pytest.mark.cuda
-def test_cuda_tensors_cross_the_bus_in_their_own_dtype():
+def test_cuda_tensors_encode_like_their_cpu_copies():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device on this machine")

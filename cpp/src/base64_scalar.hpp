@@ -37,7 +37,7 @@ inline void base64_encode_scalar(const unsigned char* in, std::size_t n, char* o
     while (n >= 8) {
         std::uint64_t v;
         std::memcpy(&v, in, 8);
-        if (host_order == byte_order::little) v = byteswap(v);
+        if (host_byte_order == byte_order::little) v = byteswap(v);
         put_pair(out, static_cast<unsigned>(v >> 52));
         put_pair(out + 2, static_cast<unsigned>(v >> 40) & 0xfffu);
         put_pair(out + 4, static_cast<unsigned>(v >> 28) & 0xfffu);

@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -81,7 +80,7 @@ void encode_rows(const strided_rows& source, element_format target, char* const*
         const row_job part = slice_rows(job, first, std::min(per_worker, source.rows - first));
         try {
             helpers.emplace_back([kernel, part] { kernel(part); });
-        } catch (const std::system_error&) {
+        } catch (...) {  // std::system_error, or bad_alloc for the thread's state
             kernel(part);  // no thread to be had: do that share here
         }
     }

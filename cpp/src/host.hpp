@@ -1,4 +1,4 @@
-// Byte order of the host and byte swapping, portable across GCC, Clang and MSVC.
+// Byte swapping, portable across GCC, Clang and MSVC.
 //
 // Every header under cpp/src is included by each kernel translation unit, which is compiled with
 // its own instruction-set flags. Everything here therefore has internal linkage (an anonymous
@@ -18,12 +18,6 @@
 
 namespace tensorb64 {
 namespace {
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-constexpr byte_order host_order = byte_order::big;
-#else
-constexpr byte_order host_order = byte_order::little;
-#endif
 
 inline std::uint16_t byteswap(std::uint16_t v) noexcept {
     return static_cast<std::uint16_t>((v >> 8) | (v << 8));

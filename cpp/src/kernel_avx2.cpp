@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include "formats.hpp"
+#include "fp_environment.hpp"
 #include "kernels.hpp"
 #include "row_encoder.hpp"
 #include "scalar_ops.hpp"
@@ -53,16 +54,6 @@ inline __m256i load_24(const unsigned char* p) noexcept {
 
 inline void store_32(char* p, __m256i v) noexcept {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
-}
-
-// Lanes of four doubles whose float32 result would be subnormal (0 < |d| < FLT_MIN). vcvtpd2ps
-// flushes those to zero when MXCSR.FTZ is set, so they are converted by the scalar code instead.
-inline bool has_tiny_f32_result(__m256i bits) noexcept {
-    const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi64x(0x7fffffffffffffffll));
-    const __m256i tiny = _mm256_andnot_si256(
-        _mm256_cmpeq_epi64(magnitude, _mm256_setzero_si256()),
-        _mm256_cmpgt_epi64(_mm256_set1_epi64x(0x3810000000000000ll), magnitude));
-    return !_mm256_testz_si256(tiny, tiny);
 }
 
 struct avx2_ops {
@@ -140,17 +131,12 @@ struct avx2_ops {
                 }
                 break;
             case dtype::float64:
-                // vcvtpd2ps rounds to nearest even (the default MXCSR rounding), gives +-inf past
-                // the float32 range and quiets NaNs keeping the top of the payload, all like
-                // f64_to_f32. Tiny results are left to the scalar code (see has_tiny_f32_result).
+                // vcvtpd2ps, with the FP environment pinned (fp_environment.hpp): nearest even,
+                // +-inf past the float32 range, subnormal results kept, NaNs quieted keeping the
+                // top of the payload, all like f64_to_f32.
                 for (; i + 4 <= n; i += 4) {
-                    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(raw + 8 * i));
-                    if (has_tiny_f32_result(d)) {
-                        scalar_ops::widen(from, raw + 8 * i, 4, out + i);
-                    } else {
-                        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                                         _mm_castps_si128(_mm256_cvtpd_ps(_mm256_castsi256_pd(d))));
-                    }
+                    const __m256d d = _mm256_loadu_pd(reinterpret_cast<const double*>(raw + 8 * i));
+                    _mm_storeu_ps(reinterpret_cast<float*>(out + i), _mm256_cvtpd_ps(d));
                 }
                 break;
             default:
@@ -206,6 +192,9 @@ struct avx2_ops {
 
 }  // namespace
 
-void encode_rows_avx2(const row_job& job) noexcept { encode_rows_with<avx2_ops>(job); }
+void encode_rows_avx2(const row_job& job) noexcept {
+    const ieee_fp_environment pinned;
+    encode_rows_with<avx2_ops>(job);
+}
 
 }  // namespace tensorb64

@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include "formats.hpp"
+#include "fp_environment.hpp"
 #include "kernels.hpp"
 #include "row_encoder.hpp"
 #include "scalar_ops.hpp"
@@ -137,30 +138,16 @@ struct avx512_ops {
                     _mm512_mask_storeu_ps(out + i, m, _mm512_cvtph_ps(h));
                 }
                 return;
-            case dtype::float64: {
-                // vcvtpd2ps with embedded round-to-nearest-even (independent of MXCSR.RC): +-inf
-                // past the float32 range, NaNs quieted keeping the top of the payload, all like
-                // f64_to_f32. MXCSR.FTZ would still flush subnormal results, so a vector with any
-                // result below FLT_MIN (0 < |d| < 2^-126) goes through the scalar code.
-                const __m512i one = _mm512_set1_epi64(1);
-                const __m512i below_flt_min = _mm512_set1_epi64(0x3810000000000000ll - 1);
-                const __m512i magnitude_mask = _mm512_set1_epi64(0x7fffffffffffffffll);
+            case dtype::float64:
+                // vcvtpd2ps, with the FP environment pinned (fp_environment.hpp): nearest even,
+                // +-inf past the float32 range, subnormal results kept, NaNs quieted keeping the
+                // top of the payload, all like f64_to_f32.
                 for (std::size_t i = 0; i < n; i += 8) {
-                    const std::size_t k = n - i >= 8 ? 8 : n - i;
-                    const __mmask8 m = static_cast<__mmask8>((1u << k) - 1);
-                    const __m512i d = _mm512_maskz_loadu_epi64(m, raw + 8 * i);
-                    const __m512i magnitude = _mm512_and_si512(d, magnitude_mask);
-                    // magnitude - 1 < 2^-126 - 1, unsigned: zero wraps around and is excluded.
-                    if (_mm512_cmplt_epu64_mask(_mm512_sub_epi64(magnitude, one), below_flt_min) != 0) {
-                        scalar_ops::widen(from, raw + 8 * i, k, out + i);
-                        continue;
-                    }
-                    const __m256 f = _mm512_cvt_roundpd_ps(_mm512_castsi512_pd(d),
-                                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                    _mm256_mask_storeu_ps(out + i, m, f);
+                    const __mmask8 m = n - i >= 8 ? __mmask8(0xff) : static_cast<__mmask8>((1u << (n - i)) - 1);
+                    const __m512d d = _mm512_maskz_loadu_pd(m, raw + 8 * i);
+                    _mm256_mask_storeu_ps(out + i, m, _mm512_cvtpd_ps(d));
                 }
                 return;
-            }
             default:
                 scalar_ops::widen(from, raw, n, out);
                 return;
@@ -211,6 +198,9 @@ struct avx512_ops {
 
 }  // namespace
 
-void encode_rows_avx512(const row_job& job) noexcept { encode_rows_with<avx512_ops>(job); }
+void encode_rows_avx512(const row_job& job) noexcept {
+    const ieee_fp_environment pinned;
+    encode_rows_with<avx512_ops>(job);
+}
 
 }  // namespace tensorb64

@@ -6,14 +6,12 @@
 // ways with fcvtl/fcvtn, float64 with fcvtn, float32 -> bfloat16 in integer arithmetic. float8
 // narrowing stays scalar.
 //
-// FPCR: the half <-> single conversions ignore FZ16 and never produce a single-precision
-// subnormal; fcvtn from float32 could meet a subnormal input under FZ, but it would round to a
-// float16 zero of the same sign either way. fcvtn from float64 would flush subnormal results
-// under FZ, so vectors with such results go through the scalar code. Rounding follows FPCR.RMode,
-// which is round-to-nearest-even unless a program changes it (torch assumes the same).
+// fcvtn rounds as FPCR.RMode says and flushes under FPCR.FZ: the entry point pins FPCR to IEEE
+// defaults for the call (fp_environment.hpp).
 #include <arm_neon.h>
 
 #include "formats.hpp"
+#include "fp_environment.hpp"
 #include "kernels.hpp"
 #include "row_encoder.hpp"
 #include "scalar_ops.hpp"
@@ -67,29 +65,16 @@ struct neon_ops : scalar_ops {
                     vst1q_u32(out + i + 4, vreinterpretq_u32_f32(vcvt_high_f32_f16(h)));
                 }
                 break;
-            case dtype::float64: {
-                // fcvtn: nearest even, +-inf past the float32 range, NaNs quieted keeping the top
-                // of the payload, like f64_to_f32; subnormal results go to the scalar code (FZ).
-                const uint64x2_t magnitude_mask = vdupq_n_u64(0x7fffffffffffffffull);
-                const uint64x2_t below_flt_min = vdupq_n_u64(0x3810000000000000ull - 1);
-                const uint64x2_t one = vdupq_n_u64(1);
+            case dtype::float64:
+                // fcvtn, with the FP environment pinned (fp_environment.hpp): nearest even,
+                // +-inf past the float32 range, subnormal results kept, NaNs quieted keeping the
+                // top of the payload, like f64_to_f32.
                 for (; i + 4 <= n; i += 4) {
-                    const auto* p = reinterpret_cast<const std::uint64_t*>(raw + 8 * i);
-                    const uint64x2_t lo = vld1q_u64(p), hi = vld1q_u64(p + 2);
-                    // magnitude - 1 < 2^-126 - 1, unsigned: zero wraps around and is excluded.
-                    const uint64x2_t tiny = vorrq_u64(
-                        vcltq_u64(vsubq_u64(vandq_u64(lo, magnitude_mask), one), below_flt_min),
-                        vcltq_u64(vsubq_u64(vandq_u64(hi, magnitude_mask), one), below_flt_min));
-                    if (vmaxvq_u32(vreinterpretq_u32_u64(tiny)) != 0) {
-                        scalar_ops::widen(from, raw + 8 * i, 4, out + i);
-                        continue;
-                    }
-                    const float32x4_t f = vcvt_high_f32_f64(vcvt_f32_f64(vreinterpretq_f64_u64(lo)),
-                                                            vreinterpretq_f64_u64(hi));
+                    const auto* p = reinterpret_cast<const double*>(raw + 8 * i);
+                    const float32x4_t f = vcvt_high_f32_f64(vcvt_f32_f64(vld1q_f64(p)), vld1q_f64(p + 2));
                     vst1q_u32(out + i, vreinterpretq_u32_f32(f));
                 }
                 break;
-            }
             default:
                 break;
         }
@@ -141,6 +126,9 @@ struct neon_ops : scalar_ops {
 
 }  // namespace
 
-void encode_rows_neon(const row_job& job) noexcept { encode_rows_with<neon_ops>(job); }
+void encode_rows_neon(const row_job& job) noexcept {
+    const ieee_fp_environment pinned;
+    encode_rows_with<neon_ops>(job);
+}
 
 }  // namespace tensorb64

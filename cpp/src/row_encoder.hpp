@@ -18,9 +18,10 @@
 namespace tensorb64 {
 namespace {
 
-// 768 elements of 1, 2 or 4 bytes are a whole number of 3-byte base64 groups, so every block
-// but the last ends on a group boundary and the text of the blocks simply concatenates.
+// 768 elements of 1, 2, 4 or 8 bytes are a whole number of 3-byte base64 groups, so every
+// block but the last ends on a group boundary and the text of the blocks simply concatenates.
 constexpr std::size_t block_elements = 768;
+static_assert(block_elements % 3 == 0, "blocks must end on base64 group boundaries");
 
 // Copies `n` elements of `size` bytes, `stride` bytes apart, into `out`, reversing the bytes of
 // each when `swap` is set.
@@ -65,12 +66,12 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
             bytes = raw;
         } else {
             const unsigned char* elements = block;
-            if (!contiguous || (from.order != host_order && in_size > 1)) {
-                gather(block, k, stride, in_size, from.order != host_order, raw);
+            if (!contiguous || (from.order != host_byte_order && in_size > 1)) {
+                gather(block, k, stride, in_size, from.order != host_byte_order, raw);
                 elements = raw;
             }
             // float32 output in host order: a kernel may widen and encode in registers.
-            if (target.type == dtype::float32 && target.order == host_order &&
+            if (target.type == dtype::float32 && target.order == host_byte_order &&
                 Ops::widen_base64(from.type, elements, k, out)) {
                 out += k * 4 / 3 * 4;
                 continue;
@@ -81,7 +82,7 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
                 Ops::narrow(wide, k, target.type, from.type, narrow);
                 converted = narrow;
             }
-            if (target.order != host_order && out_size > 1) swap_elements(converted, k, out_size);
+            if (target.order != host_byte_order && out_size > 1) swap_elements(converted, k, out_size);
             bytes = converted;
         }
         Ops::base64(bytes, k * out_size, out);

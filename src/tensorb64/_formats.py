@@ -14,7 +14,6 @@ OUTPUT_DTYPES = {
     "fp8_e4m3": "float8_e4m3fn",
     "fp8_e5m2": "float8_e5m2",
 }
-BYTEORDERS = ("little", "big", "native")
 
 # The unsigned integer type of each output dtype's width: how its bits are held in numpy.
 STORAGE = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16, "fp8_e4m3": np.uint8, "fp8_e5m2": np.uint8}

@@ -12,12 +12,12 @@ and number them. Everything else in a response (``model``, ``usage``) is the ser
 
 from __future__ import annotations
 
-import sys
 from numbers import Integral
 
 import numpy as np
 
 from ._encode import encode_rows
+from ._inputs import as_numeric, torch_if_imported
 
 __all__ = ["embedding_data"]
 
@@ -34,21 +34,13 @@ def _is_index(value) -> bool:
 
 def _rows(embeddings):
     """The input as a 2-D torch tensor or numpy array, viewing the caller's memory where it can."""
-    torch = sys.modules.get("torch")  # a tensor can only exist if torch has been imported
-    if torch is not None and isinstance(embeddings, torch.Tensor):
-        if embeddings.dtype.is_complex:
-            raise TypeError(f"complex tensors are not supported ({embeddings.dtype}); pass the real part")
-        rows = embeddings.detach()
-    elif isinstance(embeddings, np.ndarray):
-        rows = embeddings
-    elif isinstance(embeddings, (str, bytes, bytearray)):
-        raise TypeError(f"embeddings must be an array of numbers, not {type(embeddings).__name__}")
-    else:  # lists of lists, tuples, memoryview, array.array
-        try:
-            rows = np.asarray(embeddings)
-        except ValueError as e:
-            raise ValueError(f"embeddings must be rows of equal length: {e}") from None
-    if isinstance(rows, np.ndarray) and rows.dtype.kind not in "fiub" and rows.dtype.name not in _EXTENSION_FLOATS:
+    rows = as_numeric(embeddings)  # accepts and refuses exactly what encode_rows does
+    torch = torch_if_imported()
+    if torch is not None and isinstance(rows, torch.Tensor):
+        if rows.dtype.is_complex:
+            raise TypeError(f"complex tensors are not supported ({rows.dtype}); pass the real part")
+        rows = rows.detach()
+    elif rows.dtype.kind not in "fiub" and rows.dtype.name not in _EXTENSION_FLOATS:
         raise TypeError(f"embeddings must hold real numbers, not {rows.dtype}")
     if rows.ndim == 1:
         return rows[None]  # one embedding is one row (a view)
@@ -62,7 +54,7 @@ def _float_lists(rows) -> list:
     if isinstance(rows, np.ndarray):
         with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, as in torch
             return rows.astype(np.float32, copy=False).tolist()
-    return rows.to(dtype=sys.modules["torch"].float32).tolist()  # no copy when already float32
+    return rows.to(dtype=torch_if_imported().float32).tolist()  # no copy when already float32
 
 
 def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=None, start_index: int = 0) -> list:

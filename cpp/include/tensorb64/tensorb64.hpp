@@ -22,6 +22,12 @@ enum class dtype : std::uint8_t {
 
 enum class byte_order : std::uint8_t { little, big };
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+inline constexpr byte_order host_byte_order = byte_order::big;
+#else
+inline constexpr byte_order host_byte_order = byte_order::little;  // MSVC targets are all little
+#endif
+
 // How one element is stored: its type and the order of its bytes.
 struct element_format {
     dtype type;
