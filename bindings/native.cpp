@@ -111,6 +111,34 @@ py::list encode_strided(const tensorb64::strided_rows& source, tensorb64::elemen
     return texts;
 }
 
+// The converted bytes of every row, one row after another, in one bytes object; the GIL is
+// released while the kernel fills it.
+py::bytes rows_to_bytes(const tensorb64::strided_rows& source, tensorb64::element_format target,
+                        unsigned threads) {
+    if (!tensorb64::can_convert(source.format.type, target.type)) {
+        throw py::value_error("cannot encode "s + tensorb64::to_string(source.format.type) +
+                              " elements as " + tensorb64::to_string(target.type));
+    }
+    const std::size_t size = tensorb64::dtype_size(target.type);
+    const std::size_t limit = static_cast<std::size_t>(PY_SSIZE_T_MAX);
+    if (source.row_length > limit / size ||
+        (source.rows != 0 && source.row_length * size > limit / source.rows)) {
+        throw py::value_error("input too large: its bytes would exceed the largest possible bytes object");
+    }
+    const std::size_t row_bytes = source.row_length * size;
+    PyObject* body = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(row_bytes * source.rows));
+    if (body == nullptr) throw py::error_already_set();
+    auto result = py::reinterpret_steal<py::bytes>(body);
+    char* data = PyBytes_AS_STRING(body);
+    std::vector<char*> outputs(source.rows);
+    for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = data + r * row_bytes;
+    {
+        py::gil_scoped_release release;
+        tensorb64::encode_rows(source, target, outputs.data(), threads, tensorb64::row_output::bytes);
+    }
+    return result;
+}
+
 // The rows of a 1-D (one row) or, unless `one_row_only`, 2-D buffer.
 tensorb64::strided_rows rows_of_buffer(const py::buffer_info& info,
                                        tensorb64::element_format format, bool one_row_only) {
@@ -332,6 +360,18 @@ PYBIND11_MODULE(_native, m) {
         },
         py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
         py::arg("byteorder"), "The base64 str of a 1-D buffer.");
+    m.def(
+        "encode_body",
+        [](const py::buffer& array, std::string_view source_dtype, std::string_view source_order,
+           const py::object& dtype, const py::object& byteorder, unsigned threads) {
+            const auto target = output_format(dtype, byteorder);
+            const py::buffer_info info = array.request();
+            return rows_to_bytes(rows_of_buffer(info, source_format(source_dtype, source_order), false),
+                                 target, threads);
+        },
+        py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
+        py::arg("byteorder"), py::arg("threads") = 1,
+        "The converted bytes of every row of a 1-D (one row) or 2-D buffer, end to end.");
     m.def(
         "encode_tensor",
         [](const py::object& tensor, std::string_view source_dtype, const py::object& dtype,

@@ -84,3 +84,21 @@ def test_cuda_tensors_encode_like_their_cpu_copies():
         view = t[:, :100]
         assert tensorb64.encode_rows(view) == [struct_reference(r.float().cpu().tolist()) for r in view]
         assert tensorb64.encode(t, dtype="float16") == tensorb64.encode(t.cpu(), dtype="float16")
+
+
+def test_type_stub_names_what_the_extension_defines():
+    import ast
+    import re
+
+    stub = ast.parse((Path(tensorb64.__file__).parent / "_native.pyi").read_text())
+    stubbed = {f.name: [a.arg for a in f.args.args] for f in stub.body if isinstance(f, ast.FunctionDef)}
+    defined = {name for name in dir(_native) if not name.startswith("_") and callable(getattr(_native, name))}
+    assert set(stubbed) == defined
+    for name, parameters in stubbed.items():
+        signature = getattr(_native, name).__doc__.splitlines()[0]  # pybind11: "name(a: T, b: U) -> R"
+        assert re.findall(r"(\w+):", signature.split("->")[0]) == parameters, name
+
+
+def test_public_names_exist():
+    for name in tensorb64.__all__:
+        assert hasattr(tensorb64, name), name

@@ -11,6 +11,7 @@ struct row_job {
     strided_rows source;
     element_format target;
     char* const* outputs;
+    row_output output;
 };
 
 using encode_rows_fn = void (*)(const row_job& job) noexcept;

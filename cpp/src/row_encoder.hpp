@@ -1,4 +1,4 @@
-// The one-pass row encoder, assembled from a kernel's building blocks (`Ops`, shaped like
+// The one-pass row encoder (base64 text, or the converted bytes themselves), assembled from a kernel's building blocks (`Ops`, shaped like
 // scalar_ops). Each kernel translation unit instantiates it with its own Ops, so the whole loop
 // is compiled with that kernel's flags and has internal linkage.
 //
@@ -39,7 +39,7 @@ inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t strid
 
 template <class Ops>
 void encode_row(const unsigned char* src, const strided_rows& source, element_format target,
-                char* out) noexcept {
+                row_output output, char* out) noexcept {
     const element_format from = source.format;
     const std::size_t n = source.row_length;
     const std::ptrdiff_t stride = source.element_stride;
@@ -48,9 +48,20 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
     const bool contiguous = stride == static_cast<std::ptrdiff_t>(in_size);
     const bool same_type = from.type == target.type;
     const bool swap_bytes = same_type ? from.order != target.order : false;
+    const bool as_base64 = output == row_output::base64;
+    // Writes the next `size` converted bytes of the row and moves past them.
+    const auto emit = [as_base64, &out](const unsigned char* bytes, std::size_t size) {
+        if (as_base64) {
+            Ops::base64(bytes, size, out);
+            out += size / 3 * 4;  // exact for every block but the last, which ends the row
+        } else {
+            std::memcpy(out, bytes, size);
+            out += size;
+        }
+    };
 
     if (same_type && contiguous && (!swap_bytes || in_size == 1)) {
-        Ops::base64(src, n * in_size, out);
+        emit(src, n * in_size);
         return;
     }
 
@@ -70,8 +81,8 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
                 gather(block, k, stride, in_size, from.order != host_byte_order, raw);
                 elements = raw;
             }
-            // float32 output in host order: a kernel may widen and encode in registers.
-            if (target.type == dtype::float32 && target.order == host_byte_order &&
+            // float32 text in host order: a kernel may widen and encode in registers.
+            if (as_base64 && target.type == dtype::float32 && target.order == host_byte_order &&
                 Ops::widen_base64(from.type, elements, k, out)) {
                 out += k * 4 / 3 * 4;
                 continue;
@@ -85,8 +96,7 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
             if (target.order != host_byte_order && out_size > 1) swap_elements(converted, k, out_size);
             bytes = converted;
         }
-        Ops::base64(bytes, k * out_size, out);
-        out += k * out_size / 3 * 4;  // exact for every block but the last, which ends the row
+        emit(bytes, k * out_size);
     }
 }
 
@@ -96,7 +106,7 @@ void encode_rows_with(const row_job& job) noexcept {
     const auto* first = static_cast<const unsigned char*>(source.data);
     for (std::size_t r = 0; r < source.rows; ++r) {
         encode_row<Ops>(first + static_cast<std::ptrdiff_t>(r) * source.row_stride, source,
-                        job.target, job.outputs[r]);
+                        job.target, job.output, job.outputs[r]);
     }
 }
 

@@ -12,8 +12,8 @@ byte-identical to ``base64.b64encode(struct.pack(f"<{n}f", *values))``.
 from __future__ import annotations
 
 from . import _native
-from ._decode import decode, decode_rows
-from ._encode import encode, encode_rows
+from ._decode import decode, decode_body, decode_rows
+from ._encode import encode, encode_body, encode_rows
 from .openai import embedding_data
 
 __version__ = _native.__version__
@@ -22,6 +22,8 @@ __all__ = [
     "encode_rows",
     "decode",
     "decode_rows",
+    "encode_body",
+    "decode_body",
     "embedding_data",
     "simd_level",
     "available_simd_levels",

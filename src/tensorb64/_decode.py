@@ -83,3 +83,21 @@ def decode_rows(strings, *, dtype: str = "float32", byteorder: str = "little", w
     raw = b"".join(rows)
     flat = _stored_array(raw, dtype, order, widen)
     return flat.reshape(len(rows), -1 if rows and rows[0] else 0)
+
+
+def decode_body(body, metadata, *, widen: bool = True) -> list:
+    """The rows of a binary embeddings response (``encode_body``'s, or vLLM's
+    ``encoding_format="bytes"``), in ``index`` order: one array per metadata entry, of its
+    ``shape``, float32 (or with widen=False the stored dtype where numpy has one)."""
+    if not isinstance(body, (bytes, bytearray, memoryview)):
+        raise TypeError(f"body must be bytes, got {type(body).__name__}")
+    body = memoryview(body).cast("B")
+    rows = []
+    for item in sorted(metadata, key=lambda entry: entry["index"]):
+        start, end = item["start"], item["end"]
+        if not (type(start) is int and type(end) is int and 0 <= start <= end <= len(body)):
+            raise ValueError(f"row {item['index']}: start {start!r} and end {end!r} must lie within the {len(body)}-byte body")
+        dtype = item["embed_dtype"]
+        output_dtype(dtype)  # validates the name
+        rows.append(_stored_array(body[start:end], dtype, byteorder_name(item["endianness"]), widen).reshape(item["shape"]))
+    return rows

@@ -68,12 +68,18 @@ struct strided_rows {
     element_format format;
 };
 
-// Writes the base64 text of each row, converted to `target`, to outputs[row]; each output must
-// hold exactly encoded_size(row_length * dtype_size(target.type)) chars (no terminator is
-// written). `threads` > 1 splits large batches of rows across that many threads.
-// Throws std::invalid_argument when !can_convert(source.format.type, target.type).
+// What encode_rows writes for each row.
+enum class row_output : std::uint8_t {
+    base64,  // the base64 text of the row's bytes: encoded_size(row bytes) chars
+    bytes,   // the row's bytes themselves: row_length * dtype_size(target.type) of them
+};
+
+// Writes each row, converted to `target`, to outputs[row]: its base64 text (exactly
+// encoded_size(row_length * dtype_size(target.type)) chars, no terminator) or, with
+// row_output::bytes, the converted bytes themselves. `threads` > 1 splits large batches of rows
+// across that many threads. Throws std::invalid_argument when !can_convert(source type, target).
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
-                 unsigned threads = 1);
+                 unsigned threads = 1, row_output output = row_output::base64);
 
 // ---- SIMD levels ---------------------------------------------------------------------------
 
