@@ -11,6 +11,8 @@ import pytest
 import tensorb64
 from tensorb64 import _native
 
+pytestmark = pytest.mark.usefixtures("each_simd_level")
+
 BAD_TYPES = [
     (np.array([1 + 2j]), "complex arrays are not supported"),
     (np.array([object()], dtype=object), "arrays of dtype object are not supported"),

@@ -106,3 +106,19 @@ def test_decode_options_are_validated():
         tensorb64.decode("", dtype="int8")
     with pytest.raises(ValueError, match="unknown byteorder 'middle'"):
         tensorb64.decode("", byteorder="middle")
+
+
+@needs_strict_mode
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", max_size=40), st.text(max_size=40)))
+def test_decode_of_arbitrary_text_agrees_with_strict_binascii_or_refuses(text):
+    # decode is built on binascii: this fuzzes that it adds nothing wrong on top (lengths, dtypes).
+    try:
+        raw = binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):
+        raw = None
+    if raw is None or len(raw) % 4:
+        with pytest.raises(ValueError):
+            tensorb64.decode(text)
+    else:
+        np.testing.assert_array_equal(tensorb64.decode(text).view(np.uint32), np.frombuffer(raw, "<u4"))

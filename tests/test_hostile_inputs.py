@@ -27,6 +27,8 @@ from tensor_like import TensorLike
 
 torch = pytest.importorskip("torch")
 
+pytestmark = pytest.mark.usefixtures("each_simd_level")
+
 
 def reference(values) -> str:
     """base64 of the values as little-endian float32: the bytes tensorb64 must produce."""

@@ -12,6 +12,8 @@ from tensorb64.openai import embedding_data
 
 torch = pytest.importorskip("torch", reason="torch (the test extra) is not installed")
 
+pytestmark = pytest.mark.usefixtures("each_simd_level")
+
 
 @pytest.fixture
 def batch():
