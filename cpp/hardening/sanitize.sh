@@ -142,7 +142,8 @@ python_under_asan() {
     "$py" -c "import tensorb64._native as n, sys; assert n.__file__.startswith('$target'), n.__file__; print('extension:', n.__file__)" || return 1
   (cd "$root" && PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
     "$py" -m pytest -q -p no:cacheprovider tests/test_float32_parity.py tests/test_dtypes.py tests/test_rfc4648.py \
-      tests/test_bad_inputs.py tests/test_decode.py tests/test_hostile_inputs.py tests/test_concurrency.py)
+      tests/test_bad_inputs.py tests/test_decode.py tests/test_hostile_inputs.py tests/test_concurrency.py \
+      tests/test_binary_body.py)
 }
 if [ "$mode" = full ]; then
   step "python under asan+ubsan: build extension and run the suite" python_under_asan

@@ -54,7 +54,7 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
         if (as_base64) {
             Ops::base64(bytes, size, out);
             out += size / 3 * 4;  // exact for every block but the last, which ends the row
-        } else {
+        } else if (size != 0) {  // an empty row may have no memory at all (memcpy of null is UB)
             std::memcpy(out, bytes, size);
             out += size;
         }
