@@ -1,4 +1,4 @@
-"""Encoding: the public encode and encode_rows."""
+"""Encoding: the public encode, encode_rows and encode_body."""
 
 from __future__ import annotations
 

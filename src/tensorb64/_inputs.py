@@ -18,7 +18,7 @@ from ._formats import OUTPUT_DTYPES, numpy_byteorder, widen_to_float32
 # numpy dtypes the core reads directly, by kind and size.
 _CORE_FLOATS = {2: "float16", 4: "float32", 8: "float64"}
 # Extension dtypes (ml_dtypes) with the bits of a core type: their storage type and core name.
-_EXTENSION_DTYPE_STORAGE = {
+EXTENSION_DTYPE_STORAGE = {
     "bfloat16": (np.uint16, "bfloat16"),
     "float8_e4m3fn": (np.uint8, "float8_e4m3fn"),
     "float8_e5m2": (np.uint8, "float8_e5m2"),
@@ -120,8 +120,8 @@ def _from_array(a: np.ndarray):
     kind = dt.kind
     if kind == "f" and dt.itemsize in _CORE_FLOATS:
         return a, _CORE_FLOATS[dt.itemsize], numpy_byteorder(dt)
-    if dt.name in _EXTENSION_DTYPE_STORAGE:
-        storage, core = _EXTENSION_DTYPE_STORAGE[dt.name]
+    if dt.name in EXTENSION_DTYPE_STORAGE:
+        storage, core = EXTENSION_DTYPE_STORAGE[dt.name]
         return a.view(storage), core, sys.byteorder
     if kind in "iub" or kind == "f":  # integers, bool, long double: converted as torch would
         return a.astype(np.float32), "float32", sys.byteorder

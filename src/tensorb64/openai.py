@@ -17,14 +17,12 @@ from numbers import Integral
 import numpy as np
 
 from ._encode import encode_rows
-from ._inputs import as_numeric, torch_if_imported
+from ._inputs import EXTENSION_DTYPE_STORAGE, as_numeric, torch_if_imported
 
 __all__ = ["embedding_data"]
 
 ENCODING_FORMATS = ("float", "base64")
 
-# numpy extension dtypes (ml_dtypes) that hold floats numpy has no name for.
-_EXTENSION_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def _is_index(value) -> bool:
@@ -40,7 +38,7 @@ def _rows(embeddings):
         if rows.dtype.is_complex:
             raise TypeError(f"complex tensors are not supported ({rows.dtype}); pass the real part")
         rows = rows.detach()
-    elif rows.dtype.kind not in "fiub" and rows.dtype.name not in _EXTENSION_FLOATS:
+    elif rows.dtype.kind not in "fiub" and rows.dtype.name not in EXTENSION_DTYPE_STORAGE:
         raise TypeError(f"embeddings must hold real numbers, not {rows.dtype}")
     if rows.ndim == 1:
         return rows[None]  # one embedding is one row (a view)
