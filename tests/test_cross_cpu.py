@@ -65,7 +65,7 @@ print(json.dumps({
     "available": tensorb64.available_simd_levels(),
     "one": tensorb64.encode([1.0]),
     "rows": tensorb64.encode_rows([[1.0, 2.0], [-0.0, 3.14159265]]),
-    "bf16_like": tensorb64.encode([float(i) / 7 for i in range(1000)]),
+    "thousand_doubles": tensorb64.encode([float(i) / 7 for i in range(1000)]),
 }))
 """
 
@@ -85,7 +85,7 @@ def _run_installed_under(cpu: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _expected_bf16_like() -> str:
+def _expected_thousand_doubles() -> str:
     import base64
     import struct
 
@@ -100,7 +100,7 @@ def test_installed_package_on_cpu_without_avx():
     assert probe["available"] == ["scalar"]
     assert probe["one"] == "AACAPw=="
     assert probe["rows"] == ["AACAPwAAAEA=", "AAAAgNsPSUA="]
-    assert probe["bf16_like"] == _expected_bf16_like()
+    assert probe["thousand_doubles"] == _expected_thousand_doubles()
 
 
 @pytest.mark.skipif(not IS_X86_64_LINUX, reason="qemu-x86_64 user mode runs x86-64 Linux programs only")
@@ -110,4 +110,4 @@ def test_installed_package_on_avx2_cpu():
     assert probe["available"] == ["scalar", "avx2"]
     assert probe["one"] == "AACAPw=="
     assert probe["rows"] == ["AACAPwAAAEA=", "AAAAgNsPSUA="]
-    assert probe["bf16_like"] == _expected_bf16_like()
+    assert probe["thousand_doubles"] == _expected_thousand_doubles()
