@@ -84,13 +84,18 @@ std::size_t checked_encoded_size(std::size_t elements, std::size_t element_size)
     return length;
 }
 
-// Creates one str per row, then releases the GIL while the kernel writes into them.
-py::list encode_strided(const tensorb64::strided_rows& source, tensorb64::element_format target,
-                        unsigned threads) {
+// Refuses, before anything is allocated, a conversion the core cannot make.
+void check_convertible(const tensorb64::strided_rows& source, tensorb64::element_format target) {
     if (!tensorb64::can_convert(source.format.type, target.type)) {
         throw py::value_error("cannot encode "s + tensorb64::to_string(source.format.type) +
                               " elements as " + tensorb64::to_string(target.type));
     }
+}
+
+// Creates one str per row, then releases the GIL while the kernel writes into them.
+py::list encode_strided(const tensorb64::strided_rows& source, tensorb64::element_format target,
+                        unsigned threads) {
+    check_convertible(source, target);
     const std::size_t length =
         checked_encoded_size(source.row_length, tensorb64::dtype_size(target.type));
     // PyList_New directly: pybind11's py::list(n) would mask a MemoryError with its own error.
@@ -115,10 +120,7 @@ py::list encode_strided(const tensorb64::strided_rows& source, tensorb64::elemen
 // released while the kernel fills it.
 py::bytes rows_to_bytes(const tensorb64::strided_rows& source, tensorb64::element_format target,
                         unsigned threads) {
-    if (!tensorb64::can_convert(source.format.type, target.type)) {
-        throw py::value_error("cannot encode "s + tensorb64::to_string(source.format.type) +
-                              " elements as " + tensorb64::to_string(target.type));
-    }
+    check_convertible(source, target);
     const std::size_t size = tensorb64::dtype_size(target.type);
     const std::size_t limit = static_cast<std::size_t>(PY_SSIZE_T_MAX);
     if (source.row_length > limit / size ||

@@ -98,6 +98,6 @@ def decode_body(body, metadata, *, widen: bool = True) -> list:
         if not (type(start) is int and type(end) is int and 0 <= start <= end <= len(body)):
             raise ValueError(f"row {item['index']}: start {start!r} and end {end!r} must lie within the {len(body)}-byte body")
         dtype = item["embed_dtype"]
-        output_dtype(dtype)  # validates the name
-        rows.append(_stored_array(body[start:end], dtype, byteorder_name(item["endianness"]), widen).reshape(item["shape"]))
+        order = _check_options(dtype, item["endianness"])
+        rows.append(_stored_array(body[start:end], dtype, order, widen).reshape(item["shape"]))
     return rows
