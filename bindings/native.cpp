@@ -1,329 +1,727 @@
-// The Python binding of the C++ core: buffer checks, exact output lengths with overflow
-// guards, and the `str` objects the kernel writes into. The str objects and the list are made
-// while holding the GIL; the GIL is released while the kernel fills them.
+// The Python binding of the C++ core.
+//
+// One reader (`read_input`) turns every input into one array descriptor: a numpy array or any
+// other buffer through the buffer protocol, a CPU torch tensor through its own methods (checked
+// element by element against its storage's bounds), and anything else through the Python layer's
+// `readable()` (src/tensorb64/_inputs.py), which either converts it once, explicitly, into one of
+// those or raises the error that names what was wrong. Every entry point reads through it.
+//
+// Output sizes are computed exactly, with overflow guards, and checked against the machine's
+// memory before anything is allocated. Python objects are made with the GIL held; the GIL is
+// released while the kernel writes into them (when there is enough to write to pay for it).
+//
+// The hot entry points (encode, encode_rows, encode_body's bytes) are METH_FASTCALL functions
+// written against the C API: a pybind11 call costs more than encoding a 384-value row.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 #include "tensorb64/tensorb64.hpp"
 
 namespace py = pybind11;
+namespace tb = tensorb64;
 using namespace std::string_literals;
 
 namespace {
 
-// Element types as the Python layer names a source's type.
-tensorb64::dtype parse_source_dtype(std::string_view name) {
-    using tensorb64::dtype;
-    if (name == "float32") return dtype::float32;
-    if (name == "float16") return dtype::float16;
-    if (name == "bfloat16") return dtype::bfloat16;
-    if (name == "float64") return dtype::float64;
-    if (name == "float8_e4m3fn") return dtype::float8_e4m3fn;
-    if (name == "float8_e5m2") return dtype::float8_e5m2;
-    throw py::value_error("unknown element type '"s + std::string(name) +
-                          "'; expected float32, float16, bfloat16, float64, float8_e4m3fn "
-                          "or float8_e5m2");
+// ---- errors ---------------------------------------------------------------------------------
+
+// A Python exception already set (by the C API or by this file).
+struct python_error {};
+
+[[noreturn]] void raise(PyObject* type, const std::string& message) {
+    PyErr_SetString(type, message.c_str());
+    throw python_error{};
 }
 
-// Output dtypes as users name them (vLLM's `embed_dtype` names).
-// The text of a str argument without copying it; empty for anything else (never a valid name).
-std::string_view text_of(const py::object& name) {
-    Py_ssize_t size = 0;
-    const char* text = PyUnicode_Check(name.ptr()) ? PyUnicode_AsUTF8AndSize(name.ptr(), &size) : nullptr;
+std::string repr_of(PyObject* object) {
+    PyObject* text = PyObject_Repr(object);
     if (text == nullptr) {
-        PyErr_Clear();  // e.g. a lone surrogate: not a name either
-        return {};
+        PyErr_Clear();
+        return "<unprintable>";
     }
-    return {text, static_cast<std::size_t>(size)};
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    std::string result = utf8 != nullptr ? std::string(utf8, static_cast<std::size_t>(size)) : "<unprintable>";
+    if (utf8 == nullptr) PyErr_Clear();
+    Py_DECREF(text);
+    if (result.size() > 80) result = result.substr(0, 77) + "...";
+    return result;
 }
 
-tensorb64::dtype parse_output_dtype(const py::object& name) {
-    using tensorb64::dtype;
-    {
-        const std::string_view text = text_of(name);
-        if (text == "float32") return dtype::float32;
-        if (text == "float16") return dtype::float16;
-        if (text == "bfloat16") return dtype::bfloat16;
-        if (text == "fp8_e4m3") return dtype::float8_e4m3fn;
-        if (text == "fp8_e5m2") return dtype::float8_e5m2;
+// An owned reference, released at scope exit.
+class ref {
+public:
+    ref() = default;
+    explicit ref(PyObject* object) : object_(object) {}
+    ref(const ref&) = delete;
+    ref& operator=(const ref&) = delete;
+    ref(ref&& other) noexcept : object_(other.release()) {}
+    ref& operator=(ref&& other) noexcept {
+        Py_XDECREF(object_);
+        object_ = other.release();
+        return *this;
     }
-    throw py::value_error("unknown dtype " + py::repr(name).cast<std::string>() +
-                          "; expected one of float32, float16, bfloat16, fp8_e4m3, fp8_e5m2");
+    ~ref() { Py_XDECREF(object_); }
+    PyObject* get() const { return object_; }
+    PyObject* release() {
+        PyObject* o = object_;
+        object_ = nullptr;
+        return o;
+    }
+    explicit operator bool() const { return object_ != nullptr; }
+
+private:
+    PyObject* object_ = nullptr;
+};
+
+// ---- the registry: names resolved by the Python layer, handed over once -----------------------
+
+// src/tensorb64/_formats.py holds every name; `_configure` gives the binding the dicts it needs.
+struct registry {
+    PyObject* output_dtypes = nullptr;  // dict: dtype name -> core dtype code (int)
+    PyObject* byteorders = nullptr;     // dict: byteorder name -> 0 (little) or 1 (big)
+    PyObject* ndarray_type = nullptr;   // numpy.ndarray
+    PyObject* readable = nullptr;       // _inputs.readable: x -> (readable object, dtype code or None)
+    PyObject* tensor_type = nullptr;    // torch.Tensor, once the Python layer has seen torch
+    PyObject* torch_dtypes = nullptr;   // dict: torch.dtype -> core dtype code
+    std::string dtype_names;            // "float32, float16, ..." for messages
+    std::string byteorder_names;
+} names;
+
+std::string joined_keys(PyObject* dict) {
+    std::string text;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (!text.empty()) text += ", ";
+        text += repr_of(key);
+    }
+    return text;
 }
 
-tensorb64::byte_order parse_byte_order(const py::object& name) {
-    {
-        const std::string_view text = text_of(name);
-        if (text == "little") return tensorb64::byte_order::little;
-        if (text == "big") return tensorb64::byte_order::big;
-        if (text == "native") return tensorb64::host_byte_order;
+int lookup_code(PyObject* dict, PyObject* name) {
+    PyObject* code = PyDict_GetItemWithError(dict, name);  // borrowed
+    if (code == nullptr) {
+        PyErr_Clear();  // an unhashable name is just an unknown one
+        return -1;
     }
-    throw py::value_error("unknown byteorder " + py::repr(name).cast<std::string>() +
-                          "; expected 'little', 'big' or 'native'");
+    return static_cast<int>(PyLong_AsLong(code));
 }
 
-// The base64 length of `elements` elements of `element_size` bytes, if a str can hold it.
-std::size_t checked_encoded_size(std::size_t elements, std::size_t element_size) {
-    if (element_size == 0) throw py::value_error("element_size must be at least 1");
+tb::dtype output_dtype(PyObject* name) {
+    const int code = name == nullptr ? static_cast<int>(tb::dtype::float32) : lookup_code(names.output_dtypes, name);
+    if (code < 0) raise(PyExc_ValueError, "unknown dtype " + repr_of(name) + "; expected one of " + names.dtype_names);
+    return static_cast<tb::dtype>(code);
+}
+
+tb::byte_order byte_order(PyObject* name) {
+    const int code = name == nullptr ? 0 : lookup_code(names.byteorders, name);
+    if (code < 0) raise(PyExc_ValueError, "unknown byteorder " + repr_of(name) + "; expected " + names.byteorder_names);
+    return code == 0 ? tb::byte_order::little : tb::byte_order::big;
+}
+
+// More threads than this cannot help on any machine this runs on (the core's pool cap).
+constexpr long max_threads = 256;
+
+unsigned thread_count(PyObject* value) {
+    if (value == nullptr) return 1;
+    long threads = -1;
+    if (!PyBool_Check(value)) {
+        ref index(PyNumber_Index(value));  // ints and numpy integers
+        if (index) {
+            int overflow = 0;
+            threads = PyLong_AsLongAndOverflow(index.get(), &overflow);
+            if (overflow != 0) threads = -1;
+        }
+        PyErr_Clear();
+    }
+    if (threads < 1 || threads > max_threads) {
+        raise(PyExc_ValueError, "threads must be an int from 1 to " + std::to_string(max_threads) + ", got " +
+                                    repr_of(value));
+    }
+    return static_cast<unsigned>(threads);
+}
+
+// ---- the reader ---------------------------------------------------------------------------------
+
+// An input as the core reads it: where its elements lie, its shape and byte strides, their
+// format, and what keeps the memory alive while it is read.
+struct input_array {
+    const void* data = nullptr;
+    std::size_t ndim = 0;
+    std::size_t shape[tb::max_dims] = {};
+    std::ptrdiff_t strides[tb::max_dims] = {};
+    tb::element_format format{tb::dtype::float32, tb::host_byte_order};
+
+    Py_buffer view{};  // when read through the buffer protocol
+    bool has_view = false;
+    ref owner;  // the tensor's storage, or the converted object
+
+    input_array() = default;
+    input_array(const input_array&) = delete;
+    input_array& operator=(const input_array&) = delete;
+    ~input_array() {
+        if (has_view) PyBuffer_Release(&view);
+    }
+};
+
+// The core type of a buffer's items, from the struct-module format and the item size (which
+// says how wide 'l' is on this platform); false for anything else.
+bool buffer_format(const char* format, Py_ssize_t itemsize, tb::element_format* out) {
+    if (format == nullptr) format = "B";
+    tb::byte_order order = tb::host_byte_order;
+    switch (*format) {
+        case '<': order = tb::byte_order::little; ++format; break;
+        case '>':
+        case '!': order = tb::byte_order::big; ++format; break;
+        case '@':
+        case '=': ++format; break;
+        default: break;
+    }
+    if (format[0] == '\0' || format[1] != '\0') return false;
+    const char code = format[0];
+    tb::dtype type;
+    if (std::strchr("efd", code) != nullptr) {
+        if (itemsize == 2) type = tb::dtype::float16;
+        else if (itemsize == 4) type = tb::dtype::float32;
+        else if (itemsize == 8) type = tb::dtype::float64;
+        else return false;
+    } else if (std::strchr("bhilqn", code) != nullptr) {
+        if (itemsize == 1) type = tb::dtype::int8;
+        else if (itemsize == 2) type = tb::dtype::int16;
+        else if (itemsize == 4) type = tb::dtype::int32;
+        else if (itemsize == 8) type = tb::dtype::int64;
+        else return false;
+    } else if (std::strchr("BHILQN", code) != nullptr) {
+        if (itemsize == 1) type = tb::dtype::uint8;
+        else if (itemsize == 2) type = tb::dtype::uint16;
+        else if (itemsize == 4) type = tb::dtype::uint32;
+        else if (itemsize == 8) type = tb::dtype::uint64;
+        else return false;
+    } else if (code == '?' && itemsize == 1) {
+        type = tb::dtype::bool8;
+    } else {
+        return false;
+    }
+    *out = {type, order};
+    return true;
+}
+
+// Reads a buffer exporter. numpy arrays may hold any numeric type; other buffers (memoryview,
+// array.array) must hold floats, since a byte buffer there is far more often raw bytes passed
+// by mistake than integers. False (no error set) for what the Python layer must handle.
+bool read_buffer(PyObject* x, int source_override, input_array& in) {
+    const bool is_ndarray = PyObject_TypeCheck(x, reinterpret_cast<PyTypeObject*>(names.ndarray_type));
+    if (!is_ndarray && source_override < 0) {
+        if (!PyObject_CheckBuffer(x) || PyBytes_Check(x) || PyByteArray_Check(x)) return false;
+    }
+    if (PyObject_GetBuffer(x, &in.view, PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear();  // a dtype numpy cannot export (bfloat16, object, ...): the Python layer explains
+        return false;
+    }
+    in.has_view = true;
+    tb::element_format format{};
+    if (!buffer_format(in.view.format, in.view.itemsize, &format)) return false;
+    if (source_override >= 0) {
+        format.type = static_cast<tb::dtype>(source_override);
+        if (tb::dtype_size(format.type) != static_cast<std::size_t>(in.view.itemsize)) return false;
+    } else if (!is_ndarray && format.type != tb::dtype::float16 && format.type != tb::dtype::float32 &&
+               format.type != tb::dtype::float64) {
+        return false;
+    }
+    if (in.view.ndim < 0 || static_cast<std::size_t>(in.view.ndim) > tb::max_dims) return false;
+    in.data = in.view.buf;
+    in.ndim = static_cast<std::size_t>(in.view.ndim);
+    if (in.view.shape == nullptr) {  // allowed for a 1-D exporter: len bytes of items
+        in.ndim = 1;
+        in.shape[0] = static_cast<std::size_t>(in.view.len / in.view.itemsize);
+        in.strides[0] = in.view.itemsize;
+    } else {
+        // No strides (ctypes gives none): C-contiguous.
+        std::ptrdiff_t contiguous = in.view.itemsize;
+        for (std::size_t d = in.ndim; d-- > 0;) {
+            in.shape[d] = static_cast<std::size_t>(in.view.shape[d]);
+            in.strides[d] = in.view.strides != nullptr ? in.view.strides[d] : contiguous;
+            contiguous *= static_cast<std::ptrdiff_t>(in.shape[d]);
+        }
+    }
+    in.format = format;
+    return true;
+}
+
+// Calls a method of `object` with no arguments; null (error cleared) if it raised.
+PyObject* call_method(PyObject* object, PyObject* name) {
+    PyObject* result = PyObject_CallMethodNoArgs(object, name);
+    if (result == nullptr) PyErr_Clear();
+    return result;
+}
+
+bool as_size(PyObject* number, std::size_t* out) {
+    const std::size_t value = PyLong_AsSize_t(number);
+    if (value == static_cast<std::size_t>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+    }
+    *out = value;
+    return true;
+}
+
+bool as_ssize(PyObject* number, std::ptrdiff_t* out) {
+    const Py_ssize_t value = PyLong_AsSsize_t(number);
+    if (value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+    }
+    *out = value;
+    return true;
+}
+
+// The byte offsets, from the first element, of the lowest and one past the highest byte that
+// an array reads; false if they do not fit (no real array is that large).
+bool byte_extent(const input_array& in, std::ptrdiff_t* low, std::ptrdiff_t* high) {
+    constexpr std::ptrdiff_t limit = std::numeric_limits<std::ptrdiff_t>::max() / 4;
+    std::ptrdiff_t lo = 0, hi = 0;
+    for (std::size_t d = 0; d < in.ndim; ++d) {
+        if (in.shape[d] == 0) {
+            *low = *high = 0;
+            return true;  // no element at all: nothing is read
+        }
+        const std::ptrdiff_t stride = in.strides[d];
+        if (in.shape[d] > static_cast<std::size_t>(limit) || stride < -limit || stride > limit) return false;
+        const auto steps = static_cast<std::ptrdiff_t>(in.shape[d] - 1);
+        const std::ptrdiff_t magnitude = stride < 0 ? -stride : stride;
+        if (magnitude != 0 && steps > limit / magnitude) return false;
+        (stride < 0 ? lo : hi) += steps * stride;
+        if (lo < -limit || hi > limit) return false;
+    }
+    *low = lo;
+    *high = hi + static_cast<std::ptrdiff_t>(tb::dtype_size(in.format.type));
+    return true;
+}
+
+// Reads a CPU torch.Tensor (exactly that type: a subclass's methods may say anything) through
+// its public methods: no torch headers, no numpy view. False (no error set) for what the Python
+// layer must handle: another device, dtype or layout, a negative-bit view, anything that raised.
+// Raises if its shape and strides reach outside its storage (a shrunk storage, as FSDP leaves).
+bool read_tensor(PyObject* x, input_array& in) {
+    static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
+    static PyObject* const is_cpu_name = PyUnicode_InternFromString("is_cpu");
+    static PyObject* const is_neg_name = PyUnicode_InternFromString("is_neg");
+    static PyObject* const shape_name = PyUnicode_InternFromString("shape");
+    static PyObject* const stride_name = PyUnicode_InternFromString("stride");
+    static PyObject* const data_ptr_name = PyUnicode_InternFromString("data_ptr");
+    static PyObject* const storage_name = PyUnicode_InternFromString("untyped_storage");
+    static PyObject* const nbytes_name = PyUnicode_InternFromString("nbytes");
+
+    ref dtype(PyObject_GetAttr(x, dtype_name));
+    const int code = dtype ? lookup_code(names.torch_dtypes, dtype.get()) : -1;
+    ref is_cpu(PyObject_GetAttr(x, is_cpu_name));
+    ref negated(code >= 0 && is_cpu.get() == Py_True ? call_method(x, is_neg_name) : nullptr);
+    if (negated.get() != Py_False) {
+        PyErr_Clear();
+        return false;
+    }
+    ref shape(PyObject_GetAttr(x, shape_name));
+    ref strides(call_method(x, stride_name));
+    // Holding the storage keeps the memory alive for the whole call, even if another thread
+    // gives the tensor new storage meanwhile (t.set_()).
+    ref storage(call_method(x, storage_name));
+    ref address(call_method(x, data_ptr_name));
+    if (!shape || !strides || !storage || !address || !PyTuple_Check(shape.get()) || !PyTuple_Check(strides.get()) ||
+        PyTuple_GET_SIZE(shape.get()) != PyTuple_GET_SIZE(strides.get()) ||
+        PyTuple_GET_SIZE(shape.get()) > static_cast<Py_ssize_t>(tb::max_dims)) {
+        PyErr_Clear();
+        return false;
+    }
+    ref storage_address(call_method(storage.get(), data_ptr_name));
+    ref storage_bytes(call_method(storage.get(), nbytes_name));
+    std::size_t data = 0, base = 0, capacity = 0;
+    if (!storage_address || !storage_bytes || !as_size(address.get(), &data) ||
+        !as_size(storage_address.get(), &base) || !as_size(storage_bytes.get(), &capacity)) {
+        return false;
+    }
+    in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
+    const auto size = static_cast<std::ptrdiff_t>(tb::dtype_size(in.format.type));
+    in.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape.get()));
+    for (std::size_t d = 0; d < in.ndim; ++d) {
+        std::ptrdiff_t extent = 0, stride = 0;
+        if (!as_ssize(PyTuple_GET_ITEM(shape.get(), d), &extent) ||
+            !as_ssize(PyTuple_GET_ITEM(strides.get(), d), &stride) || extent < 0 ||
+            stride > std::numeric_limits<std::ptrdiff_t>::max() / 16 ||
+            stride < std::numeric_limits<std::ptrdiff_t>::min() / 16) {
+            raise(PyExc_ValueError, "the tensor's sizes or strides are out of range");
+        }
+        in.shape[d] = static_cast<std::size_t>(extent);
+        in.strides[d] = stride * size;
+    }
+    in.data = reinterpret_cast<const void*>(data);
+    std::ptrdiff_t low = 0, high = 0;
+    bool inside = byte_extent(in, &low, &high);
+    if (inside && high > low) {
+        const std::size_t offset = data - base;  // checked against data >= base below
+        inside = data >= base && offset <= capacity && static_cast<std::size_t>(-low) <= offset &&
+                 static_cast<std::size_t>(high) <= capacity - offset;
+    }
+    if (!inside) {
+        raise(PyExc_ValueError, "the tensor's shape and strides reach outside its storage (" +
+                                    std::to_string(capacity) + " bytes): it cannot be read");
+    }
+    in.owner = std::move(storage);
+    return true;
+}
+
+bool read_in_place(PyObject* x, int source_override, input_array& in) {
+    if (names.tensor_type != nullptr && Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(names.tensor_type)) {
+        return read_tensor(x, in);
+    }
+    return read_buffer(x, source_override, in);
+}
+
+// The one reader: every input of every entry point comes through here.
+void read_input(PyObject* x, input_array& in) {
+    if (read_in_place(x, -1, in)) return;
+    if (PyErr_Occurred()) throw python_error{};
+    if (in.has_view) {
+        PyBuffer_Release(&in.view);
+        in.has_view = false;
+    }
+    // The Python layer converts what cannot be read in place, once, or raises the error that
+    // names what was wrong and what is accepted.
+    ref converted(PyObject_CallOneArg(names.readable, x));
+    if (!converted) throw python_error{};
+    if (!PyTuple_Check(converted.get()) || PyTuple_GET_SIZE(converted.get()) != 2) {
+        raise(PyExc_SystemError, "tensorb64: readable() must return (object, dtype code or None)");
+    }
+    PyObject* object = PyTuple_GET_ITEM(converted.get(), 0);
+    PyObject* override_code = PyTuple_GET_ITEM(converted.get(), 1);
+    const int source_override = override_code == Py_None ? -1 : static_cast<int>(PyLong_AsLong(override_code));
+    if (!read_in_place(object, source_override, in)) {
+        if (PyErr_Occurred()) throw python_error{};
+        raise(PyExc_TypeError, "cannot read " + repr_of(object) + " (converted from a " + Py_TYPE(x)->tp_name +
+                                   "); this is a bug in tensorb64");
+    }
+    in.owner = ref(converted.release());  // keeps the converted object alive
+}
+
+// ---- from an array to rows -------------------------------------------------------------------
+
+// The rows of an array: all dimensions but the last index rows (a 1-D array is one row, a 0-D
+// one a row of one element). Leading dimensions merge where their strides allow, so that only a
+// permuted N-D input needs the core's multi-dimensional row index (which points into `in`).
+tb::strided_rows rows_of(input_array& in) {
+    tb::strided_rows rows{};
+    rows.data = in.data;
+    rows.format = in.format;
+    rows.rows = 1;
+    rows.row_length = in.ndim == 0 ? 1 : in.shape[in.ndim - 1];
+    rows.element_stride = in.ndim == 0 ? 0 : in.strides[in.ndim - 1];
+    // Merge leading dimensions in place (in.shape/strides become the row index).
+    std::size_t kept = 0;
+    for (std::size_t d = 0; d + 1 < in.ndim; ++d) {
+        rows.rows *= in.shape[d];  // cannot overflow: the elements exist in memory
+        if (in.shape[d] == 1) continue;
+        if (kept > 0 && in.strides[kept - 1] == in.strides[d] * static_cast<std::ptrdiff_t>(in.shape[d])) {
+            in.shape[kept - 1] *= in.shape[d];
+            in.strides[kept - 1] = in.strides[d];
+        } else {
+            in.shape[kept] = in.shape[d];
+            in.strides[kept] = in.strides[d];
+            ++kept;
+        }
+    }
+    if (rows.rows == 0 || rows.row_length == 0) rows.element_stride = 0;
+    if (kept <= 1) {
+        rows.row_stride = kept == 1 ? in.strides[0] : 0;
+    } else {
+        rows.row_dims = kept;
+        rows.row_shape = in.shape;
+        rows.row_strides = in.strides;
+    }
+    return rows;
+}
+
+void check_convertible(const tb::strided_rows& source, tb::element_format target) {
+    if (!tb::can_convert(source.format.type, target.type)) {
+        raise(PyExc_ValueError, "cannot encode "s + tb::to_string(source.format.type) + " elements as " +
+                                    tb::to_string(target.type));
+    }
+}
+
+// The machine's physical memory in bytes (0 if unknown): an output larger than this cannot be
+// made, and trying would end in the OOM killer rather than a MemoryError.
+std::size_t physical_memory() {
+    // Asked once: sysconf(_SC_PHYS_PAGES) is a system call, dearer than encoding a short row.
+    static const std::size_t bytes = [] {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+        const long pages = sysconf(_SC_PHYS_PAGES);
+        const long page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0 && static_cast<std::size_t>(pages) <= SIZE_MAX / static_cast<std::size_t>(page)) {
+            return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+        }
+#endif
+        return std::size_t{0};
+    }();
+    return bytes;
+}
+
+// rows x per_row bytes of output, or a MemoryError naming the size if that cannot exist.
+std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* what) {
+    const std::size_t limit = static_cast<std::size_t>(PY_SSIZE_T_MAX);
+    const bool overflow = per_row > limit || (rows != 0 && per_row > limit / rows);
+    const std::size_t total = overflow ? 0 : rows * per_row;
+    const std::size_t memory = physical_memory();
+    if (overflow || (memory != 0 && total > memory)) {
+        const double bytes = static_cast<double>(rows) * static_cast<double>(per_row);
+        char size[64];
+        std::snprintf(size, sizeof size, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+        raise(PyExc_MemoryError, "the "s + what + " would take " + size + " (" + std::to_string(rows) +
+                                     " rows), more than this machine's memory" +
+                                     (memory != 0 ? " (" + std::to_string(memory >> 20) + " MiB)" : ""));
+    }
+    return total;
+}
+
+std::size_t row_text_length(const tb::strided_rows& source, tb::element_format target) {
+    const std::size_t size = tb::dtype_size(target.type);
     std::size_t length = 0;
-    if (elements > std::numeric_limits<std::size_t>::max() / element_size ||
-        !tensorb64::encoded_size(elements * element_size, &length) ||
-        length > static_cast<std::size_t>(PY_SSIZE_T_MAX)) {
-        throw py::value_error("input too large: its base64 text would exceed the largest "
-                              "possible str");
+    if (source.row_length > SIZE_MAX / size || !tb::encoded_size(source.row_length * size, &length)) {
+        raise(PyExc_MemoryError, "a row of " + std::to_string(source.row_length) + " values is too long to encode");
     }
     return length;
 }
 
-// Refuses, before anything is allocated, a conversion the core cannot make.
-void check_convertible(const tensorb64::strided_rows& source, tensorb64::element_format target) {
-    if (!tensorb64::can_convert(source.format.type, target.type)) {
-        throw py::value_error("cannot encode "s + tensorb64::to_string(source.format.type) +
-                              " elements as " + tensorb64::to_string(target.type));
+// Below this much output, releasing and retaking the GIL costs more than it lets others run.
+constexpr std::size_t release_gil_above = 64 * 1024;
+
+void run_kernel(const tb::strided_rows& source, tb::element_format target, char* const* outputs, unsigned threads,
+                tb::row_output output, std::size_t total) {
+    if (total < release_gil_above) {
+        tb::encode_rows(source, target, outputs, threads, output);
+        return;
     }
+    PyThreadState* state = PyEval_SaveThread();
+    tb::encode_rows(source, target, outputs, threads, output);
+    PyEval_RestoreThread(state);
 }
 
-// Creates one str per row, then releases the GIL while the kernel writes into them.
-py::list encode_strided(const tensorb64::strided_rows& source, tensorb64::element_format target,
-                        unsigned threads) {
+// One base64 str per row, written in place by the kernel.
+PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target, unsigned threads) {
     check_convertible(source, target);
-    const std::size_t length =
-        checked_encoded_size(source.row_length, tensorb64::dtype_size(target.type));
-    // PyList_New directly: pybind11's py::list(n) would mask a MemoryError with its own error.
-    PyObject* list = PyList_New(static_cast<Py_ssize_t>(source.rows));
-    if (list == nullptr) throw py::error_already_set();
-    auto texts = py::reinterpret_steal<py::list>(list);
+    const std::size_t length = row_text_length(source, target);
+    const std::size_t total = checked_total(source.rows, length, "base64 text");
+    ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
+    if (!list) throw python_error{};
     std::vector<char*> outputs(source.rows);
     for (std::size_t r = 0; r < source.rows; ++r) {
         PyObject* text = PyUnicode_New(static_cast<Py_ssize_t>(length), 127);
-        if (text == nullptr) throw py::error_already_set();
-        PyList_SET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(r), text);  // steals the reference
+        if (text == nullptr) throw python_error{};
+        PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);  // steals the reference
         outputs[r] = static_cast<char*>(PyUnicode_DATA(text));
     }
-    {
-        py::gil_scoped_release release;
-        tensorb64::encode_rows(source, target, outputs.data(), threads);
-    }
-    return texts;
+    run_kernel(source, target, outputs.data(), threads, tb::row_output::base64, total);
+    return list.release();
 }
 
-// The converted bytes of every row, one row after another, in one bytes object; the GIL is
-// released while the kernel fills it.
-py::bytes rows_to_bytes(const tensorb64::strided_rows& source, tensorb64::element_format target,
-                        unsigned threads) {
+// The base64 str of all the rows' bytes end to end (C order).
+PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format target) {
     check_convertible(source, target);
-    const std::size_t size = tensorb64::dtype_size(target.type);
-    const std::size_t limit = static_cast<std::size_t>(PY_SSIZE_T_MAX);
-    if (source.row_length > limit / size ||
-        (source.rows != 0 && source.row_length * size > limit / source.rows)) {
-        throw py::value_error("input too large: its bytes would exceed the largest possible bytes object");
+    const std::size_t size = tb::dtype_size(target.type);
+    const std::size_t row_bytes = checked_total(source.row_length, size, "input's bytes");
+    const std::size_t bytes = checked_total(source.rows, row_bytes, "input's bytes");
+    std::size_t length = 0;
+    if (!tb::encoded_size(bytes, &length)) raise(PyExc_MemoryError, "the input is too large to encode");
+    checked_total(1, length, "base64 text");
+    ref text(PyUnicode_New(static_cast<Py_ssize_t>(length), 127));
+    if (!text) throw python_error{};
+    char* out = static_cast<char*>(PyUnicode_DATA(text.get()));
+    if (source.rows <= 1 || row_bytes % 3 == 0) {
+        // Every row but the last ends on a whole base64 group: the rows' texts simply concatenate.
+        const std::size_t row_text = row_bytes / 3 * 4;
+        std::vector<char*> outputs(source.rows);
+        for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = out + r * row_text;
+        run_kernel(source, target, outputs.data(), 1, tb::row_output::base64, length);
+    } else {
+        // Rows that end mid-group (a permuted N-D input whose rows are not a multiple of 3 bytes):
+        // one temporary of the converted bytes, then their text. The only full-size temporary.
+        std::vector<unsigned char> converted(bytes);
+        std::vector<char*> outputs(source.rows);
+        for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = reinterpret_cast<char*>(converted.data()) + r * row_bytes;
+        run_kernel(source, target, outputs.data(), 1, tb::row_output::bytes, bytes);
+        tb::strided_rows flat{};
+        flat.data = converted.data();
+        flat.rows = 1;
+        flat.row_length = bytes / size;
+        flat.element_stride = static_cast<std::ptrdiff_t>(size);
+        flat.format = {target.type, target.order};
+        char* const one[] = {out};
+        run_kernel(flat, target, one, 1, tb::row_output::base64, length);
     }
-    const std::size_t row_bytes = source.row_length * size;
-    PyObject* body = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(row_bytes * source.rows));
-    if (body == nullptr) throw py::error_already_set();
-    auto result = py::reinterpret_steal<py::bytes>(body);
-    char* data = PyBytes_AS_STRING(body);
+    return text.release();
+}
+
+// The converted bytes of every row, one after another, in one bytes object.
+PyObject* rows_to_bytes(const tb::strided_rows& source, tb::element_format target, unsigned threads) {
+    check_convertible(source, target);
+    const std::size_t row_bytes = checked_total(source.row_length, tb::dtype_size(target.type), "body");
+    const std::size_t total = checked_total(source.rows, row_bytes, "body");
+    ref body(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total)));
+    if (!body) throw python_error{};
+    char* data = PyBytes_AS_STRING(body.get());
     std::vector<char*> outputs(source.rows);
     for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = data + r * row_bytes;
-    {
-        py::gil_scoped_release release;
-        tensorb64::encode_rows(source, target, outputs.data(), threads, tensorb64::row_output::bytes);
+    run_kernel(source, target, outputs.data(), threads, tb::row_output::bytes, total);
+    return body.release();
+}
+
+// ---- argument parsing for the fast entry points -------------------------------------------------
+
+// The positional input and the keyword options of a METH_FASTCALL | METH_KEYWORDS call.
+struct call_args {
+    PyObject* x = nullptr;
+    PyObject* dtype = nullptr;
+    PyObject* byteorder = nullptr;
+    PyObject* threads = nullptr;
+};
+
+void parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool takes_threads,
+                call_args* out) {
+    static PyObject* const dtype_key = PyUnicode_InternFromString("dtype");
+    static PyObject* const byteorder_key = PyUnicode_InternFromString("byteorder");
+    static PyObject* const threads_key = PyUnicode_InternFromString("threads");
+    if (nargs != 1) {
+        raise(PyExc_TypeError, function + " takes exactly one positional argument (the embeddings), got "s +
+                                   std::to_string(nargs));
     }
-    return result;
-}
-
-// The rows of a 1-D (one row) or, unless `one_row_only`, 2-D buffer.
-tensorb64::strided_rows rows_of_buffer(const py::buffer_info& info,
-                                       tensorb64::element_format format, bool one_row_only) {
-    if (info.ndim != 1 && (one_row_only || info.ndim != 2)) {
-        throw py::value_error("expected a "s + (one_row_only ? "1-D" : "1-D or 2-D") +
-                              " buffer, got " + std::to_string(info.ndim) + " dimensions");
-    }
-    if (static_cast<std::size_t>(info.itemsize) != tensorb64::dtype_size(format.type)) {
-        throw py::value_error("buffer items are " + std::to_string(info.itemsize) +
-                              " bytes, but the elements' type has " +
-                              std::to_string(tensorb64::dtype_size(format.type)));
-    }
-    const bool one_row = info.ndim == 1;
-    tensorb64::strided_rows source{};
-    source.data = info.ptr;
-    source.rows = one_row ? 1 : static_cast<std::size_t>(info.shape[0]);
-    source.row_length = static_cast<std::size_t>(info.shape[one_row ? 0 : 1]);
-    source.row_stride = one_row ? 0 : info.strides[0];
-    source.element_stride = info.strides[one_row ? 0 : 1];
-    source.format = format;
-    return source;
-}
-
-// The bytes spanned by `count` elements `stride` elements apart, from the first element's start
-// to the last one's (negative for a negative stride). False past a quarter of the address space:
-// no real tensor is that large, and sums of two such spans cannot overflow.
-bool span_bytes(std::size_t count, std::ptrdiff_t stride, std::ptrdiff_t size, std::ptrdiff_t* bytes) {
-    constexpr std::ptrdiff_t limit = std::numeric_limits<std::ptrdiff_t>::max() / 4;
-    if (count > static_cast<std::size_t>(limit) || stride < -limit || stride > limit) return false;
-    const std::ptrdiff_t steps = count == 0 ? 0 : static_cast<std::ptrdiff_t>(count) - 1;
-    const std::ptrdiff_t magnitude = stride < 0 ? -stride : stride;
-    if (magnitude != 0 && steps > limit / magnitude / size) return false;
-    *bytes = steps * stride * size;
-    return true;
-}
-
-// Rows of host-ordered elements at `address` (a tensor's memory), checked to lie inside its
-// storage [storage_address, storage_address + storage_bytes). Strides are in elements.
-tensorb64::strided_rows rows_in_storage(std::uintptr_t address, std::uintptr_t storage_address,
-                                        std::size_t storage_bytes, std::size_t rows,
-                                        std::size_t row_length, std::ptrdiff_t row_stride,
-                                        std::ptrdiff_t element_stride, tensorb64::dtype type) {
-    const auto size = static_cast<std::ptrdiff_t>(tensorb64::dtype_size(type));
-    std::ptrdiff_t down = 0, across = 0;
-    bool inside = span_bytes(rows, row_stride, size, &down) &&
-                  span_bytes(row_length, element_stride, size, &across);
-    if (inside && rows > 0 && row_length > 0) {
-        // Offsets from `address` of the lowest and one past the highest byte read.
-        const std::ptrdiff_t low = std::min<std::ptrdiff_t>(down, 0) + std::min<std::ptrdiff_t>(across, 0);
-        const std::ptrdiff_t high = std::max<std::ptrdiff_t>(down, 0) + std::max<std::ptrdiff_t>(across, 0) + size;
-        const std::uintptr_t offset = address - storage_address;  // checked below
-        inside = address >= storage_address && offset <= storage_bytes &&
-                 static_cast<std::uintptr_t>(-low) <= offset &&
-                 static_cast<std::uintptr_t>(high) <= storage_bytes - offset;
-    }
-    if (!inside) throw py::value_error("the tensor's shape and strides reach outside its storage");
-    tensorb64::strided_rows source{};
-    source.data = reinterpret_cast<const void*>(address);
-    source.rows = rows;
-    source.row_length = row_length;
-    source.row_stride = row_stride * size;
-    source.element_stride = element_stride * size;
-    source.format = {type, tensorb64::host_byte_order};
-    return source;
-}
-
-// Calls a method of `object` that takes no arguments; a null object if it raised (the error
-// is cleared: the caller then sends the input down the general path, which explains it).
-py::object call_method(PyObject* object, PyObject* name) {
-    PyObject* result = PyObject_CallMethodNoArgs(object, name);
-    if (result == nullptr) PyErr_Clear();
-    return py::reinterpret_steal<py::object>(result);
-}
-
-std::ptrdiff_t as_ssize(PyObject* number) {
-    const Py_ssize_t value = PyLong_AsSsize_t(number);
-    if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
-    return static_cast<std::ptrdiff_t>(value);
-}
-
-std::size_t as_size(PyObject* number) {  // addresses and byte counts: unsigned
-    const std::size_t value = PyLong_AsSize_t(number);
-    if (value == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw py::error_already_set();
-    return value;
-}
-
-// A CPU torch tensor read where it lies, through torch's public tensor methods only (the
-// binding needs no torch headers); the Python layer has checked its type, device, layout and
-// dtype. 2-D: one row per line; 1-D: one row; with `flatten`, any C-contiguous tensor is one
-// row. Returns None for what this cannot read in place (another layout, a negative-bit view,
-// a nested tensor), which the Python layer sends down the general path.
-py::object encode_tensor(const py::object& tensor, tensorb64::dtype source,
-                         tensorb64::element_format target, unsigned threads, bool flatten) {
-    // Interned once: attribute lookups by a fresh string cost more than the kernel on short rows.
-    static PyObject* const is_neg = PyUnicode_InternFromString("is_neg");
-    static PyObject* const untyped_storage = PyUnicode_InternFromString("untyped_storage");
-    static PyObject* const stride = PyUnicode_InternFromString("stride");
-    static PyObject* const shape_name = PyUnicode_InternFromString("shape");
-    static PyObject* const data_ptr = PyUnicode_InternFromString("data_ptr");
-    static PyObject* const nbytes = PyUnicode_InternFromString("nbytes");
-
-    // A view with the negative bit set (x.conj().imag) stores the values' negations.
-    const py::object negated = call_method(tensor.ptr(), is_neg);
-    if (!negated || negated.ptr() != Py_False) return py::none();
-    // Holding the storage object keeps the memory alive for the whole call, even if another
-    // thread gives the tensor new storage meanwhile (t.set_()).
-    const py::object storage = call_method(tensor.ptr(), untyped_storage);
-    const py::object strides = call_method(tensor.ptr(), stride);
-    const auto shape = py::reinterpret_steal<py::object>(PyObject_GetAttr(tensor.ptr(), shape_name));
-    if (!shape) PyErr_Clear();
-    if (!storage || !strides || !shape || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()) ||
-        PyTuple_GET_SIZE(shape.ptr()) != PyTuple_GET_SIZE(strides.ptr())) {
-        return py::none();
-    }
-    const Py_ssize_t ndim = PyTuple_GET_SIZE(shape.ptr());
-    const auto size_at = [&](Py_ssize_t d) { return as_ssize(PyTuple_GET_ITEM(shape.ptr(), d)); };
-    const auto stride_at = [&](Py_ssize_t d) { return as_ssize(PyTuple_GET_ITEM(strides.ptr(), d)); };
-    std::ptrdiff_t rows = 1, row_length = 0, row_stride = 0, element_stride = 1;
-    if (ndim == 2 && !flatten) {
-        rows = size_at(0);
-        row_length = size_at(1);
-        row_stride = stride_at(0);
-        element_stride = stride_at(1);
-    } else if (ndim == 1) {
-        row_length = size_at(0);
-        element_stride = stride_at(0);
-    } else if (flatten) {
-        // C-contiguous: each stride is the product of the later sizes (sizes of 1 excepted).
-        std::ptrdiff_t numel = 1;
-        bool contiguous = true;
-        for (Py_ssize_t d = ndim; d-- > 0;) {
-            const std::ptrdiff_t size = size_at(d);
-            if (size < 0 || (size > 0 && numel > std::numeric_limits<std::ptrdiff_t>::max() / size)) {
-                throw py::value_error("a tensor's sizes are out of range");
-            }
-            if (size != 1 && stride_at(d) != numel) contiguous = false;
-            numel *= size;
+    out->x = args[0];
+    const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; ++i) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+        PyObject* value = args[nargs + i];
+        // Keyword names from a call site are interned: compare pointers first.
+        const auto is = [key](PyObject* name) {
+            return key == name || PyUnicode_Compare(key, name) == 0;
+        };
+        if (is(dtype_key)) {
+            out->dtype = value;
+        } else if (is(byteorder_key)) {
+            out->byteorder = value;
+        } else if (takes_threads && is(threads_key)) {
+            out->threads = value;
+        } else {
+            PyErr_Clear();
+            raise(PyExc_TypeError, function + " got an unexpected keyword argument "s + repr_of(key) +
+                                       "; it takes dtype=, byteorder=" + (takes_threads ? " and threads=" : ""));
         }
-        if (!contiguous && numel != 0) return py::none();
-        row_length = numel;
-    } else {
-        return py::none();
     }
-    if (rows < 0 || row_length < 0) throw py::value_error("a tensor's sizes cannot be negative");
-    const py::object address = call_method(tensor.ptr(), data_ptr);
-    const py::object storage_address = call_method(storage.ptr(), data_ptr);
-    const py::object storage_bytes = call_method(storage.ptr(), nbytes);
-    if (!address || !storage_address || !storage_bytes) return py::none();
-    return encode_strided(
-        rows_in_storage(as_size(address.ptr()), as_size(storage_address.ptr()), as_size(storage_bytes.ptr()),
-                        static_cast<std::size_t>(rows), static_cast<std::size_t>(row_length),
-                        row_stride, element_stride, source),
-        target, threads);
 }
 
-tensorb64::element_format source_format(std::string_view dtype, std::string_view byteorder) {
-    if (byteorder != "little" && byteorder != "big") {
-        throw py::value_error("unknown byte order '"s + std::string(byteorder) +
-                              "'; expected 'little' or 'big'");
+// Runs an entry point's body, turning C++ failures into Python exceptions.
+template <class Body>
+PyObject* guarded(Body&& body) {
+    try {
+        return body();
+    } catch (const python_error&) {
+        return nullptr;
+    } catch (const std::bad_alloc&) {
+        return PyErr_NoMemory();
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+        return nullptr;
     }
-    return {parse_source_dtype(dtype),
-            byteorder == "little" ? tensorb64::byte_order::little : tensorb64::byte_order::big};
 }
 
-tensorb64::element_format output_format(const py::object& dtype, const py::object& byteorder) {
-    return {parse_output_dtype(dtype), parse_byte_order(byteorder)};
+PyObject* encode_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return guarded([&] {
+        call_args call;
+        parse_call("encode", args, nargs, kwnames, false, &call);
+        const tb::element_format target{output_dtype(call.dtype), byte_order(call.byteorder)};
+        input_array in;
+        read_input(call.x, in);
+        return rows_to_one_str(rows_of(in), target);
+    });
 }
 
-tensorb64::simd_level parse_level(const std::string& name) {
-    tensorb64::simd_level level;
-    if (!tensorb64::parse_simd_level(name, &level)) {
-        throw py::value_error("unknown SIMD level '" + name +
-                              "'; expected scalar, avx2, avx512 or neon");
-    }
-    return level;
+PyObject* encode_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return guarded([&] {
+        call_args call;
+        parse_call("encode_rows", args, nargs, kwnames, true, &call);
+        const tb::element_format target{output_dtype(call.dtype), byte_order(call.byteorder)};
+        const unsigned threads = thread_count(call.threads);
+        input_array in;
+        read_input(call.x, in);
+        if (in.ndim == 0) {
+            raise(PyExc_ValueError, "encode_rows needs an input with at least one dimension; use encode() for a single value");
+        }
+        return rows_to_strs(rows_of(in), target, threads);
+    });
 }
+
+// (body, rows, row_length): the bytes of vLLM's binary response, and the shape of its rows.
+PyObject* row_bytes_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return guarded([&] {
+        call_args call;
+        parse_call("encode_body", args, nargs, kwnames, true, &call);
+        const tb::element_format target{output_dtype(call.dtype), byte_order(call.byteorder)};
+        const unsigned threads = thread_count(call.threads);
+        input_array in;
+        read_input(call.x, in);
+        if (in.ndim == 0) raise(PyExc_ValueError, "encode_body needs an input with at least one dimension");
+        const tb::strided_rows rows = rows_of(in);
+        ref body(rows_to_bytes(rows, target, threads));
+        return Py_BuildValue("(Onn)", body.get(), static_cast<Py_ssize_t>(rows.rows),
+                             static_cast<Py_ssize_t>(rows.row_length));
+    });
+}
+
+// The shape of the rows an input has, as the entry points see them: (rows, row_length).
+PyObject* row_shape_entry(PyObject*, PyObject* x) {
+    return guarded([&] {
+        input_array in;
+        read_input(x, in);
+        if (in.ndim == 0) raise(PyExc_ValueError, "embeddings need at least one dimension");
+        const tb::strided_rows rows = rows_of(in);
+        return Py_BuildValue("(nn)", static_cast<Py_ssize_t>(rows.rows), static_cast<Py_ssize_t>(rows.row_length));
+    });
+}
+
+PyMethodDef fast_methods[] = {
+    {"encode", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(encode_entry)), METH_FASTCALL | METH_KEYWORDS,
+     "encode(x, *, dtype='float32', byteorder='little')\n--\n\n"
+     "The whole input, flattened in C order, as one base64 str."},
+    {"encode_rows", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(encode_rows_entry)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "encode_rows(x, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
+     "One base64 str per row: a 1-D input is one row; an N-D input has all its leading dimensions as rows."},
+    {"row_bytes", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(row_bytes_entry)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "row_bytes(x, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
+     "(body, rows, row_length): every row's converted bytes end to end, and the rows' shape."},
+    {"row_shape", row_shape_entry, METH_O,
+     "row_shape(x, /)\n--\n\n(rows, row_length) of an input as the encoders see its rows."},
+    {nullptr, nullptr, 0, nullptr},
+};
 
 std::vector<std::string> available_levels() {
-    std::vector<std::string> names;
-    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
-        names.emplace_back(tensorb64::to_string(level));
-    }
-    return names;
+    std::vector<std::string> levels;
+    for (tb::simd_level level : tb::available_simd_levels()) levels.emplace_back(tb::to_string(level));
+    return levels;
+}
+
+void keep(PyObject*& slot, const py::object& value) {
+    Py_XDECREF(slot);
+    slot = value.is_none() ? nullptr : value.inc_ref().ptr();
 }
 
 }  // namespace
@@ -334,76 +732,56 @@ PYBIND11_MODULE(_native, m) {
 
     // Fail at import, with the reason, when TENSORB64_SIMD names a level this CPU lacks.
     try {
-        tensorb64::active_simd_level();
+        tb::active_simd_level();
     } catch (const std::runtime_error& e) {
         throw py::import_error(e.what());
     }
+    if (PyModule_AddFunctions(m.ptr(), fast_methods) != 0) throw py::error_already_set();
+
+    // The core's element types, by name, for the Python layer's registry.
+    py::dict dtypes;
+    for (int code = 0; code <= static_cast<int>(tb::dtype::bool8); ++code) {
+        dtypes[tb::to_string(static_cast<tb::dtype>(code))] = code;
+    }
+    m.attr("DTYPES") = dtypes;
+    m.attr("HOST_BYTE_ORDER") = tb::host_byte_order == tb::byte_order::little ? "little" : "big";
 
     m.def(
-        "encode_rows",
-        [](const py::buffer& array, std::string_view source_dtype, std::string_view source_order,
-           const py::object& dtype, const py::object& byteorder, unsigned threads) {
-            const auto target = output_format(dtype, byteorder);
-            const py::buffer_info info = array.request();
-            return encode_strided(rows_of_buffer(info, source_format(source_dtype, source_order), false),
-                                  target, threads);
+        "_configure",
+        [](const py::dict& output_dtypes, const py::dict& byteorders, const py::object& ndarray_type,
+           const py::object& readable) {
+            keep(names.output_dtypes, output_dtypes);
+            keep(names.byteorders, byteorders);
+            keep(names.ndarray_type, ndarray_type);
+            keep(names.readable, readable);
+            names.dtype_names = joined_keys(output_dtypes.ptr());
+            names.byteorder_names = joined_keys(byteorders.ptr());
         },
-        py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
-        py::arg("byteorder"), py::arg("threads") = 1,
-        "One base64 str per row of a 1-D (one row) or 2-D buffer.");
+        py::arg("output_dtypes"), py::arg("byteorders"), py::arg("ndarray_type"), py::arg("readable"),
+        "Hands the binding the Python layer's registry of names and its input converter (once, at import).");
     m.def(
-        "encode",
-        [](const py::buffer& array, std::string_view source_dtype, std::string_view source_order,
-           const py::object& dtype, const py::object& byteorder) {
-            const auto target = output_format(dtype, byteorder);
-            const py::buffer_info info = array.request();
-            return py::object(encode_strided(
-                rows_of_buffer(info, source_format(source_dtype, source_order), true), target, 1)[0]);
+        "_configure_torch",
+        [](const py::object& tensor_type, const py::dict& torch_dtypes) {
+            keep(names.torch_dtypes, torch_dtypes);
+            keep(names.tensor_type, tensor_type);
         },
-        py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
-        py::arg("byteorder"), "The base64 str of a 1-D buffer.");
-    m.def(
-        "encode_body",
-        [](const py::buffer& array, std::string_view source_dtype, std::string_view source_order,
-           const py::object& dtype, const py::object& byteorder, unsigned threads) {
-            const auto target = output_format(dtype, byteorder);
-            const py::buffer_info info = array.request();
-            return rows_to_bytes(rows_of_buffer(info, source_format(source_dtype, source_order), false),
-                                 target, threads);
-        },
-        py::arg("array"), py::arg("source_dtype"), py::arg("source_order"), py::arg("dtype"),
-        py::arg("byteorder"), py::arg("threads") = 1,
-        "The converted bytes of every row of a 1-D (one row) or 2-D buffer, end to end.");
-    m.def(
-        "encode_tensor",
-        [](const py::object& tensor, std::string_view source_dtype, const py::object& dtype,
-           const py::object& byteorder, unsigned threads, bool flatten) {
-            return encode_tensor(tensor, parse_source_dtype(source_dtype),
-                                 output_format(dtype, byteorder), threads, flatten);
-        },
-        py::arg("tensor"), py::arg("source_dtype"), py::arg("dtype"), py::arg("byteorder"),
-        py::arg("threads"), py::arg("flatten"),
-        "One base64 str per row of a CPU torch tensor read in place (None if its layout needs "
-        "the general path); every element is checked to lie inside its storage.");
-    m.def(
-        "encoded_length",
-        [](std::size_t elements, std::size_t element_size) {
-            return checked_encoded_size(elements, element_size);
-        },
-        py::arg("elements"), py::arg("element_size"),
-        "Length of the base64 text of `elements` elements; ValueError if no str can hold it.");
-    m.def("simd_level", [] { return std::string(tensorb64::to_string(tensorb64::active_simd_level())); },
+        py::arg("tensor_type"), py::arg("torch_dtypes"),
+        "Tells the binding torch.Tensor and the core code of each torch dtype it reads in place.");
+    m.def("simd_level", [] { return std::string(tb::to_string(tb::active_simd_level())); },
           "The SIMD level of the kernel in use.");
-    m.def("available_simd_levels", &available_levels,
-          "The SIMD levels this CPU can run, lowest first.");
+    m.def("available_simd_levels", &available_levels, "The SIMD levels this CPU can run, lowest first.");
     m.def(
-        "set_simd_level",
+        "_set_simd_level",
         [](const std::string& name) {
+            tb::simd_level level;
+            if (!tb::parse_simd_level(name, &level)) {
+                throw py::value_error("unknown SIMD level '" + name + "'; expected scalar, avx2, avx512 or neon");
+            }
             try {
-                tensorb64::force_simd_level(parse_level(name));
+                tb::force_simd_level(level);
             } catch (const std::invalid_argument& e) {
                 throw py::value_error(e.what());
             }
         },
-        py::arg("name"), "Switches every later call to the named SIMD level.");
+        py::arg("name"), "Switches every later call to the named SIMD level (for tests).");
 }

@@ -13,8 +13,8 @@ LEVELS = _native.available_simd_levels()
 def each_simd_level(request):
     """Runs the test with the kernel forced to each available level in turn (as pybase64 does)."""
     previous = _native.simd_level()
-    _native.set_simd_level(request.param)
+    _native._set_simd_level(request.param)
     try:
         yield request.param
     finally:
-        _native.set_simd_level(previous)
+        _native._set_simd_level(previous)

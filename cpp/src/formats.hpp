@@ -11,7 +11,7 @@
 //   to float32:  float16 NaNs are quieted (like F16C), bfloat16 NaNs are kept as they are,
 //                float64 NaNs are quieted and keep the top of their payload (like cvtsd2ss);
 //   to float16:  quieted, sign and top of payload kept (like F16C);
-//   to bfloat16: 0xFFFF, except 0x7FC0 when the source is float16;
+//   to bfloat16: 0xFFFF, except 0x7FC0 when the source is float16 or float8;
 //   to float8:   sign | 0x7F.
 #pragma once
 
@@ -74,6 +74,27 @@ inline std::uint32_t f64_to_f32(std::uint64_t d) noexcept {
     return sign | static_cast<std::uint32_t>(shift_round_even(mantissa, shift));
 }
 
+// An integer's float32 bits, rounded to nearest even (as torch's and numpy's int -> float32
+// casts round), in integer arithmetic so that no FP mode can change it.
+template <class Int>
+inline std::uint32_t integer_to_f32(Int value) noexcept {
+    const bool negative = value < 0;
+    // The magnitude, computed in unsigned arithmetic so that INT64_MIN has one too.
+    const std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value)
+                                             : static_cast<std::uint64_t>(value);
+    const std::uint32_t sign = negative ? 0x80000000u : 0u;
+    if (magnitude == 0) return sign;
+    int top = 63;  // the highest set bit
+    while (!((magnitude >> top) & 1u)) --top;
+    if (top <= 23) {  // exact: shift the leading 1 to bit 23
+        const std::uint32_t mantissa = static_cast<std::uint32_t>(magnitude << (23 - top));
+        return sign | (static_cast<std::uint32_t>(top + 127) << 23) | (mantissa & 0x7fffffu);
+    }
+    // 24 significant bits, rounded; a carry out of the mantissa moves into the exponent as it should.
+    const std::uint64_t rounded = shift_round_even(magnitude, static_cast<unsigned>(top - 23));
+    return sign | ((static_cast<std::uint32_t>(top + 127) << 23) + static_cast<std::uint32_t>(rounded) - 0x800000u);
+}
+
 // ---- narrowing from float32 bits ----
 
 // float32 -> a small binary float with `E` exponent and `M` mantissa bits, magnitude only.
@@ -129,7 +150,9 @@ inline std::uint8_t f32_to_e5m2(std::uint32_t f) noexcept {
 
 // The bfloat16 NaN that torch produces from a NaN of `source` type.
 inline std::uint16_t bf16_nan_from(dtype source) noexcept {
-    return source == dtype::float16 ? 0x7fc0 : 0xffff;
+    const bool via_float16_path = source == dtype::float16 || source == dtype::float8_e4m3fn ||
+                                  source == dtype::float8_e5m2;
+    return via_float16_path ? 0x7fc0 : 0xffff;
 }
 
 }  // namespace

@@ -103,10 +103,8 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
 template <class Ops>
 void encode_rows_with(const row_job& job) noexcept {
     const strided_rows& source = job.source;
-    const auto* first = static_cast<const unsigned char*>(source.data);
     for (std::size_t r = 0; r < source.rows; ++r) {
-        encode_row<Ops>(first + static_cast<std::ptrdiff_t>(r) * source.row_stride, source,
-                        job.target, job.output, job.outputs[r]);
+        encode_row<Ops>(row_address(source, r), source, job.target, job.output, job.outputs[r]);
     }
 }
 

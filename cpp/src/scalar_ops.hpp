@@ -37,7 +37,23 @@ struct scalar_ops {
             case dtype::float8_e4m3fn:
             case dtype::float8_e5m2:
                 return;  // never a conversion source (can_convert)
+            case dtype::int8: return widen_integers<std::int8_t>(raw, n, out);
+            case dtype::uint8: return widen_integers<std::uint8_t>(raw, n, out);
+            case dtype::int16: return widen_integers<std::int16_t>(raw, n, out);
+            case dtype::uint16: return widen_integers<std::uint16_t>(raw, n, out);
+            case dtype::int32: return widen_integers<std::int32_t>(raw, n, out);
+            case dtype::uint32: return widen_integers<std::uint32_t>(raw, n, out);
+            case dtype::int64: return widen_integers<std::int64_t>(raw, n, out);
+            case dtype::uint64: return widen_integers<std::uint64_t>(raw, n, out);
+            case dtype::bool8:  // torch and numpy store bool as one byte holding 0 or 1
+                for (std::size_t i = 0; i < n; ++i) out[i] = raw[i] != 0 ? 0x3f800000u : 0u;
+                return;
         }
+    }
+
+    template <class Int>
+    static void widen_integers(const unsigned char* raw, std::size_t n, std::uint32_t* out) noexcept {
+        for (std::size_t i = 0; i < n; ++i) out[i] = integer_to_f32(load<Int>(raw, i));
     }
 
     // Writes the base64 text of the float32 bits of `n` host-ordered elements of type `from`, as
@@ -65,9 +81,8 @@ struct scalar_ops {
             case dtype::float8_e5m2:
                 for (std::size_t i = 0; i < n; ++i) out[i] = f32_to_e5m2(in[i]);
                 return;
-            case dtype::float32:
-            case dtype::float64:
-                return;  // float32 needs no narrowing; float64 is never a target
+            default:
+                return;  // float32 needs no narrowing; no other type is a target (is_output_type)
         }
     }
 

@@ -1,10 +1,12 @@
-"""Turning what callers pass (tensors, arrays, buffers, lists) into arrays the core can read.
+"""What the binding's reader cannot read in place: converted once, explicitly, or refused.
 
-The result is a numpy array (often a zero-copy view of the caller's memory) plus the core's
-name for its element type and the order of its bytes. Nothing is copied or converted that the
-core can read as it is: float32, float16, bfloat16 and float64 of either byte order and any
-strides go to the core untouched, and the core converts them in its one pass. A CPU tensor of
-those types skips even the numpy view (`tensor_source_dtype`).
+The binding (bindings/native.cpp, `read_input`) reads numpy arrays, float buffers and plain CPU
+torch tensors where they lie, checked against their owner's bounds. Everything else comes here,
+to `readable(x)`, which returns ``(object, dtype code or None)``: an object the binding can read
+(a numpy array, a buffer or a plain CPU tensor), and the core type of its elements when its
+buffer format does not say (bfloat16 and float8 are exported as their unsigned storage type).
+Or it raises the TypeError / ValueError that names what was wrong and what is accepted. This
+is the only place inputs are classified.
 """
 
 from __future__ import annotations
@@ -13,134 +15,139 @@ import sys
 
 import numpy as np
 
-from ._formats import OUTPUT_DTYPES, numpy_byteorder, widen_to_float32
-
-# numpy dtypes the core reads directly, by kind and size.
-_CORE_FLOATS = {2: "float16", 4: "float32", 8: "float64"}
-# Extension dtypes (ml_dtypes) with the bits of a core type: their storage type and core name.
-EXTENSION_DTYPE_STORAGE = {
-    "bfloat16": (np.uint16, "bfloat16"),
-    "float8_e4m3fn": (np.uint8, "float8_e4m3fn"),
-    "float8_e5m2": (np.uint8, "float8_e5m2"),
-}
-# float8 inputs are encoded as they are when the output has their type; otherwise the core
-# (which widens only float16, bfloat16 and float64) gets them as float32, widened as torch does.
-_FLOAT8_OUTPUT_NAMES = {core: name for name, core in OUTPUT_DTYPES.items() if core.startswith("float8")}
+from . import _native
+from ._formats import BYTEORDER_CODES, CORE_DTYPES, EXTENSION_DTYPES, OUTPUT_DTYPE_CODES
 
 ACCEPTED = (
     "a torch.Tensor, a numpy array, an object with a float buffer (memoryview, array.array), "
     "or a list/tuple of numbers"
 )
+_NUMBER_KINDS = "fiub"
 
 
-def torch_if_imported():
-    """The torch module if it has been imported: a tensor can only exist if it has."""
-    return sys.modules.get("torch")
-
-
-_TORCH_CORE_DTYPES: dict = {}
-
-
-def tensor_source_dtype(x):
-    """The core dtype name of a CPU tensor the core may read where it lies (float32, float16,
-    bfloat16 or float64, strided); None for anything else, which takes the general path.
-
-    This is the hot path of a worker answering single requests: a few attribute reads, no numpy
-    view. The binding reads the shape, strides and storage itself, and sends back to the general
-    path what it cannot read in place (a negative-bit view, a nested tensor).
-    """
+def readable(x):
+    """``(object the binding reads in place, core dtype code or None)`` for any accepted input."""
     torch = sys.modules.get("torch")
-    if torch is None or type(x) is not torch.Tensor or not x.is_cpu or x.layout is not torch.strided:
-        return None
-    if not _TORCH_CORE_DTYPES:
-        _TORCH_CORE_DTYPES.update(
-            {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float64: "float64"}
-        )
-    return _TORCH_CORE_DTYPES.get(x.dtype)
-
-
-def as_numeric(x):
-    """`x` itself if it is a torch.Tensor or a numpy array; otherwise a numpy array of its numbers
-    (a view of a float buffer, or a new array of a list or tuple). TypeError or ValueError naming
-    what is accepted for anything else."""
-    torch = torch_if_imported()
-    if (torch is not None and isinstance(x, torch.Tensor)) or isinstance(x, np.ndarray):
-        return x
+    if torch is not None and isinstance(x, torch.Tensor):
+        _register_torch(torch)
+        return _readable_tensor(x, torch), None
+    if isinstance(x, np.ndarray):
+        return _readable_array(x)
     if isinstance(x, (list, tuple)):
-        try:
-            a = np.array(x)
-        except ValueError as e:
-            raise ValueError(f"rows of unequal length (ragged nested lists) cannot be encoded: {e}") from None
-        if a.dtype.kind not in "fiub":
-            raise TypeError(f"a list or tuple must hold only numbers (or lists of numbers), found {a.dtype} content")
-        return a
+        return _readable_array(_array_of_numbers(x, torch))
     if isinstance(x, (str, bytes, bytearray)):
-        raise TypeError(
-            f"{type(x).__name__} is not an array of numbers; expected {ACCEPTED}"
-            + (" (for raw float32 bytes use numpy.frombuffer(data, '<f4'))" if not isinstance(x, str) else "")
-        )
+        hint = "" if isinstance(x, str) else " (for raw float32 bytes use numpy.frombuffer(data, '<f4'))"
+        raise TypeError(f"{type(x).__name__} is not an array of numbers; expected {ACCEPTED}{hint}")
     try:
         view = memoryview(x)
     except TypeError:
         raise TypeError(f"cannot encode an object of type {type(x).__name__}; expected {ACCEPTED}") from None
     with view:
-        if view.format.lstrip("@=<>!") not in ("f", "d", "e"):
-            raise TypeError(f"a buffer must hold floats (format 'f', 'd' or 'e'), not format {view.format!r}")
-    return np.asarray(x)
+        raise TypeError(f"a buffer must hold floats (format 'e', 'f' or 'd'), not format {view.format!r}; "
+                        "for other numbers pass a numpy array")
 
 
-def _from_tensor(t, torch):
-    """A numpy view of a tensor's memory, its core dtype name and its byte order."""
+_TORCH_CODES: dict = {}
+
+
+def _register_torch(torch) -> None:
+    """Tells the binding, once, how to recognise a tensor and its dtypes (torch may be imported
+    after tensorb64: this runs on the first tensor seen)."""
+    if _TORCH_CODES:
+        return
+    for name in ("float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
+                 "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool"):
+        torch_dtype = getattr(torch, name, None)  # uint16/32/64 exist from torch 2.3 on
+        if torch_dtype is not None:
+            _TORCH_CODES[torch_dtype] = CORE_DTYPES[name]
+    _native._configure_torch(torch.Tensor, _TORCH_CODES)
+
+
+def _readable_tensor(t, torch):
+    """A plain CPU tensor with the values of `t`, converted only where the binding cannot read it."""
+    if type(t) is not torch.Tensor:
+        # A subclass's methods may say anything (a __torch_function__ can change dtype or
+        # strides): read the plain tensor over the same storage, with torch functions disabled.
+        with torch._C.DisableTorchFunctionSubclass():
+            t = torch.Tensor.as_subclass(t, torch.Tensor)
     if t.layout != torch.strided or t.is_nested:
         kind = "nested" if t.is_nested else f"layout {t.layout}"
         raise TypeError(f"sparse, nested and other non-strided tensors are not supported ({kind}); pass a dense tensor")
-    if t.device.type != "cpu":
-        if t.device.type == "meta":
-            raise ValueError("a tensor on the 'meta' device has no data to encode")
-        # Cross the bus in the tensor's own dtype: a bf16 tensor moves half the bytes of float32.
-        t = t.cpu()
+    if t.device.type == "meta":
+        raise ValueError("a tensor on the 'meta' device has no data to encode")
     dtype = t.dtype
     if dtype.is_complex:
         raise TypeError(f"complex tensors are not supported ({dtype}); pass the real part or a real dtype")
-    # A negative-bit view (x.conj().imag) stores its values negated: materialise them.
-    t = t.detach().resolve_neg()
-    if dtype in (torch.float32, torch.float16, torch.float64):
-        return t.numpy(), _CORE_FLOATS[t.element_size()], sys.byteorder
-    if dtype == torch.bfloat16:
-        return t.view(torch.uint16).numpy(), "bfloat16", sys.byteorder
-    if dtype == torch.float8_e4m3fn or dtype == torch.float8_e5m2:
-        return t.view(torch.uint8).numpy(), str(dtype)[len("torch.") :], sys.byteorder
-    # Integers, bool and the other float8 variants: exactly as tensor.to(torch.float32).
-    return t.to(torch.float32).numpy(), "float32", sys.byteorder
+    if dtype not in _TORCH_CODES:
+        if dtype.is_floating_point:  # other float8 variants: exactly as tensor.to(torch.float32)
+            t = t.to(torch.float32)
+        else:
+            raise TypeError(f"tensors of dtype {dtype} are not supported; expected a floating point, integer or "
+                            "bool dtype")
+    if t.device.type != "cpu":
+        # Cross the bus in the tensor's own dtype: a bf16 tensor moves half the bytes of float32.
+        t = t.detach().to("cpu")
+    try:
+        if t.is_neg():  # a negative-bit view (x.conj().imag) stores its values negated
+            t = t.resolve_neg()
+        t.untyped_storage()
+        t.data_ptr()
+    except (RuntimeError, NotImplementedError) as e:
+        raise TypeError(f"this tensor has no memory to read ({e}): FakeTensors, functional and vmap tensors "
+                        "cannot be encoded; pass a real tensor") from None
+    return t
 
 
-def _from_array(a: np.ndarray):
-    """A numpy array's core dtype name and byte order, converting only what the core cannot read."""
+def _readable_array(a: np.ndarray):
+    """A numpy array the binding reads, with the core code of extension dtypes."""
     dt = a.dtype
-    kind = dt.kind
-    if kind == "f" and dt.itemsize in _CORE_FLOATS:
-        return a, _CORE_FLOATS[dt.itemsize], numpy_byteorder(dt)
-    if dt.name in EXTENSION_DTYPE_STORAGE:
-        storage, core = EXTENSION_DTYPE_STORAGE[dt.name]
-        return a.view(storage), core, sys.byteorder
-    if kind in "iub" or kind == "f":  # integers, bool, long double: converted as torch would
-        return a.astype(np.float32), "float32", sys.byteorder
-    if kind == "c":
+    if dt.name in EXTENSION_DTYPES:
+        storage, core = EXTENSION_DTYPES[dt.name]
+        return a.view(storage), CORE_DTYPES[core]
+    if dt.kind == "f":  # long double (and any other width): exactly as torch would take float32
+        return a.astype(np.float32), None
+    if dt.kind == "c":
         raise TypeError(f"complex arrays are not supported ({dt}); pass the real part or a real dtype")
     if dt.fields is not None:
         raise TypeError(f"structured arrays are not supported ({dt}); pass one numeric field")
+    if dt.kind in "iub":
+        return a, None  # a numpy scalar type the buffer protocol could not export (e.g. a subclass)
     raise TypeError(f"arrays of dtype {dt} are not supported; expected floats, integers or bool")
 
 
-def as_core_array(x, dtype: str):
-    """(array, core dtype name, byte order) of any accepted input, ready to be encoded as the
-    output `dtype`; TypeError/ValueError naming what is accepted otherwise."""
-    x = as_numeric(x)
-    torch = torch_if_imported()
-    if torch is not None and isinstance(x, torch.Tensor):
-        array, source, order = _from_tensor(x, torch)
-    else:
-        array, source, order = _from_array(x)
-    if source in _FLOAT8_OUTPUT_NAMES and _FLOAT8_OUTPUT_NAMES[source] != dtype:
-        return widen_to_float32(array, _FLOAT8_OUTPUT_NAMES[source]), "float32", sys.byteorder
-    return array, source, order
+def _array_of_numbers(x, torch):
+    """A numpy array of a (nested) list or tuple of numbers; TypeError naming the first item that
+    is not a number, ValueError for ragged rows."""
+    if len(x) == 0:
+        return np.empty((0, 0), dtype=np.float32)  # an empty batch: no rows (as torch.empty(0, d))
+    if torch is not None and all(isinstance(item, torch.Tensor) for item in x):
+        return readable(torch.stack([item.detach().to("cpu") for item in x]))[0]
+    try:
+        a = np.array(x)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"rows of unequal length (ragged nested lists) cannot be encoded: {e}") from None
+    if a.dtype.kind not in _NUMBER_KINDS:
+        bad = _first_non_number(x)
+        if bad is _ALL_NUMBERS:  # ints beyond int64 (2**64): numbers all the same
+            return np.array(x, dtype=np.float64)
+        raise TypeError(f"a list or tuple must hold only numbers (or lists of numbers), found {bad!r} "
+                        f"of type {type(bad).__name__}")
+    return a
+
+
+_ALL_NUMBERS = object()
+
+
+def _first_non_number(x):
+    """The first item of a nested list that is not a number, or _ALL_NUMBERS."""
+    for item in x:
+        if isinstance(item, (list, tuple)):
+            bad = _first_non_number(item)
+            if bad is not _ALL_NUMBERS:
+                return bad
+        elif not isinstance(item, (bool, int, float, np.number, np.bool_)):
+            return item
+    return _ALL_NUMBERS
+
+
+_native._configure(OUTPUT_DTYPE_CODES, BYTEORDER_CODES, np.ndarray, readable)

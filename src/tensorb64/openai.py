@@ -12,17 +12,18 @@ and number them. Everything else in a response (``model``, ``usage``) is the ser
 
 from __future__ import annotations
 
+import sys
 from numbers import Integral
 
 import numpy as np
 
+from . import _native
 from ._encode import encode_rows
-from ._inputs import EXTENSION_DTYPE_STORAGE, as_numeric, torch_if_imported
+from ._inputs import readable
 
 __all__ = ["embedding_data"]
 
 ENCODING_FORMATS = ("float", "base64")
-
 
 
 def _is_index(value) -> bool:
@@ -30,21 +31,27 @@ def _is_index(value) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
 
 
+def check_dimensions(dimensions, width: int):
+    """``dimensions`` as an int from 1 to ``width`` (the row length), or None for whole rows;
+    ValueError naming the accepted range otherwise. The one place this check is made."""
+    if dimensions is None:
+        return None
+    if not _is_index(dimensions) or not 1 <= dimensions <= width:
+        accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
+        raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
+    return int(dimensions)
+
+
 def _rows(embeddings):
-    """The input as a 2-D torch tensor or numpy array, viewing the caller's memory where it can."""
-    rows = as_numeric(embeddings)  # accepts and refuses exactly what encode_rows does
-    torch = torch_if_imported()
-    if torch is not None and isinstance(rows, torch.Tensor):
-        if rows.dtype.is_complex:
-            raise TypeError(f"complex tensors are not supported ({rows.dtype}); pass the real part")
-        rows = rows.detach()
-    elif rows.dtype.kind not in "fiub" and rows.dtype.name not in EXTENSION_DTYPE_STORAGE:
-        raise TypeError(f"embeddings must hold real numbers, not {rows.dtype}")
-    if rows.ndim == 1:
-        return rows[None]  # one embedding is one row (a view)
-    if rows.ndim != 2:
-        raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(rows.shape)}")
-    return rows
+    """The input as a 2-D array or tensor the binding reads (a view of the caller's memory where
+    it can be), read and refused by the one reader."""
+    rows, length = _native.row_shape(embeddings)  # refuses what every encoder refuses, in the same words
+    torch = sys.modules.get("torch")
+    if isinstance(embeddings, np.ndarray) or (torch is not None and isinstance(embeddings, torch.Tensor)):
+        x = embeddings
+    else:
+        x = np.asarray(readable(embeddings)[0])  # a list's array, or a view of a buffer
+    return x if x.ndim == 2 else x.reshape(rows, length)  # a view, except for a permuted N-D tensor
 
 
 def _float_lists(rows) -> list:
@@ -52,7 +59,9 @@ def _float_lists(rows) -> list:
     if isinstance(rows, np.ndarray):
         with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, as in torch
             return rows.astype(np.float32, copy=False).tolist()
-    return rows.to(dtype=torch_if_imported().float32).tolist()  # no copy when already float32
+    import torch
+
+    return rows.to(dtype=torch.float32).tolist()  # no copy when already float32
 
 
 def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=None, start_index: int = 0) -> list:
@@ -93,12 +102,9 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
     rows = _rows(embeddings)
+    dimensions = check_dimensions(dimensions, rows.shape[1])
     if dimensions is not None:
-        width = rows.shape[1]
-        if not _is_index(dimensions) or not 1 <= dimensions <= width:
-            accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
-            raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
-        rows = rows[:, : int(dimensions)]  # a view: strides do the truncation
+        rows = rows[:, :dimensions]  # a view: strides do the truncation
     if encoding_format == "base64":
         values = encode_rows(rows)
     else:

@@ -11,13 +11,23 @@
 
 namespace tensorb64 {
 
+// Every element type the core reads; the ones marked "output" can also be written.
 enum class dtype : std::uint8_t {
-    float32,
-    float16,
-    bfloat16,
+    float32,        // output
+    float16,        // output
+    bfloat16,       // output
     float64,
-    float8_e4m3fn,  // torch.float8_e4m3fn: no infinities, saturates at +-448
-    float8_e5m2,
+    float8_e4m3fn,  // output; torch.float8_e4m3fn: no infinities, saturates at +-448
+    float8_e5m2,    // output
+    int8,
+    uint8,
+    int16,
+    uint16,
+    int32,
+    uint32,
+    int64,
+    uint64,
+    bool8,  // one byte, 0 or 1 (numpy's and torch's bool)
 };
 
 enum class byte_order : std::uint8_t { little, big };
@@ -36,37 +46,90 @@ struct element_format {
 
 constexpr std::size_t dtype_size(dtype type) noexcept {
     switch (type) {
-        case dtype::float64: return 8;
-        case dtype::float32: return 4;
+        case dtype::float64:
+        case dtype::int64:
+        case dtype::uint64: return 8;
+        case dtype::float32:
+        case dtype::int32:
+        case dtype::uint32: return 4;
         case dtype::float16:
-        case dtype::bfloat16: return 2;
+        case dtype::bfloat16:
+        case dtype::int16:
+        case dtype::uint16: return 2;
         case dtype::float8_e4m3fn:
-        case dtype::float8_e5m2: return 1;
+        case dtype::float8_e5m2:
+        case dtype::int8:
+        case dtype::uint8:
+        case dtype::bool8: return 1;
     }
     return 0;
+}
+
+// Whether elements of this type can be written (the output types: float32, float16, bfloat16
+// and both float8 formats).
+constexpr bool is_output_type(dtype type) noexcept {
+    return type == dtype::float32 || type == dtype::float16 || type == dtype::bfloat16 ||
+           type == dtype::float8_e4m3fn || type == dtype::float8_e5m2;
 }
 
 // The dtype's name, as torch spells it ("float32", "float8_e4m3fn", ...).
 const char* to_string(dtype type) noexcept;
 
-// Whether `encode_rows` can turn elements of type `from` into elements of type `to`.
-// Any type encodes as itself (its bytes are copied, byte-swapped as asked); float32, float16,
-// bfloat16 and float64 convert to every type but float64, exactly as torch's `.to()` does.
+// Whether `encode_rows` can turn elements of type `from` into elements of type `to`: `to` must
+// be an output type; every type converts to every output type exactly as torch's `.to()` does
+// (integers and bool through float32, as torch converts them).
 bool can_convert(dtype from, dtype to) noexcept;
 
 // The length of the base64 text of `n_bytes` bytes (padding included). Returns false, leaving
 // `length` untouched, when that length does not fit in a size_t.
 bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept;
 
-// A two-dimensional array of elements; strides are in bytes and may be negative or zero.
+// The most dimensions an array may have (numpy's limit).
+inline constexpr std::size_t max_dims = 64;
+
+// Rows of elements: every dimension of an array but the last indexes a row, the last one runs
+// along it. Strides are in bytes and may be negative or zero.
 struct strided_rows {
-    const void* data;  // address of element [0][0]
-    std::size_t rows;
+    const void* data;  // address of the first element of row 0
+    std::size_t rows;  // how many rows to encode
     std::size_t row_length;  // elements in each row
-    std::ptrdiff_t row_stride;
+    std::ptrdiff_t row_stride;  // bytes from one row to the next, when one dimension indexes rows
     std::ptrdiff_t element_stride;
     element_format format;
+    // Rows indexed by several dimensions whose strides do not merge into one (a permuted N-D
+    // array): row_dims > 1 sizes and byte strides, outermost first, rows in C order, and
+    // row_stride unused. Row r is then the (first_row + r)-th row of that index space, so that a
+    // range of rows needs no pointer arithmetic of its own.
+    std::size_t row_dims = 1;
+    const std::size_t* row_shape = nullptr;
+    const std::ptrdiff_t* row_strides = nullptr;
+    std::size_t first_row = 0;
 };
+
+// The address of row `r` of `source`.
+inline const unsigned char* row_address(const strided_rows& source, std::size_t r) noexcept {
+    const auto* base = static_cast<const unsigned char*>(source.data);
+    if (source.row_dims <= 1) return base + static_cast<std::ptrdiff_t>(r) * source.row_stride;
+    std::size_t index = source.first_row + r;
+    std::ptrdiff_t offset = 0;
+    for (std::size_t d = source.row_dims; d-- > 0;) {
+        offset += static_cast<std::ptrdiff_t>(index % source.row_shape[d]) * source.row_strides[d];
+        index /= source.row_shape[d];
+    }
+    return base + offset;
+}
+
+// Rows [first, first + count) of `source`, as rows of their own.
+inline strided_rows slice_rows(const strided_rows& source, std::size_t first, std::size_t count) noexcept {
+    strided_rows part = source;
+    if (source.row_dims <= 1) {
+        part.data = row_address(source, first);
+    } else {
+        part.first_row += first;
+    }
+    part.rows = count;
+    return part;
+}
 
 // What encode_rows writes for each row.
 enum class row_output : std::uint8_t {
@@ -77,7 +140,8 @@ enum class row_output : std::uint8_t {
 // Writes each row, converted to `target`, to outputs[row]: its base64 text (exactly
 // encoded_size(row_length * dtype_size(target.type)) chars, no terminator) or, with
 // row_output::bytes, the converted bytes themselves. `threads` > 1 splits large batches of rows
-// across that many threads. Throws std::invalid_argument when !can_convert(source type, target).
+// across that many threads of a pool kept for the process (no thread is started per call).
+// Throws std::invalid_argument when !can_convert(source type, target).
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
                  unsigned threads = 1, row_output output = row_output::base64);
 

@@ -1,0 +1,136 @@
+// A minimal persistent pool: a queue of batches, each a count of parts claimed through an atomic
+// counter by whichever thread gets there first (the caller included), so a batch finishes even
+// when the pool has fewer threads than parts, or none.
+#include "thread_pool.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define TENSORB64_HAVE_ATFORK 1
+#endif
+
+namespace tensorb64 {
+namespace {
+
+// More threads than this gain nothing on any machine this runs on, and bound what a bad
+// argument can start.
+constexpr std::size_t max_pool_threads = 256;
+
+struct batch {
+    const std::function<void(std::size_t)>* task;
+    std::size_t parts;
+    std::atomic<std::size_t> next{0};
+    std::size_t completed = 0;  // guarded by the pool's mutex
+    std::size_t workers = 0;  // pool threads inside work_on(*this), guarded by the pool's mutex
+    std::condition_variable finished;
+};
+
+class pool {
+public:
+    void run(std::size_t parts, const std::function<void(std::size_t)>& task) {
+        batch b;
+        b.task = &task;
+        b.parts = parts;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            grow(std::min(parts - 1, max_pool_threads));
+            pending_.push_back(&b);
+        }
+        wake_.notify_all();
+        work_on(b);
+        std::unique_lock<std::mutex> lock(mutex_);
+        // Every part done, and no worker still holding a reference to `b` (it lives on this stack).
+        b.finished.wait(lock, [&] { return b.completed == b.parts && b.workers == 0; });
+        // Still queued if no worker looked at it: it must not outlive this frame in the queue.
+        pending_.erase(std::remove(pending_.begin(), pending_.end(), &b), pending_.end());
+    }
+
+private:
+    // Claims and runs parts of `b` until none is left.
+    void work_on(batch& b) {
+        for (;;) {
+            const std::size_t part = b.next.fetch_add(1, std::memory_order_relaxed);
+            if (part >= b.parts) return;
+            (*b.task)(part);
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (++b.completed == b.parts) b.finished.notify_all();
+        }
+    }
+
+    void worker() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [&] { return !pending_.empty(); });
+            batch& b = *pending_.front();
+            if (b.next.load(std::memory_order_relaxed) >= b.parts) {
+                pending_.pop_front();  // every part claimed: the batch's caller waits for the rest
+                continue;
+            }
+            ++b.workers;
+            lock.unlock();
+            work_on(b);
+            lock.lock();
+            if (--b.workers == 0) b.finished.notify_all();
+        }
+    }
+
+    void grow(std::size_t wanted) {  // with mutex_ held
+        while (threads_.size() < wanted) {
+            try {
+                threads_.emplace_back([this] { worker(); });
+            } catch (...) {  // std::system_error: no thread to be had; the caller does the work
+                return;
+            }
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<batch*> pending_;
+    std::vector<std::thread> threads_;  // detached in spirit: the pool lives as long as the process
+};
+
+std::atomic<pool*> the_pool{nullptr};
+std::mutex creation;
+
+pool& get_pool() {
+    pool* p = the_pool.load(std::memory_order_acquire);
+    if (p != nullptr) return *p;
+    std::lock_guard<std::mutex> lock(creation);
+    p = the_pool.load(std::memory_order_relaxed);
+    if (p == nullptr) {
+        // Never destroyed: its threads wait on it until the process exits.
+        p = new pool();
+#if defined(TENSORB64_HAVE_ATFORK)
+        static const bool registered = [] {
+            // A forked child has none of the parent's threads (and maybe a locked mutex): it
+            // gets a new pool of its own on first use; the parent's is abandoned there.
+            pthread_atfork(nullptr, nullptr, [] { the_pool.store(nullptr, std::memory_order_relaxed); });
+            return true;
+        }();
+        (void)registered;
+#endif
+        the_pool.store(p, std::memory_order_release);
+    }
+    return *p;
+}
+
+}  // namespace
+
+void run_parts(std::size_t parts, const std::function<void(std::size_t)>& task) {
+    if (parts == 0) return;
+    if (parts == 1) {
+        task(0);
+        return;
+    }
+    get_pool().run(parts, task);
+}
+
+}  // namespace tensorb64
