@@ -143,14 +143,15 @@ simd_level level_for_environment(std::string_view value, const std::vector<simd_
     if (!parse_simd_level(value, &level)) {
         std::vector<simd_level> known;
         for (const kernel_row& row : kernel_table) known.push_back(row.level);
-        throw std::runtime_error(setting + " is not a known SIMD level (known: " + joined_names(known) +
+        throw std::runtime_error(setting +
+                                 " is not a known SIMD level (known: " + joined_names(known) +
                                  "; available on this CPU: " + joined_names(available) + ")");
     }
     for (simd_level a : available) {
         if (a == level) return level;
     }
-    throw std::runtime_error(setting + " is not a SIMD level this CPU can run; available: " +
-                             joined_names(available));
+    throw std::runtime_error(
+        setting + " is not a SIMD level this CPU can run; available: " + joined_names(available));
 }
 
 const char* to_string(simd_level level) noexcept {
@@ -183,9 +184,9 @@ simd_level active_simd_level() { return active_row().level; }
 void force_simd_level(simd_level level) {
     const kernel_row* row = find_runnable(level);
     if (row == nullptr) {
-        throw std::invalid_argument(std::string("SIMD level '") + to_string(level) +
-                                    "' is not available on this CPU; available: " +
-                                    joined_names(available_simd_levels()));
+        throw std::invalid_argument(
+            std::string("SIMD level '") + to_string(level) +
+            "' is not available on this CPU; available: " + joined_names(available_simd_levels()));
     }
     active.store(row, std::memory_order_release);
 }

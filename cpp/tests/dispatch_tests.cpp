@@ -50,8 +50,8 @@ constexpr std::uint64_t xcr0_all =
 tb::cpuid_bits everything() {
     tb::cpuid_bits b;
     b.leaf1_ecx = leaf1_fma | leaf1_osxsave | leaf1_avx | leaf1_f16c;
-    b.leaf7_ebx = leaf7_avx2 | leaf7_bmi2 | leaf7_avx512f | leaf7_avx512dq | leaf7_avx512bw |
-                  leaf7_avx512vl;
+    b.leaf7_ebx =
+        leaf7_avx2 | leaf7_bmi2 | leaf7_avx512f | leaf7_avx512dq | leaf7_avx512bw | leaf7_avx512vl;
     b.leaf7_ecx = leaf7_ecx_avx512vbmi;
     return b;
 }
@@ -162,7 +162,8 @@ void test_table() {
         level parsed = level::scalar;
         check(tb::parse_simd_level(row.name, &parsed) && parsed == row.level,
               std::string("parse_simd_level(to_string(") + row.name + "))");
-        check(std::string(tb::to_string(row.level)) == row.name, std::string("to_string ") + row.name);
+        check(std::string(tb::to_string(row.level)) == row.name,
+              std::string("to_string ") + row.name);
         check(&tb::kernel_for(row.level) == &row, std::string("kernel_for ") + row.name);
     }
     check(tb::kernel_table[0].level == level::scalar && tb::kernel_table[0].required == 0,
@@ -173,8 +174,10 @@ void test_table() {
     std::size_t next = 0;
     for (level l : available) {
         while (next < all.size() && all[next] != l) ++next;
-        check(next < all.size(), std::string("available level in table order: ") + tb::to_string(l));
-        check(tb::kernel_for(l).entry() != nullptr, std::string("available and compiled: ") + tb::to_string(l));
+        check(next < all.size(),
+              std::string("available level in table order: ") + tb::to_string(l));
+        check(tb::kernel_for(l).entry() != nullptr,
+              std::string("available and compiled: ") + tb::to_string(l));
     }
     check(!available.empty() && available.front() == level::scalar, "scalar is always available");
 }
