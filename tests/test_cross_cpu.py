@@ -43,7 +43,7 @@ def test_core_tests_cross(arch):
         pytest.skip("cpp/tests/run_cross.sh is not here (running from an installed wheel without the sources)")
     if sys.platform != "linux":
         pytest.skip("run_cross.sh builds static Linux binaries")
-    _require("bash", *TOOLS[arch])
+    _require("bash", "cmake", *TOOLS[arch])  # run_cross.sh builds through cpp/CMakeLists.txt
     args = ["bash", str(RUN_CROSS), arch]
     if arch != "native":
         args.append("--quick")  # under emulation: misalignments 0..7 and sampled lengths only

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hardening runs of the C++ core and the Python extension (issue 6):
 #   1. core_tests and edge_tests built with AddressSanitizer + UndefinedBehaviorSanitizer (g++),
-#      every SIMD level this CPU has (both programs iterate the available levels themselves);
+#      every SIMD level this CPU has (both programs iterate the available levels themselves), and
+#      dispatch_tests (made-up CPUs);
 #   2. the same two programs, built without sanitizers, under valgrind memcheck (valgrind's CPU
 #      has no AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
 #   3. the libFuzzer targets (clang): fuzz_encode (every level equals scalar; identity encodings
@@ -70,7 +71,7 @@ build_core() {  # build_core DIR CXX FLAGS
   local dir="$1" cxx="$2" flags="$3"
   cmake -S "$root/cpp" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=None \
         -DCMAKE_CXX_FLAGS="$flags" -DTENSORB64_BUILD_TESTS=ON >/dev/null &&
-  cmake --build "$dir" -j "$jobs" --target core_tests tensorb64_core &&
+  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests tensorb64_core &&
   "$cxx" -std=c++17 $flags -I"$root/cpp/include" "$here/edge_tests.cpp" "$dir/libtensorb64_core.a" \
          -pthread -o "$dir/edge_tests"
 }
@@ -108,6 +109,7 @@ cxx="${CXX:-g++}"
 core_args=(); [ "$mode" = quick ] && core_args=(--quick)
 step "asan+ubsan: build ($cxx)" build_core "$build/asan" "$cxx" "$san_flags"
 if [ -x "$build/asan/core_tests" ]; then
+  step "asan+ubsan: dispatch_tests" "$build/asan/dispatch_tests"
   step "asan+ubsan: core_tests ${core_args[*]:-}" "$build/asan/core_tests" "${core_args[@]}"
   step "asan+ubsan: edge_tests" "$build/asan/edge_tests"
 fi

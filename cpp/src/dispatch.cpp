@@ -1,12 +1,13 @@
 // Run-time choice of the kernel: the best one this CPU and OS can run, unless the environment
-// variable TENSORB64_SIMD names a lower one. Chosen once, kept in an atomic pointer.
-#include <array>
+// variable TENSORB64_SIMD names a lower one. Chosen once, kept in an atomic pointer. Everything
+// about the levels (their names, order, required features, entry points) comes from kernel_table
+// (kernels.hpp); the only architecture-specific code here is what reads the CPU's registers.
+#include "dispatch.hpp"
+
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
-
-#include "dispatch.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define TENSORB64_X86 1
@@ -18,151 +19,152 @@
 #endif
 
 namespace tensorb64 {
+
+cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) noexcept {
+    const auto bit = [](std::uint32_t reg, unsigned n) { return ((reg >> n) & 1u) != 0; };
+    // BMI2 works on general-purpose registers: no OS support needed.
+    cpu_features usable = bit(cpuid.leaf7_ebx, 8) ? feature::bmi2 : 0;
+    if (!bit(cpuid.leaf1_ecx, 27)) return usable;  // no OSXSAVE: XCR0 unreadable, no AVX state
+
+    constexpr std::uint64_t xmm_ymm_state = 0x6;  // XCR0 bits 1 (SSE) and 2 (AVX)
+    constexpr std::uint64_t zmm_state = 0xe0;     // bits 5 (opmask), 6 (ZMM_Hi256), 7 (Hi16_ZMM)
+    if ((xcr0 & xmm_ymm_state) != xmm_ymm_state) return usable;
+    if (bit(cpuid.leaf1_ecx, 28)) usable |= feature::avx;
+    if (bit(cpuid.leaf1_ecx, 29)) usable |= feature::f16c;
+    if (bit(cpuid.leaf1_ecx, 12)) usable |= feature::fma;
+    if (bit(cpuid.leaf7_ebx, 5)) usable |= feature::avx2;
+
+    if ((xcr0 & zmm_state) != zmm_state) return usable;
+    if (bit(cpuid.leaf7_ebx, 16)) usable |= feature::avx512f;
+    if (bit(cpuid.leaf7_ebx, 17)) usable |= feature::avx512dq;
+    if (bit(cpuid.leaf7_ebx, 30)) usable |= feature::avx512bw;
+    if (bit(cpuid.leaf7_ebx, 31)) usable |= feature::avx512vl;
+    if (bit(cpuid.leaf7_ecx, 1)) usable |= feature::avx512vbmi;
+    return usable;
+}
+
+std::vector<simd_level> levels_supported_by(cpu_features features) {
+    std::vector<simd_level> levels;
+    for (const kernel_row& row : kernel_table) {
+        if ((row.required & ~features) == 0) levels.push_back(row.level);
+    }
+    return levels;
+}
+
 namespace {
 
-struct kernel_entry {
-    simd_level level;
-    encode_rows_fn encode_rows;
-};
-
-// Lowest level first. The scalar kernel is always there.
-constexpr kernel_entry kernels[] = {
-    {simd_level::scalar, encode_rows_scalar},
-#if defined(TENSORB64_HAVE_X86_KERNELS)
-    {simd_level::avx2, encode_rows_avx2},
-    {simd_level::avx512, encode_rows_avx512},
-#endif
-#if defined(TENSORB64_HAVE_NEON_KERNEL)
-    {simd_level::neon, encode_rows_neon},
-#endif
-};
-
-#if defined(TENSORB64_X86)
-struct cpuid_registers {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-};
-
-cpuid_registers cpuid(unsigned leaf, unsigned subleaf) {
-    cpuid_registers r;
-#if defined(_MSC_VER) && !defined(__clang__)
-    int regs[4];
-    __cpuidex(regs, static_cast<int>(leaf), static_cast<int>(subleaf));
-    r = {static_cast<unsigned>(regs[0]), static_cast<unsigned>(regs[1]),
-         static_cast<unsigned>(regs[2]), static_cast<unsigned>(regs[3])};
-#else
-    if (!__get_cpuid_count(leaf, subleaf, &r.eax, &r.ebx, &r.ecx, &r.edx)) return {};
-#endif
-    return r;
-}
-
-// The register state the OS saves on a context switch (XCR0); only valid when OSXSAVE is set.
-unsigned long long os_saved_state() {
-#if defined(_MSC_VER) && !defined(__clang__)
-    return _xgetbv(0);
-#else
-    unsigned eax, edx;
-    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));  // no -mxsave needed for asm
-    return (static_cast<unsigned long long>(edx) << 32) | eax;
-#endif
-}
-
-bool bit(unsigned reg, unsigned n) { return (reg >> n) & 1u; }
-
-bool cpu_supports(simd_level level) {
-    if (level == simd_level::scalar) return true;
-    if (level == simd_level::neon) return false;
-    const cpuid_registers leaf1 = cpuid(1, 0);
-    const bool osxsave = bit(leaf1.ecx, 27);
-    if (!osxsave) return false;
-    const unsigned long long xcr0 = os_saved_state();
-    const cpuid_registers leaf7 = cpuid(7, 0);
-    const bool avx2 = bit(leaf1.ecx, 28) /* AVX */ && bit(leaf1.ecx, 29) /* F16C */ &&
-                      bit(leaf1.ecx, 12) /* FMA */ && bit(leaf7.ebx, 5) /* AVX2 */ &&
-                      bit(leaf7.ebx, 8) /* BMI2 */ && (xcr0 & 0x6) == 0x6 /* XMM, YMM */;
-    if (level == simd_level::avx2) return avx2;
-    // avx512: F, DQ, BW, VL and VBMI, with the opmask and both halves of the ZMM state saved.
-    return avx2 && bit(leaf7.ebx, 16) && bit(leaf7.ebx, 17) && bit(leaf7.ebx, 30) &&
-           bit(leaf7.ebx, 31) && bit(leaf7.ecx, 1) && (xcr0 & 0xe6) == 0xe6;
-}
-#else
-bool cpu_supports(simd_level level) {
-#if defined(TENSORB64_HAVE_NEON_KERNEL)
-    if (level == simd_level::neon) return true;  // NEON is baseline on aarch64
-#endif
-    return level == simd_level::scalar;
-}
-#endif
-
-// cpuid traps to the hypervisor on some virtual machines (microseconds a call): ask once.
-bool cpu_can_run(simd_level level) {
-    static const std::array<bool, 4> runnable = [] {
-        std::array<bool, 4> supported{};
-        for (simd_level l : {simd_level::scalar, simd_level::avx2, simd_level::avx512, simd_level::neon}) {
-            supported[static_cast<std::size_t>(l)] = cpu_supports(l);
-        }
-        return supported;
-    }();
-    return runnable[static_cast<std::size_t>(level)];
-}
-
-const kernel_entry* find_runnable(simd_level level) {
-    for (const kernel_entry& k : kernels) {
-        if (k.level == level && cpu_can_run(level)) return &k;
-    }
-    return nullptr;
-}
-
-std::string available_names() {
+std::string joined_names(const std::vector<simd_level>& levels) {
     std::string names;
-    for (simd_level level : available_simd_levels()) {
+    for (simd_level level : levels) {
         if (!names.empty()) names += ", ";
         names += to_string(level);
     }
     return names;
 }
 
-const kernel_entry* choose_kernel() {
-    const char* forced = std::getenv("TENSORB64_SIMD");
-    if (forced == nullptr || *forced == '\0') return find_runnable(available_simd_levels().back());
-    simd_level level;
-    const kernel_entry* entry = parse_simd_level(forced, &level) ? find_runnable(level) : nullptr;
-    if (entry == nullptr) {
-        throw std::runtime_error(std::string("TENSORB64_SIMD=") + forced +
-                                 " is not a SIMD level this CPU can run; available: " +
-                                 available_names());
+// The one place that executes cpuid and xgetbv; decide_x86_features does the deciding.
+cpu_features read_host_features() {
+#if defined(TENSORB64_X86)
+    const auto cpuid = [](unsigned leaf, unsigned subleaf, unsigned regs[4]) {
+#if defined(_MSC_VER) && !defined(__clang__)
+        int r[4];
+        __cpuidex(r, static_cast<int>(leaf), static_cast<int>(subleaf));
+        for (int i = 0; i < 4; ++i) regs[i] = static_cast<unsigned>(r[i]);
+#else
+        if (!__get_cpuid_count(leaf, subleaf, &regs[0], &regs[1], &regs[2], &regs[3])) {
+            regs[0] = regs[1] = regs[2] = regs[3] = 0;  // a leaf above the CPU's maximum
+        }
+#endif
+    };
+    unsigned leaf1[4], leaf7[4];
+    cpuid(1, 0, leaf1);
+    cpuid(7, 0, leaf7);
+    cpuid_bits bits;
+    bits.leaf1_ecx = leaf1[2];
+    bits.leaf7_ebx = leaf7[1];
+    bits.leaf7_ecx = leaf7[2];
+    std::uint64_t xcr0 = 0;
+    if ((bits.leaf1_ecx >> 27) & 1u) {  // OSXSAVE: xgetbv is allowed
+#if defined(_MSC_VER) && !defined(__clang__)
+        xcr0 = _xgetbv(0);
+#else
+        unsigned eax, edx;
+        __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));  // no -mxsave needed for asm
+        xcr0 = (static_cast<std::uint64_t>(edx) << 32) | eax;
+#endif
     }
-    return entry;
+    return decide_x86_features(bits, xcr0);
+#elif (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
+    return feature::neon;  // baseline on (little-endian) AArch64
+#else
+    return 0;
+#endif
 }
 
-std::atomic<const kernel_entry*> active{nullptr};
+// cpuid traps to the hypervisor on some virtual machines (microseconds a call): ask once.
+cpu_features host_features() {
+    static const cpu_features features = read_host_features();
+    return features;
+}
 
-const kernel_entry& active_entry() {
-    const kernel_entry* entry = active.load(std::memory_order_acquire);
-    if (entry == nullptr) {
+// Whether this CPU can run the row's kernel and this build compiled it (not a stub).
+bool runnable(const kernel_row& row) {
+    return (row.required & ~host_features()) == 0 && row.entry() != nullptr;
+}
+
+const kernel_row* find_runnable(simd_level level) {
+    const kernel_row& row = kernel_for(level);
+    return runnable(row) ? &row : nullptr;
+}
+
+const kernel_row* choose_kernel() {
+    const char* forced = std::getenv("TENSORB64_SIMD");
+    return find_runnable(level_for_environment(forced ? forced : "", available_simd_levels()));
+}
+
+std::atomic<const kernel_row*> active{nullptr};
+
+const kernel_row& active_row() {
+    const kernel_row* row = active.load(std::memory_order_acquire);
+    if (row == nullptr) {
         // Two threads may both choose; they choose the same, so the race is harmless.
-        entry = choose_kernel();
-        active.store(entry, std::memory_order_release);
+        row = choose_kernel();
+        active.store(row, std::memory_order_release);
     }
-    return *entry;
+    return *row;
 }
 
 }  // namespace
 
+simd_level level_for_environment(std::string_view value, const std::vector<simd_level>& available) {
+    if (value.empty()) return available.back();
+    const std::string setting = "TENSORB64_SIMD=" + std::string(value);
+    simd_level level;
+    if (!parse_simd_level(value, &level)) {
+        std::vector<simd_level> known;
+        for (const kernel_row& row : kernel_table) known.push_back(row.level);
+        throw std::runtime_error(setting +
+                                 " is not a known SIMD level (known: " + joined_names(known) +
+                                 "; available on this CPU: " + joined_names(available) + ")");
+    }
+    for (simd_level a : available) {
+        if (a == level) return level;
+    }
+    throw std::runtime_error(
+        setting + " is not a SIMD level this CPU can run; available: " + joined_names(available));
+}
+
 const char* to_string(simd_level level) noexcept {
-    switch (level) {
-        case simd_level::scalar: return "scalar";
-        case simd_level::avx2: return "avx2";
-        case simd_level::avx512: return "avx512";
-        case simd_level::neon: return "neon";
+    for (const kernel_row& row : kernel_table) {
+        if (row.level == level) return row.name;
     }
     return "unknown";
 }
 
 bool parse_simd_level(std::string_view name, simd_level* level) noexcept {
-    for (simd_level candidate :
-         {simd_level::scalar, simd_level::avx2, simd_level::avx512, simd_level::neon}) {
-        if (name == to_string(candidate)) {
-            *level = candidate;
+    for (const kernel_row& row : kernel_table) {
+        if (name == row.name) {
+            *level = row.level;
             return true;
         }
     }
@@ -171,24 +173,24 @@ bool parse_simd_level(std::string_view name, simd_level* level) noexcept {
 
 std::vector<simd_level> available_simd_levels() {
     std::vector<simd_level> levels;
-    for (const kernel_entry& k : kernels) {
-        if (cpu_can_run(k.level)) levels.push_back(k.level);
+    for (const kernel_row& row : kernel_table) {
+        if (runnable(row)) levels.push_back(row.level);
     }
     return levels;
 }
 
-simd_level active_simd_level() { return active_entry().level; }
+simd_level active_simd_level() { return active_row().level; }
 
 void force_simd_level(simd_level level) {
-    const kernel_entry* entry = find_runnable(level);
-    if (entry == nullptr) {
-        throw std::invalid_argument(std::string("SIMD level '") + to_string(level) +
-                                    "' is not available on this CPU; available: " +
-                                    available_names());
+    const kernel_row* row = find_runnable(level);
+    if (row == nullptr) {
+        throw std::invalid_argument(
+            std::string("SIMD level '") + to_string(level) +
+            "' is not available on this CPU; available: " + joined_names(available_simd_levels()));
     }
-    active.store(entry, std::memory_order_release);
+    active.store(row, std::memory_order_release);
 }
 
-encode_rows_fn active_kernel() { return active_entry().encode_rows; }
+encode_rows_fn active_kernel() { return active_row().entry(); }
 
 }  // namespace tensorb64

@@ -7,8 +7,13 @@
 //
 // Compiled with -mavx2 -mf16c -mfma -mbmi2 (or /arch:AVX2) and nothing else; everything but the
 // entry point has internal linkage, so no AVX2 code can be picked up by baseline callers.
+// The kernel where the build gives this file the AVX2 flags (x86-64: cpp/CMakeLists.txt);
+// elsewhere (other architectures, a macOS universal2 build) it compiles to a stub whose
+// avx2_kernel() returns nullptr, so the symbol exists everywhere and the table needs no #if.
+#if defined(__AVX2__) && (defined(__x86_64__) || defined(_M_X64))
 #include <immintrin.h>
 
+#include "compiled_features.hpp"
 #include "formats.hpp"
 #include "fp_environment.hpp"
 #include "kernels.hpp"
@@ -190,11 +195,26 @@ struct avx2_ops {
     }
 };
 
-}  // namespace
-
 void encode_rows_avx2(const row_job& job) noexcept {
     const ieee_fp_environment pinned;
     encode_rows_with<avx2_ops>(job);
 }
 
+}  // namespace
+
+// Its flags (cpp/CMakeLists.txt) give the compiler every feature its table row requires.
+static_assert(compiled_with(kernel_for(simd_level::avx2).required), "kernel_avx2.cpp's flags");
+
+encode_rows_fn avx2_kernel() noexcept { return encode_rows_avx2; }
+
 }  // namespace tensorb64
+
+#else  // the stub
+
+#include "kernels.hpp"
+
+namespace tensorb64 {
+encode_rows_fn avx2_kernel() noexcept { return nullptr; }
+}  // namespace tensorb64
+
+#endif

@@ -8,8 +8,13 @@
 //
 // fcvtn rounds as FPCR.RMode says and flushes under FPCR.FZ: the entry point pins FPCR to IEEE
 // defaults for the call (fp_environment.hpp).
+// The kernel on little-endian AArch64 (no flags needed); elsewhere (x86-64, big-endian AArch64)
+// this file compiles to a stub whose neon_kernel() returns nullptr, so the symbol exists
+// everywhere and the table needs no #if.
+#if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
 #include <arm_neon.h>
 
+#include "compiled_features.hpp"
 #include "formats.hpp"
 #include "fp_environment.hpp"
 #include "kernels.hpp"
@@ -124,11 +129,26 @@ struct neon_ops : scalar_ops {
     }
 };
 
-}  // namespace
-
 void encode_rows_neon(const row_job& job) noexcept {
     const ieee_fp_environment pinned;
     encode_rows_with<neon_ops>(job);
 }
 
+}  // namespace
+
+// AArch64 gives the compiler every feature its table row requires.
+static_assert(compiled_with(kernel_for(simd_level::neon).required), "kernel_neon.cpp's flags");
+
+encode_rows_fn neon_kernel() noexcept { return encode_rows_neon; }
+
 }  // namespace tensorb64
+
+#else  // the stub
+
+#include "kernels.hpp"
+
+namespace tensorb64 {
+encode_rows_fn neon_kernel() noexcept { return nullptr; }
+}  // namespace tensorb64
+
+#endif

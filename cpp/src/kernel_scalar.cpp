@@ -5,6 +5,10 @@
 
 namespace tensorb64 {
 
+namespace {
 void encode_rows_scalar(const row_job& job) noexcept { encode_rows_with<scalar_ops>(job); }
+}  // namespace
+
+encode_rows_fn scalar_kernel() noexcept { return encode_rows_scalar; }
 
 }  // namespace tensorb64

@@ -1,7 +1,9 @@
-// The kernel entry points: one per instruction set, each in its own translation unit compiled
-// with that set's flags, all with the same signature. dispatch.cpp picks one at run time.
+// The kernels: one translation unit per instruction set, each compiled with that set's flags
+// (cpp/CMakeLists.txt) and exporting one function, all listed in kernel_table below, from which
+// dispatch.cpp derives everything it knows about SIMD levels (names, order, what each needs).
 #pragma once
 
+#include "cpu_features.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace tensorb64 {
@@ -16,13 +18,42 @@ struct row_job {
 
 using encode_rows_fn = void (*)(const row_job& job) noexcept;
 
-void encode_rows_scalar(const row_job& job) noexcept;
-#if defined(TENSORB64_HAVE_X86_KERNELS)
-void encode_rows_avx2(const row_job& job) noexcept;
-void encode_rows_avx512(const row_job& job) noexcept;
-#endif
-#if defined(TENSORB64_HAVE_NEON_KERNEL)
-void encode_rows_neon(const row_job& job) noexcept;
-#endif
+// Each returns its kernel's entry point, or nullptr where its translation unit compiled to a stub
+// because this target does not build that kernel (the x86 kernels on aarch64, NEON on x86-64; see
+// the top of each kernel_*.cpp). Every one exists on every architecture, so nothing here or in the
+// table needs an #if.
+encode_rows_fn scalar_kernel() noexcept;
+encode_rows_fn avx2_kernel() noexcept;
+encode_rows_fn avx512_kernel() noexcept;
+encode_rows_fn neon_kernel() noexcept;
+
+struct kernel_row {
+    simd_level level;
+    const char* name;       // to_string's result; what TENSORB64_SIMD and force_simd_level take
+    cpu_features required;  // exactly what its compile flags let the compiler use (checked there)
+    encode_rows_fn (*entry)() noexcept;
+};
+
+constexpr cpu_features avx2_features =
+    feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2;
+
+// Lowest level first: dispatch runs the last row this CPU can run whose kernel is compiled.
+inline constexpr kernel_row kernel_table[] = {
+    {simd_level::scalar, "scalar", 0, scalar_kernel},
+    {simd_level::avx2, "avx2", avx2_features, avx2_kernel},
+    {simd_level::avx512, "avx512",
+     avx2_features | feature::avx512f | feature::avx512bw | feature::avx512vl | feature::avx512dq |
+         feature::avx512vbmi,
+     avx512_kernel},
+    {simd_level::neon, "neon", feature::neon, neon_kernel},
+};
+
+// The table's row for `level` (every simd_level has one).
+constexpr const kernel_row& kernel_for(simd_level level) {
+    for (const kernel_row& row : kernel_table) {
+        if (row.level == level) return row;
+    }
+    return kernel_table[0];
+}
 
 }  // namespace tensorb64

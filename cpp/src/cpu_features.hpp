@@ -1,0 +1,42 @@
+// Internal: the CPU features the kernels need, and the pure decision of which ones a CPU and its
+// OS let us use (dispatch.cpp executes cpuid/xgetbv and passes the registers in).
+#pragma once
+
+#include <cstdint>
+
+namespace tensorb64 {
+
+// A set of CPU features, one bit each. A kernel may run when the CPU has every feature its
+// table row requires (kernels.hpp).
+using cpu_features = std::uint32_t;
+
+namespace feature {
+// x86-64, as GCC's -m flags name them (-mavx2 ...).
+constexpr cpu_features avx = 1u << 0;
+constexpr cpu_features avx2 = 1u << 1;
+constexpr cpu_features f16c = 1u << 2;
+constexpr cpu_features fma = 1u << 3;
+constexpr cpu_features bmi2 = 1u << 4;
+constexpr cpu_features avx512f = 1u << 5;
+constexpr cpu_features avx512bw = 1u << 6;
+constexpr cpu_features avx512vl = 1u << 7;
+constexpr cpu_features avx512dq = 1u << 8;
+constexpr cpu_features avx512vbmi = 1u << 9;
+// AArch64 (baseline there; little-endian only, as the NEON kernel assumes).
+constexpr cpu_features neon = 1u << 10;
+}  // namespace feature
+
+// The CPUID registers the x86 decision reads (zero for a leaf the CPU does not have).
+struct cpuid_bits {
+    std::uint32_t leaf1_ecx = 0;  // CPUID.(EAX=1):ECX
+    std::uint32_t leaf7_ebx = 0;  // CPUID.(EAX=7, ECX=0):EBX
+    std::uint32_t leaf7_ecx = 0;  // CPUID.(EAX=7, ECX=0):ECX
+};
+
+// The features an x86-64 CPU has *and* its OS lets a program use: the vector features count only
+// when CPUID.1:ECX.OSXSAVE is set and XCR0 shows the OS saves their registers on a context switch
+// (XMM and YMM state for the AVX family, opmask and both ZMM parts for AVX-512). xcr0 is read only
+// when OSXSAVE is set (xgetbv faults otherwise), so any value is accepted without it.
+cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) noexcept;
+
+}  // namespace tensorb64
