@@ -179,6 +179,10 @@ std::string to_string(const decode_result& result) {
     return "unknown decode status";
 }
 
+decode_result check_base64(const char* text, std::size_t length, dtype stored) noexcept {
+    return first_error(text, length, stored);
+}
+
 decode_result decoded_elements(const char* text, std::size_t length, dtype stored,
                                std::size_t* elements) noexcept {
     const int pads = trailing_padding(text, length);

@@ -111,9 +111,14 @@ struct decode_result {
 // Says what was wrong, naming the offset ("bad character '!' (0x21) at offset 2"); "ok" if nothing.
 std::string to_string(const decode_result& result);
 
+// The first thing wrong with `text` as strict base64 holding elements of type `stored`, checking
+// every character (status ok if nothing). In order: the first character neither in the alphabet
+// nor '='; the first '=' that cannot be padding; the length; bits past the data; whole elements.
+decode_result check_base64(const char* text, std::size_t length, dtype stored) noexcept;
+
 // The number of elements of type `stored` that `text` decodes to, judged by its length and its
-// trailing '=' alone (decode_base64 checks the rest as it goes). On failure returns the first
-// error that a full check would report (a bad character before the end wins over a bad length).
+// trailing '=' alone (decode_base64 checks the rest as it goes). On failure returns what
+// check_base64 does (a bad character before the end wins over a bad length).
 decode_result decoded_elements(const char* text, std::size_t length, dtype stored,
                                std::size_t* elements) noexcept;
 
