@@ -118,9 +118,15 @@ def _integer(value, name: str, where: str) -> int:
 
 
 def _shape(value, where: str) -> tuple:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+    sizes = None
+    if not isinstance(value, (str, bytes)):
+        try:
+            sizes = list(value)
+        except TypeError:  # not iterable (an int, a 0-d array)
+            pass
+    if sizes is None:
         raise ValueError(f"{where}: 'shape' must be a sequence of integers, got {value!r}")
-    shape = tuple(_integer(size, "shape", where) for size in value)
+    shape = tuple(_integer(size, "shape", where) for size in sizes)
     if any(size < 0 for size in shape):
         raise ValueError(f"{where}: 'shape' {list(shape)} has a negative size")
     return shape
