@@ -384,12 +384,16 @@ void read_text(const py::handle& object, tensorb64::dtype stored, bool base64, i
     PyObject* o = object.ptr();
     if (PyUnicode_Check(o)) {
         if (!base64) throw py::type_error("expected bytes, got str");
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(o) != 0) throw py::error_already_set();  // a legacy str, before 3.12
+#endif
         if (!PyUnicode_IS_ASCII(o)) refuse_non_ascii(o, stored);
         text->data = static_cast<const char*>(PyUnicode_DATA(o));  // ASCII: one byte per character
         text->size = static_cast<std::size_t>(PyUnicode_GET_LENGTH(o));
         return;
     }
     if (PyObject_GetBuffer(o, &text->buffer.view, PyBUF_SIMPLE) != 0) {
+        if (PyObject_CheckBuffer(o)) throw py::error_already_set();  // e.g. not contiguous: say so
         PyErr_Clear();
         throw py::type_error(std::string(base64 ? "expected a base64 str or bytes" : "expected bytes") +
                              ", got " + Py_TYPE(o)->tp_name);
