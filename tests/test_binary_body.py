@@ -224,6 +224,8 @@ def test_decode_body_refuses_what_is_not_a_list_of_items():
     body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
     with pytest.raises(TypeError, match="metadata must be a list of metadata items, got dict"):
         tensorb64.decode_body(body, metadata[0])
+    with pytest.raises(TypeError, match="metadata must be a list of metadata items, got NoneType"):
+        tensorb64.decode_body(body, None)
     with pytest.raises(ValueError, match=r"^metadata item 0: no 'index' field .*got int"):
         tensorb64.decode_body(body, [5])
     with pytest.raises(TypeError, match="body must be bytes, got str"):

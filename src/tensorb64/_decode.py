@@ -145,10 +145,14 @@ def decode_body(body, metadata, *, widen: bool = True) -> list:
     if not isinstance(body, (bytes, bytearray, memoryview)):
         raise TypeError(f"body must be bytes, got {type(body).__name__}")
     body = memoryview(body).cast("B")
-    if isinstance(metadata, (str, bytes, Mapping)):
+    try:
+        entries = list(metadata) if not isinstance(metadata, (str, bytes, Mapping)) else None
+    except TypeError:  # not iterable
+        entries = None
+    if entries is None:
         raise TypeError(f"metadata must be a list of metadata items, got {type(metadata).__name__}")
     items = []
-    for position, item in enumerate(metadata):
+    for position, item in enumerate(entries):
         where = f"metadata item {position}"
         index = _integer(_field(item, "index", where), "index", where)
         items.append((index, position, item))
