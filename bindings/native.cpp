@@ -17,8 +17,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -726,6 +729,159 @@ void keep(PyObject*& slot, const py::object& value) {
 
 }  // namespace
 
+// ==== decode: strict base64 (or a binary body's raw bytes) into a caller's buffer ============
+// Self-contained: the Python layer (src/tensorb64/_decode.py) sizes the output with
+// decoded_length, allocates it once, and decode_into fills it. Element types and byte orders are
+// the core's enum values (the registry's codes: DTYPES, and 0/1 for little/big).
+namespace decode_binding {
+
+// A held buffer, released (with the GIL) when this goes.
+struct held_buffer {
+    Py_buffer view{};
+    bool held = false;
+    held_buffer() = default;
+    held_buffer(const held_buffer&) = delete;
+    held_buffer& operator=(const held_buffer&) = delete;
+    ~held_buffer() {
+        if (held) PyBuffer_Release(&view);
+    }
+};
+
+// The characters (or raw bytes) of a str or bytes-like argument, read in place. A str that is
+// not ASCII cannot be base64: its first bad character is reported, named as the code point.
+struct input_text {
+    const char* data = nullptr;
+    std::size_t size = 0;
+    held_buffer buffer;
+};
+
+[[noreturn]] void refuse_non_ascii(PyObject* text, tensorb64::dtype stored) {
+    // The first error as the core would report it, with each non-ASCII code point as 0x80 (a
+    // bad character), so that an earlier bad ASCII character still wins.
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void* data = PyUnicode_DATA(text);
+    std::string marked(static_cast<std::size_t>(length), '\0');
+    for (Py_ssize_t i = 0; i < length; ++i) {
+        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        marked[static_cast<std::size_t>(i)] = static_cast<char>(c < 0x80 ? c : 0x80);
+    }
+    const tensorb64::decode_result r = tensorb64::check_base64(marked.data(), marked.size(), stored);
+    const auto at = static_cast<Py_ssize_t>(r.offset);
+    if (r.status == tensorb64::decode_status::bad_character && r.character == 0x80) {
+        char code[16];
+        std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(PyUnicode_READ(kind, data, at)));
+        const py::str character(py::reinterpret_steal<py::object>(PyUnicode_Substring(text, at, at + 1)));
+        throw py::value_error("invalid base64: non-ASCII character " + py::repr(character).cast<std::string>() +
+                              " (" + code + ") at offset " + std::to_string(r.offset) +
+                              " (the alphabet is A-Z, a-z, 0-9, '+' and '/', with '=' padding)");
+    }
+    throw py::value_error(tensorb64::to_string(r));
+}
+
+void read_text(const py::handle& object, tensorb64::dtype stored, bool base64, input_text* text) {
+    PyObject* o = object.ptr();
+    if (PyUnicode_Check(o)) {
+        if (!base64) throw py::type_error("expected bytes, got str");
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(o) != 0) throw py::error_already_set();  // a legacy str, before 3.12
+#endif
+        if (!PyUnicode_IS_ASCII(o)) refuse_non_ascii(o, stored);
+        text->data = static_cast<const char*>(PyUnicode_DATA(o));  // ASCII: one byte per character
+        text->size = static_cast<std::size_t>(PyUnicode_GET_LENGTH(o));
+        return;
+    }
+    if (PyObject_GetBuffer(o, &text->buffer.view, PyBUF_SIMPLE) != 0) {
+        if (PyObject_CheckBuffer(o)) throw py::error_already_set();  // e.g. not contiguous: say so
+        PyErr_Clear();
+        throw py::type_error(std::string(base64 ? "expected a base64 str or bytes" : "expected bytes") +
+                             ", got " + Py_TYPE(o)->tp_name);
+    }
+    text->buffer.held = true;
+    text->data = static_cast<const char*>(text->buffer.view.buf);
+    text->size = static_cast<std::size_t>(text->buffer.view.len);
+}
+
+tensorb64::dtype dtype_of(int code) {
+    const auto type = static_cast<tensorb64::dtype>(code);
+    if (code < 0 || code > 255 || std::string_view(tensorb64::to_string(type)) == "unknown") {
+        throw py::value_error("unknown element type code " + std::to_string(code));
+    }
+    return type;
+}
+
+tensorb64::byte_order byte_order_of(int code) {
+    if (code != static_cast<int>(tensorb64::byte_order::little) && code != static_cast<int>(tensorb64::byte_order::big)) {
+        throw py::value_error("unknown byte order code " + std::to_string(code));
+    }
+    return static_cast<tensorb64::byte_order>(code);
+}
+
+void check(const tensorb64::decode_result& result) {
+    if (result.status != tensorb64::decode_status::ok) throw py::value_error(tensorb64::to_string(result));
+}
+
+// Below this many characters, releasing the GIL costs more than it lets others do.
+constexpr std::size_t release_gil_above = 64 * 1024;
+
+void add_functions(py::module_& m) {
+    m.def(
+        "decoded_length",
+        [](const py::object& data, int dtype, bool base64) {
+            const tensorb64::dtype stored = dtype_of(dtype);
+            input_text text;
+            read_text(data, stored, base64, &text);
+            std::size_t elements = 0;
+            if (base64) {
+                check(tensorb64::decoded_elements(text.data, text.size, stored, &elements));
+            } else {
+                const std::size_t size = tensorb64::dtype_size(stored);
+                if (text.size % size != 0) {
+                    tensorb64::decode_result r;
+                    r.status = tensorb64::decode_status::not_whole_values;
+                    r.offset = text.size;
+                    r.stored = stored;
+                    check(r);
+                }
+                elements = text.size / size;
+            }
+            return elements;
+        },
+        py::arg("data"), py::arg("dtype"), py::arg("base64") = true,
+        "The number of elements of type `dtype` (a DTYPES value) that `data` holds: strict "
+        "base64 text (str or bytes), judged by its length and padding, or with base64=False raw "
+        "stored bytes. ValueError naming what is wrong, and where.");
+    m.def(
+        "decode_into",
+        [](const py::object& data, const py::object& out, int dtype, int byteorder, bool widen, bool base64) {
+            const tensorb64::element_format stored{dtype_of(dtype), byte_order_of(byteorder)};
+            input_text text;
+            read_text(data, stored.type, base64, &text);
+            held_buffer output;
+            if (PyObject_GetBuffer(out.ptr(), &output.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+                throw py::error_already_set();
+            }
+            output.held = true;
+            const auto out_bytes = static_cast<std::size_t>(output.view.len);
+            tensorb64::decode_result result;
+            {
+                std::optional<py::gil_scoped_release> release;
+                if (text.size > release_gil_above) release.emplace();
+                result = base64 ? tensorb64::decode_base64(text.data, text.size, stored, widen, output.view.buf, out_bytes)
+                                : tensorb64::convert_elements(text.data, text.size, stored, widen, output.view.buf, out_bytes);
+            }
+            check(result);
+        },
+        py::arg("data"), py::arg("out"), py::arg("dtype"), py::arg("byteorder"), py::arg("widen"),
+        py::arg("base64") = true,
+        "Decodes `data` (strict base64, or with base64=False raw stored bytes) into the writable "
+        "C-contiguous buffer `out`, which must hold exactly its values: the stored elements in "
+        "host byte order, or with widen their float32 values. ValueError naming what is wrong.");
+}
+
+}  // namespace decode_binding
+// ==== end of decode ===========================================================================
+
 PYBIND11_MODULE(_native, m) {
     m.doc() = "The C++ core of tensorb64; use the functions of the tensorb64 package instead.";
     m.attr("__version__") = TENSORB64_VERSION;
@@ -784,4 +940,6 @@ PYBIND11_MODULE(_native, m) {
             }
         },
         py::arg("name"), "Switches every later call to the named SIMD level (for tests).");
+
+    decode_binding::add_functions(m);  // decode_into, decoded_length
 }

@@ -107,3 +107,126 @@ def test_decode_body_refuses_bad_metadata():
         tensorb64.decode_body("AAAA", metadata)
     with pytest.raises(ValueError, match="not a whole number of float32 values"):
         tensorb64.decode_body(body, [{**metadata[0], "end": 5}])
+
+
+# ---- decode_body's metadata: mappings or objects (vLLM's MetadataItem), every error named ----
+
+import dataclasses  # noqa: E402
+import re  # noqa: E402
+from types import MappingProxyType, SimpleNamespace  # noqa: E402
+
+
+@dataclasses.dataclass
+class MetadataItem:  # the fields of vLLM's MetadataItem
+    index: int
+    embed_dtype: str
+    endianness: str
+    start: int
+    end: int
+    shape: tuple
+
+
+@pytest.mark.parametrize("kind", ["dict", "dataclass", "namespace", "mappingproxy", "numpy ints"])
+def test_decode_body_takes_mappings_and_objects(kind):
+    batch = np.arange(24, dtype=np.float32).reshape(4, 6)
+    body, metadata = tensorb64.encode_body(batch, dtype="float16", byteorder="big")
+    if kind == "dataclass":
+        metadata = [MetadataItem(**item) for item in metadata]
+    elif kind == "namespace":
+        metadata = [SimpleNamespace(**item) for item in metadata]
+    elif kind == "mappingproxy":
+        metadata = [MappingProxyType(item) for item in metadata]
+    elif kind == "numpy ints":
+        metadata = [
+            {**item, "index": np.int64(item["index"]), "start": np.int32(item["start"]), "end": np.uint64(item["end"]),
+             "shape": np.array(item["shape"])}
+            for item in metadata
+        ]
+    rows = tensorb64.decode_body(body, list(reversed(metadata)))
+    for row, expected in zip(rows, batch):
+        assert row.dtype == np.float32 and row.shape == (6,)
+        np.testing.assert_array_equal(row, expected)
+
+
+def test_decode_body_shapes_and_stored_dtypes():
+    batch = np.arange(24, dtype=np.float32).reshape(2, 12)
+    body, metadata = tensorb64.encode_body(batch, dtype="float16")
+    metadata = [{**item, "shape": (3, 4)} for item in metadata]
+    rows = tensorb64.decode_body(body, metadata, widen=False)
+    assert [row.shape for row in rows] == [(3, 4), (3, 4)] and rows[0].dtype == np.float16
+    np.testing.assert_array_equal(rows[1], batch[1].reshape(3, 4))
+    body, metadata = tensorb64.encode_body(batch, dtype="bfloat16")
+    with pytest.raises(ValueError, match=re.escape("row 0 (metadata item 0): numpy has no bfloat16 dtype")):
+        tensorb64.decode_body(body, metadata, widen=False)
+
+
+def test_decode_body_peaks_at_its_result():
+    import tracemalloc
+
+    batch = np.random.default_rng(2).standard_normal((500, 4000)).astype(np.float32)
+    for dtype in ("float32", "float16", "fp8_e5m2"):
+        body, metadata = tensorb64.encode_body(batch, dtype=dtype, byteorder="big")
+        tracemalloc.start()
+        try:
+            rows = tensorb64.decode_body(body, metadata)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        result = sum(row.nbytes for row in rows)
+        assert result == batch.nbytes and peak <= 1.1 * result, (dtype, peak, result)
+
+
+BAD_METADATA = [
+    # (change to item 1, the error)
+    ({"shape": 5}, ValueError, "row 1 (metadata item 1): 'shape' must be a sequence of integers, got 5"),
+    ({"shape": [2, 2]}, ValueError, "row 1 (metadata item 1): 'shape' [2, 2] does not hold the 3 float32 values of its 12 bytes (start 12, end 24)"),
+    ({"shape": [3.0]}, ValueError, "row 1 (metadata item 1): 'shape' must be an integer, got 3.0"),
+    ({"shape": [-3]}, ValueError, "row 1 (metadata item 1): 'shape' [-3] has a negative size"),
+    ({"shape": "3"}, ValueError, "row 1 (metadata item 1): 'shape' must be a sequence of integers, got '3'"),
+    ({"end": 25}, ValueError, "row 1 (metadata item 1): start 12 and end 25 must lie within the 24-byte body"),
+    ({"start": -1}, ValueError, "row 1 (metadata item 1): start -1 and end 24 must lie within the 24-byte body"),
+    ({"start": 20, "end": 16}, ValueError, "row 1 (metadata item 1): start 20 and end 16 must lie within the 24-byte body"),
+    ({"start": "12"}, ValueError, "row 1 (metadata item 1): 'start' must be an integer, got '12'"),
+    ({"end": 24.0}, ValueError, "row 1 (metadata item 1): 'end' must be an integer, got 24.0"),
+    ({"end": True}, ValueError, "row 1 (metadata item 1): 'end' must be an integer, got True"),
+    ({"index": "1"}, ValueError, "metadata item 1: 'index' must be an integer, got '1'"),
+    ({"index": None}, ValueError, "metadata item 1: 'index' must be an integer, got None"),
+    ({"embed_dtype": "int8"}, ValueError, "row 1 (metadata item 1): unknown dtype 'int8'"),
+    ({"embed_dtype": None}, ValueError, "row 1 (metadata item 1): unknown dtype None"),
+    ({"endianness": "middle"}, ValueError, "row 1 (metadata item 1): unknown byteorder 'middle'"),
+    ({"end": 17, "shape": [1]}, ValueError, "row 1 (metadata item 1): decoded length 5 bytes is not a whole number of float32 values"),
+]
+
+
+@pytest.mark.parametrize(("change", "error", "message"), BAD_METADATA)
+def test_decode_body_names_the_row_and_field(change, error, message):
+    body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
+    bad = [metadata[0], {**metadata[1], **change}]
+    with pytest.raises(error, match="^" + re.escape(message)):
+        tensorb64.decode_body(body, bad)
+    # the same through an object with those attributes
+    with pytest.raises(error, match="^" + re.escape(message)):
+        tensorb64.decode_body(body, [SimpleNamespace(**item) for item in bad])
+
+
+@pytest.mark.parametrize("field", ["index", "embed_dtype", "endianness", "start", "end", "shape"])
+def test_decode_body_names_a_missing_field(field):
+    body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
+    item = {key: value for key, value in metadata[1].items() if key != field}
+    where = "metadata item 1" if field == "index" else "row 1 (metadata item 1)"
+    with pytest.raises(ValueError, match="^" + re.escape(f"{where}: no {field!r} field (each metadata item is a mapping or an object with index, embed_dtype, endianness, start, end, shape; got dict)")):
+        tensorb64.decode_body(body, [metadata[0], item])
+    with pytest.raises(ValueError, match=re.escape(f"{where}: no {field!r} field") + ".*got SimpleNamespace"):
+        tensorb64.decode_body(body, [metadata[0], SimpleNamespace(**item)])
+
+
+def test_decode_body_refuses_what_is_not_a_list_of_items():
+    body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match="metadata must be a list of metadata items, got dict"):
+        tensorb64.decode_body(body, metadata[0])
+    with pytest.raises(TypeError, match="metadata must be a list of metadata items, got NoneType"):
+        tensorb64.decode_body(body, None)
+    with pytest.raises(ValueError, match=r"^metadata item 0: no 'index' field .*got int"):
+        tensorb64.decode_body(body, [5])
+    with pytest.raises(TypeError, match="body must be bytes, got str"):
+        tensorb64.decode_body("AAAA", metadata)

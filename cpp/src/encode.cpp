@@ -38,7 +38,7 @@ const char* to_string(dtype type) noexcept {
 
 bool can_convert(dtype from, dtype to) noexcept {
     const bool float8 = from == dtype::float8_e4m3fn || from == dtype::float8_e5m2;
-    return is_output_type(to) && (from == to || !float8);
+    return is_output_type(to);
 }
 
 bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept {

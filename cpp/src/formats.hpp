@@ -54,6 +54,31 @@ inline std::uint32_t f16_to_f32(std::uint16_t h) noexcept {
 
 inline std::uint32_t bf16_to_f32(std::uint16_t b) noexcept { return std::uint32_t{b} << 16; }
 
+// float8_e4m3fn: no infinities; S.1111.111 is NaN, which torch widens to sign | 0x7ff00000
+// (c10's fp8e4m3fn_to_fp32_bits ORs an all-ones exponent into the widened bits of 0x7f).
+inline std::uint32_t e4m3fn_to_f32(std::uint8_t c) noexcept {
+    const std::uint32_t sign = std::uint32_t{c & 0x80u} << 24;
+    std::uint32_t exponent = (c >> 3) & 0xfu;
+    std::uint32_t mantissa = c & 0x7u;
+    if ((c & 0x7fu) == 0x7fu) return sign | 0x7ff00000u;
+    if (exponent == 0) {
+        if (mantissa == 0) return sign;
+        exponent = 1;
+        while (!(mantissa & 0x8u)) {  // normalise the subnormal
+            mantissa <<= 1;
+            --exponent;
+        }
+        mantissa &= 0x7u;
+    }
+    return sign | ((exponent + 120) << 23) | (mantissa << 20);
+}
+
+// float8_e5m2 is float16 with its low byte cut off: torch widens it through float16, so NaNs are
+// quieted and keep their payload, as f16_to_f32 does.
+inline std::uint32_t e5m2_to_f32(std::uint8_t c) noexcept {
+    return f16_to_f32(static_cast<std::uint16_t>(std::uint16_t{c} << 8));
+}
+
 inline std::uint32_t f64_to_f32(std::uint64_t d) noexcept {
     const std::uint32_t sign = static_cast<std::uint32_t>(d >> 32) & 0x80000000u;
     const std::uint64_t a = d & 0x7fffffffffffffffull;

@@ -35,8 +35,11 @@ struct scalar_ops {
                 for (std::size_t i = 0; i < n; ++i) out[i] = f64_to_f32(load<std::uint64_t>(raw, i));
                 return;
             case dtype::float8_e4m3fn:
+                for (std::size_t i = 0; i < n; ++i) out[i] = e4m3fn_to_f32(raw[i]);
+                return;
             case dtype::float8_e5m2:
-                return;  // never a conversion source (can_convert)
+                for (std::size_t i = 0; i < n; ++i) out[i] = e5m2_to_f32(raw[i]);
+                return;
             case dtype::int8: return widen_integers<std::int8_t>(raw, n, out);
             case dtype::uint8: return widen_integers<std::uint8_t>(raw, n, out);
             case dtype::int16: return widen_integers<std::int16_t>(raw, n, out);

@@ -1,62 +1,41 @@
-"""Decoding base64 embeddings back to numpy arrays, strictly."""
+"""Decoding base64 embeddings (and vLLM's binary bodies) back to numpy arrays, strictly.
+
+The C++ core checks and decodes; this layer resolves names, allocates each result once and has
+the core fill it (no intermediate bytes, no full-size temporary).
+"""
 
 from __future__ import annotations
 
-import binascii
-import re
-import sys
+import math
+import operator
+from collections.abc import Mapping
 
 import numpy as np
 
-from ._formats import STORAGE, byteorder_name, output_dtype, widen_to_float32
+from . import _native
+from ._formats import BYTEORDER_CODES, CORE_DTYPES, byteorder_name, output_dtype
 
 # numpy dtypes for the stored types numpy has; bfloat16 and float8 have none.
 _NUMPY_STORED = {"float32": np.float32, "float16": np.float16}
-
-# Python < 3.11 has no strict mode: this pattern stands in for it there. It refuses all that
-# strict mode refuses, and superfluous padding ("AAAA=") too.
-_STRICT = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
-
-if sys.version_info >= (3, 11):
-
-    def _strict_b64decode(data) -> bytes:
-        return binascii.a2b_base64(data, strict_mode=True)
-
-else:
-    def _strict_b64decode(data) -> bytes:
-        raw = data.encode("ascii") if isinstance(data, str) else bytes(data)
-        if not _STRICT.fullmatch(raw):
-            raise binascii.Error("not strict base64 (characters outside the alphabet, or bad padding)")
-        return binascii.a2b_base64(raw)
+_TEXT_TYPES = (str, bytes, bytearray, memoryview)
 
 
-def _decode_bytes(s) -> bytes:
-    if not isinstance(s, (str, bytes, bytearray, memoryview)):
-        raise TypeError(f"expected a base64 str or bytes, got {type(s).__name__}")
-    try:
-        return _strict_b64decode(s)
-    except ValueError as e:  # binascii.Error, and non-ASCII str
-        raise ValueError(f"invalid base64: {e}") from None
-
-
-def _stored_array(raw: bytes, dtype: str, byteorder: str, widen: bool) -> np.ndarray:
-    storage = np.dtype(STORAGE[dtype])
-    if len(raw) % storage.itemsize:
-        raise ValueError(
-            f"decoded length {len(raw)} bytes is not a whole number of {dtype} values ({storage.itemsize} bytes each)"
-        )
-    stored = np.frombuffer(raw, dtype=storage.newbyteorder("<" if byteorder == "little" else ">"))
-    stored = stored.astype(storage)  # host order, and a writable copy
+def _options(dtype, byteorder, widen: bool):
+    """The core's codes for a dtype and byteorder, and the numpy dtype of the result."""
+    core_name = output_dtype(dtype)  # validates the name
+    order = BYTEORDER_CODES[byteorder_name(byteorder)]
     if widen:
-        return widen_to_float32(stored, dtype)
-    if dtype not in _NUMPY_STORED:
+        result = np.float32
+    elif dtype in _NUMPY_STORED:
+        result = _NUMPY_STORED[dtype]
+    else:
         raise ValueError(f"numpy has no {dtype} dtype; decode with widen=True for float32")
-    return stored.view(_NUMPY_STORED[dtype])
+    return CORE_DTYPES[core_name], order, result
 
 
-def _check_options(dtype: str, byteorder: str) -> str:
-    output_dtype(dtype)  # validates the name
-    return byteorder_name(byteorder)
+def _check_text(s) -> None:
+    if not isinstance(s, _TEXT_TYPES):
+        raise TypeError(f"expected a base64 str or bytes, got {type(s).__name__}")
 
 
 def decode(s, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True) -> np.ndarray:
@@ -64,40 +43,141 @@ def decode(s, *, dtype: str = "float32", byteorder: str = "little", widen: bool 
 
     dtype and byteorder must be those it was encoded with. The result is float32 (the exact
     widening), or with widen=False the stored dtype where numpy has one (float32, float16).
-    Decoding is strict: whatever ``binascii.a2b_base64(s, strict_mode=True)`` refuses is a
-    ValueError, and so is a length that is not a whole number of values.
+    Decoding is strict and the same on every Python version: the standard alphabet, '=' padding
+    exactly as the last group needs, no non-zero bits past the data; whatever
+    ``binascii.a2b_base64(s, strict_mode=True)`` refuses on Python 3.13 is a ValueError (naming
+    what was wrong and at which offset), and so is a length that is not a whole number of values.
     """
-    order = _check_options(dtype, byteorder)
-    return _stored_array(_decode_bytes(s), dtype, order, widen)
+    widen = bool(widen)
+    code, order, result = _options(dtype, byteorder, widen)
+    _check_text(s)
+    out = np.empty(_native.decoded_length(s, code), result)
+    _native.decode_into(s, out, code, order, widen)
+    return out
 
 
 def decode_rows(strings, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True) -> np.ndarray:
-    """A 2-D array with one row per base64 str (or bytes); rows must all have the same length."""
-    order = _check_options(dtype, byteorder)
+    """A 2-D array with one row per base64 str (or bytes); rows must all have the same length.
+
+    Each row is decoded straight into its row of the result; an error names the row."""
+    widen = bool(widen)
+    code, order, result = _options(dtype, byteorder, widen)
     if isinstance(strings, (str, bytes, bytearray)):
         raise TypeError("decode_rows expects a list of base64 strings; use decode() for one string")
-    rows = [_decode_bytes(s) for s in strings]
-    lengths = {len(r) for r in rows}
-    if len(lengths) > 1:
-        raise ValueError(f"rows of unequal length cannot form a 2-D array (decoded byte lengths {sorted(lengths)})")
-    raw = b"".join(rows)
-    flat = _stored_array(raw, dtype, order, widen)
-    return flat.reshape(len(rows), -1 if rows and rows[0] else 0)
+    texts = list(strings)
+    lengths = []
+    for row, s in enumerate(texts):
+        if not isinstance(s, _TEXT_TYPES):
+            raise TypeError(f"row {row}: expected a base64 str or bytes, got {type(s).__name__}")
+        try:
+            lengths.append(_native.decoded_length(s, code))
+        except ValueError as e:
+            raise ValueError(f"row {row}: {e}") from None
+    for row, length in enumerate(lengths):
+        if length != lengths[0]:
+            raise ValueError(
+                f"rows of unequal length cannot form a 2-D array: row 0 has {lengths[0]} values, row {row} has {length}"
+            )
+    out = np.empty((len(texts), lengths[0] if lengths else 0), result)
+    for row, s in enumerate(texts):
+        try:
+            _native.decode_into(s, out[row], code, order, widen)
+        except ValueError as e:
+            raise ValueError(f"row {row}: {e}") from None
+    return out
+
+
+# ---- decode_body ----------------------------------------------------------------------------
+
+_METADATA_FIELDS = ("index", "embed_dtype", "endianness", "start", "end", "shape")
+_MISSING = object()
+
+
+def _field(item, name: str, where: str):
+    """A metadata field, from a mapping or an attribute (vLLM's MetadataItem)."""
+    if isinstance(item, Mapping):
+        value = item.get(name, _MISSING)
+    else:
+        value = getattr(item, name, _MISSING)
+    if value is _MISSING:
+        raise ValueError(
+            f"{where}: no {name!r} field (each metadata item is a mapping or an object with "
+            f"{', '.join(_METADATA_FIELDS)}; got {type(item).__name__})"
+        )
+    return value
+
+
+def _integer(value, name: str, where: str) -> int:
+    """A Python int from an int or a numpy integer; bools and everything else refused."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ValueError(f"{where}: {name!r} must be an integer, got {value!r}")
+
+
+def _shape(value, where: str) -> tuple:
+    sizes = None
+    if not isinstance(value, (str, bytes)):
+        try:
+            sizes = list(value)
+        except TypeError:  # not iterable (an int, a 0-d array)
+            pass
+    if sizes is None:
+        raise ValueError(f"{where}: 'shape' must be a sequence of integers, got {value!r}")
+    shape = tuple(_integer(size, "shape", where) for size in sizes)
+    if any(size < 0 for size in shape):
+        raise ValueError(f"{where}: 'shape' {list(shape)} has a negative size")
+    return shape
 
 
 def decode_body(body, metadata, *, widen: bool = True) -> list:
     """The rows of a binary embeddings response (``encode_body``'s, or vLLM's
-    ``encoding_format="bytes"``), in ``index`` order: one array per metadata entry, of its
-    ``shape``, float32 (or with widen=False the stored dtype where numpy has one)."""
+    ``encoding_format="bytes"``), in ``index`` order: one array per metadata item, of its
+    ``shape``, float32 (or with widen=False the stored dtype where numpy has one).
+
+    Each metadata item is a mapping or an object with the fields ``index``, ``embed_dtype``,
+    ``endianness``, ``start``, ``end`` and ``shape`` (vLLM's ``MetadataItem``); numpy integers are
+    accepted. Every error names the row (by its index, and its position in ``metadata``) and the
+    field."""
+    widen = bool(widen)
     if not isinstance(body, (bytes, bytearray, memoryview)):
         raise TypeError(f"body must be bytes, got {type(body).__name__}")
     body = memoryview(body).cast("B")
+    try:
+        entries = list(metadata) if not isinstance(metadata, (str, bytes, Mapping)) else None
+    except TypeError:  # not iterable
+        entries = None
+    if entries is None:
+        raise TypeError(f"metadata must be a list of metadata items, got {type(metadata).__name__}")
+    items = []
+    for position, item in enumerate(entries):
+        where = f"metadata item {position}"
+        index = _integer(_field(item, "index", where), "index", where)
+        items.append((index, position, item))
+    items.sort(key=lambda entry: entry[0])
     rows = []
-    for item in sorted(metadata, key=lambda entry: entry["index"]):
-        start, end = item["start"], item["end"]
-        if not (type(start) is int and type(end) is int and 0 <= start <= end <= len(body)):
-            raise ValueError(f"row {item['index']}: start {start!r} and end {end!r} must lie within the {len(body)}-byte body")
-        dtype = item["embed_dtype"]
-        order = _check_options(dtype, item["endianness"])
-        rows.append(_stored_array(body[start:end], dtype, order, widen).reshape(item["shape"]))
+    for index, position, item in items:
+        where = f"row {index} (metadata item {position})"
+        start = _integer(_field(item, "start", where), "start", where)
+        end = _integer(_field(item, "end", where), "end", where)
+        if not 0 <= start <= end <= len(body):
+            raise ValueError(f"{where}: start {start} and end {end} must lie within the {len(body)}-byte body")
+        dtype = _field(item, "embed_dtype", where)
+        endianness = _field(item, "endianness", where)
+        shape = _shape(_field(item, "shape", where), where)
+        try:
+            code, order, result = _options(dtype, endianness, widen)
+            length = _native.decoded_length(body[start:end], code, False)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        if math.prod(shape) != length:
+            raise ValueError(
+                f"{where}: 'shape' {list(shape)} does not hold the {length} {dtype} values of its "
+                f"{end - start} bytes (start {start}, end {end})"
+            )
+        out = np.empty(shape, result)
+        _native.decode_into(body[start:end], out, code, order, widen, False)
+        rows.append(out)
     return rows

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -144,6 +145,59 @@ enum class row_output : std::uint8_t {
 // Throws std::invalid_argument when !can_convert(source type, target).
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
                  unsigned threads = 1, row_output output = row_output::base64);
+
+// ---- decoding ------------------------------------------------------------------------------
+//
+// Strict base64 back to elements, for clients and tests. Strict means canonical: the standard
+// alphabet only, a length that is a multiple of 4, '=' only as the last one or two characters
+// (exactly as many as the last group needs), and zero bits past the data in the last data
+// character. Every text this library (or any correct encoder) writes passes; every text that
+// Python 3.13's `binascii.a2b_base64(s, strict_mode=True)` refuses is refused too.
+
+// What was wrong with a text, if anything.
+enum class decode_status : std::uint8_t {
+    ok,
+    bad_length,         // the length is not a multiple of 4 (offset: the length)
+    bad_character,      // neither in the alphabet nor '=' (offset: where; character: it)
+    bad_padding,        // '=' where none may be, or data after it (offset: the first such '=')
+    trailing_bits,      // the last data character has non-zero bits past the data (offset: it)
+    not_whole_values,   // the bytes are not a whole number of elements (offset: the byte count)
+    wrong_output_size,  // the caller's output does not hold exactly the decoded elements
+};
+
+struct decode_result {
+    decode_status status = decode_status::ok;
+    std::size_t offset = 0;       // see decode_status
+    unsigned char character = 0;  // the offending byte, for bad_character
+    dtype stored = dtype::float32;  // the elements' type, for not_whole_values
+};
+
+// Says what was wrong, naming the offset ("bad character '!' (0x21) at offset 2"); "ok" if nothing.
+std::string to_string(const decode_result& result);
+
+// The first thing wrong with `text` as strict base64 holding elements of type `stored`, checking
+// every character (status ok if nothing). In order: the first character neither in the alphabet
+// nor '='; the first '=' that cannot be padding; the length; bits past the data; whole elements.
+decode_result check_base64(const char* text, std::size_t length, dtype stored) noexcept;
+
+// The number of elements of type `stored` that `text` decodes to, judged by its length and its
+// trailing '=' alone (decode_base64 checks the rest as it goes). On failure returns what
+// check_base64 does (a bad character before the end wins over a bad length).
+decode_result decoded_elements(const char* text, std::size_t length, dtype stored,
+                               std::size_t* elements) noexcept;
+
+// Decodes `text` into `out`, which must hold exactly its decoded elements: the stored elements
+// themselves, in host byte order (`out_bytes` = elements * dtype_size(stored.type)), or with
+// `widen` their float32 values (`out_bytes` = elements * 4), converted as torch's
+// `.to(torch.float32)` does, a block at a time (no temporary the size of the output). On an error
+// `out` holds unspecified bytes.
+decode_result decode_base64(const char* text, std::size_t length, element_format stored,
+                            bool widen, void* out, std::size_t out_bytes) noexcept;
+
+// Converts `bytes` bytes of stored elements (no base64: vLLM's binary body) into `out`, as
+// decode_base64 does after decoding: not_whole_values or wrong_output_size on a size mismatch.
+decode_result convert_elements(const void* raw, std::size_t bytes, element_format stored,
+                               bool widen, void* out, std::size_t out_bytes) noexcept;
 
 // ---- SIMD levels ---------------------------------------------------------------------------
 
