@@ -103,15 +103,22 @@ struct registry {
     std::string byteorder_names;
 } names;
 
-std::string joined_keys(PyObject* dict) {
-    std::string text;
+// "a, b, c" (or "'a', 'b' or 'c'" with `quoted`): the names a message lists as accepted.
+std::string joined_keys(PyObject* dict, bool quoted) {
+    std::vector<std::string> keys;
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(dict, &pos, &key, &value)) {
-        if (!text.empty()) text += ", ";
-        text += repr_of(key);
+        const char* text = PyUnicode_AsUTF8(key);
+        keys.push_back(text != nullptr ? (quoted ? "'"s + text + "'" : text) : "?");
     }
-    return text;
+    PyErr_Clear();
+    std::string joined;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (i > 0) joined += quoted && i + 1 == keys.size() ? " or " : ", ";
+        joined += keys[i];
+    }
+    return joined;
 }
 
 int lookup_code(PyObject* dict, PyObject* name) {
@@ -151,8 +158,8 @@ unsigned thread_count(PyObject* value) {
         PyErr_Clear();
     }
     if (threads < 1 || threads > max_threads) {
-        raise(PyExc_ValueError, "threads must be an int from 1 to " + std::to_string(max_threads) + ", got " +
-                                    repr_of(value));
+        raise(PyExc_ValueError, "threads must be an int from 1 to " + std::to_string(max_threads) +
+                                    " (a Python or numpy integer), got " + repr_of(value));
     }
     return static_cast<unsigned>(threads);
 }
@@ -247,7 +254,7 @@ bool read_buffer(PyObject* x, int source_override, input_array& in) {
     if (in.view.ndim < 0 || static_cast<std::size_t>(in.view.ndim) > tb::max_dims) return false;
     in.data = in.view.buf;
     in.ndim = static_cast<std::size_t>(in.view.ndim);
-    if (in.view.shape == nullptr) {  // allowed for a 1-D exporter: len bytes of items
+    if (in.view.shape == nullptr && in.ndim != 0) {  // allowed for a 1-D exporter: len bytes of items
         in.ndim = 1;
         in.shape[0] = static_cast<std::size_t>(in.view.len / in.view.itemsize);
         in.strides[0] = in.view.itemsize;
@@ -314,6 +321,9 @@ bool byte_extent(const input_array& in, std::ptrdiff_t* low, std::ptrdiff_t* hig
     return true;
 }
 
+// Inputs of at least this many elements are read through a detached alias (see read_tensor).
+constexpr std::size_t large_input_elements = 16 * 1024;
+
 // Reads a CPU torch.Tensor (exactly that type: a subclass's methods may say anything) through
 // its public methods: no torch headers, no numpy view. False (no error set) for what the Python
 // layer must handle: another device, dtype or layout, a negative-bit view, anything that raised.
@@ -325,6 +335,8 @@ bool read_tensor(PyObject* x, input_array& in) {
     static PyObject* const shape_name = PyUnicode_InternFromString("shape");
     static PyObject* const stride_name = PyUnicode_InternFromString("stride");
     static PyObject* const data_ptr_name = PyUnicode_InternFromString("data_ptr");
+    static PyObject* const offset_name = PyUnicode_InternFromString("storage_offset");
+    static PyObject* const detach_name = PyUnicode_InternFromString("detach");
     static PyObject* const storage_name = PyUnicode_InternFromString("untyped_storage");
     static PyObject* const nbytes_name = PyUnicode_InternFromString("nbytes");
 
@@ -339,10 +351,33 @@ bool read_tensor(PyObject* x, input_array& in) {
     ref shape(PyObject_GetAttr(x, shape_name));
     ref strides(call_method(x, stride_name));
     // Holding the storage keeps the memory alive for the whole call, even if another thread
-    // gives the tensor new storage meanwhile (t.set_()).
+    // gives the tensor new storage meanwhile (t.set_(), which torch runs without the GIL). The
+    // address is computed from that storage (not t.data_ptr(), which may already be another's),
+    // so whatever the race, every byte read is checked against memory this call holds.
+    // A large input is read with the GIL released, for long enough that another thread's
+    // t.set_() can drop the tensor's last reference to its storage: torch may then free the memory
+    // even though this call holds the storage's Python object (seen with torch 2.13: the object is
+    // cached on the storage and does not always own it). A detached alias of the tensor owns its
+    // storage from C++; it costs about as much as encoding 2 KiB, so small inputs, read with the
+    // GIL held, do without it.
+    ref alias;
+    if (PyTuple_GET_SIZE(shape.get()) > 0) {
+        std::size_t elements = 1;
+        for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape.get()); ++d) {
+            const std::size_t extent = PyLong_AsSize_t(PyTuple_GET_ITEM(shape.get(), d));
+            elements = extent == static_cast<std::size_t>(-1) ? SIZE_MAX : (extent > SIZE_MAX / 64 ? SIZE_MAX : elements * extent);
+            if (elements > SIZE_MAX / 64) break;
+        }
+        PyErr_Clear();
+        if (elements >= large_input_elements) {
+            alias = ref(call_method(x, detach_name));
+            if (!alias) return false;
+            x = alias.get();
+        }
+    }
     ref storage(call_method(x, storage_name));
-    ref address(call_method(x, data_ptr_name));
-    if (!shape || !strides || !storage || !address || !PyTuple_Check(shape.get()) || !PyTuple_Check(strides.get()) ||
+    ref offset(call_method(x, offset_name));
+    if (!shape || !strides || !storage || !offset || !PyTuple_Check(shape.get()) || !PyTuple_Check(strides.get()) ||
         PyTuple_GET_SIZE(shape.get()) != PyTuple_GET_SIZE(strides.get()) ||
         PyTuple_GET_SIZE(shape.get()) > static_cast<Py_ssize_t>(tb::max_dims)) {
         PyErr_Clear();
@@ -350,13 +385,17 @@ bool read_tensor(PyObject* x, input_array& in) {
     }
     ref storage_address(call_method(storage.get(), data_ptr_name));
     ref storage_bytes(call_method(storage.get(), nbytes_name));
-    std::size_t data = 0, base = 0, capacity = 0;
-    if (!storage_address || !storage_bytes || !as_size(address.get(), &data) ||
+    std::ptrdiff_t elements_before = 0;
+    std::size_t base = 0, capacity = 0;
+    if (!storage_address || !storage_bytes || !as_ssize(offset.get(), &elements_before) ||
         !as_size(storage_address.get(), &base) || !as_size(storage_bytes.get(), &capacity)) {
         return false;
     }
     in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
     const auto size = static_cast<std::ptrdiff_t>(tb::dtype_size(in.format.type));
+    // The offset in bytes, if it lies within the storage (checked below, when anything is read).
+    const bool offset_inside = elements_before >= 0 && static_cast<std::size_t>(elements_before) <= capacity / size;
+    const std::size_t data = base + (offset_inside ? static_cast<std::size_t>(elements_before * size) : 0);
     in.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape.get()));
     for (std::size_t d = 0; d < in.ndim; ++d) {
         std::ptrdiff_t extent = 0, stride = 0;
@@ -364,7 +403,7 @@ bool read_tensor(PyObject* x, input_array& in) {
             !as_ssize(PyTuple_GET_ITEM(strides.get(), d), &stride) || extent < 0 ||
             stride > std::numeric_limits<std::ptrdiff_t>::max() / 16 ||
             stride < std::numeric_limits<std::ptrdiff_t>::min() / 16) {
-            raise(PyExc_ValueError, "the tensor's sizes or strides are out of range");
+            raise(PyExc_ValueError, "the tensor's shape and strides reach outside its storage (they are out of range)");
         }
         in.shape[d] = static_cast<std::size_t>(extent);
         in.strides[d] = stride * size;
@@ -373,15 +412,15 @@ bool read_tensor(PyObject* x, input_array& in) {
     std::ptrdiff_t low = 0, high = 0;
     bool inside = byte_extent(in, &low, &high);
     if (inside && high > low) {
-        const std::size_t offset = data - base;  // checked against data >= base below
-        inside = data >= base && offset <= capacity && static_cast<std::size_t>(-low) <= offset &&
+        const std::size_t offset = data - base;
+        inside = offset_inside && offset <= capacity && static_cast<std::size_t>(-low) <= offset &&
                  static_cast<std::size_t>(high) <= capacity - offset;
     }
     if (!inside) {
         raise(PyExc_ValueError, "the tensor's shape and strides reach outside its storage (" +
                                     std::to_string(capacity) + " bytes): it cannot be read");
     }
-    in.owner = std::move(storage);
+    in.owner = alias ? std::move(alias) : std::move(storage);
     return true;
 }
 
@@ -910,8 +949,8 @@ PYBIND11_MODULE(_native, m) {
             keep(names.byteorders, byteorders);
             keep(names.ndarray_type, ndarray_type);
             keep(names.readable, readable);
-            names.dtype_names = joined_keys(output_dtypes.ptr());
-            names.byteorder_names = joined_keys(byteorders.ptr());
+            names.dtype_names = joined_keys(output_dtypes.ptr(), false);
+            names.byteorder_names = joined_keys(byteorders.ptr(), true);
         },
         py::arg("output_dtypes"), py::arg("byteorders"), py::arg("ndarray_type"), py::arg("readable"),
         "Hands the binding the Python layer's registry of names and its input converter (once, at import).");

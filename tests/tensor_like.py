@@ -1,9 +1,10 @@
 """A stand-in for torch.Tensor with whatever metadata a test gives it.
 
-_native.encode_tensor reads a tensor only through these methods (is_neg, untyped_storage,
-stride, shape, data_ptr; the storage's data_ptr and nbytes), so this is how tests hand it
-shapes, strides and addresses that do not match the storage: torch itself refuses to make such
-a tensor.
+The binding's reader reads a CPU tensor only through these attributes and methods (dtype,
+is_cpu, is_neg, shape, stride, untyped_storage, storage_offset; the storage's data_ptr and nbytes), so
+this is how tests hand it shapes, strides and addresses that do not match the storage: torch
+itself refuses to make such a tensor. `install()` makes the binding read TensorLike as it reads
+torch.Tensor (for a subprocess only: it replaces torch's registration).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ class StorageLike:
 
 
 class TensorLike:
-    def __init__(self, address: int, shape, strides, storage_address: int, storage_bytes: int, negated: bool = False):
+    is_cpu = True
+
+    def __init__(self, address: int, shape, strides, storage_address: int, storage_bytes: int, negated: bool = False,
+                 dtype: str = "float32"):
+        self.dtype = dtype
         self.shape = tuple(shape)
         self._strides = tuple(strides)
         self._address = address
@@ -38,5 +43,14 @@ class TensorLike:
     def stride(self) -> tuple:
         return self._strides
 
-    def data_ptr(self) -> int:
-        return self._address
+    def storage_offset(self) -> int:
+        """In whole elements, as torch counts it (negative if the address lies before the storage)."""
+        size = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}.get(self.dtype, 1)
+        return (self._address - self._storage.data_ptr()) // size
+
+
+def install() -> None:
+    """Makes the binding read TensorLike objects in place, their dtype named by a core dtype name."""
+    from tensorb64 import _native
+
+    _native._configure_torch(TensorLike, dict(_native.DTYPES))

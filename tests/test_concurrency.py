@@ -110,7 +110,7 @@ def test_threads_agree_with_the_lone_result_at_every_simd_level():
     previous = _native.simd_level()
     try:
         for level in _native.available_simd_levels():
-            _native.set_simd_level(level)
+            _native._set_simd_level(level)
 
             def work(i, level=level):
                 for threads in (1, 2, 8):
@@ -118,7 +118,7 @@ def test_threads_agree_with_the_lone_result_at_every_simd_level():
 
             run_threads(work, n=4)
     finally:
-        _native.set_simd_level(previous)
+        _native._set_simd_level(previous)
 
 
 def _check_old_or_new(text: str, old: bytes, new: bytes, bytewise: bool):

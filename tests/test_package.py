@@ -65,11 +65,11 @@ def test_unknown_or_unavailable_level_is_a_clear_import_error(level, error):
 
 def test_set_simd_level_refuses_unavailable_levels():
     with pytest.raises(ValueError, match="unknown SIMD level 'sse9'"):
-        _native.set_simd_level("sse9")
+        _native._set_simd_level("sse9")
     missing = [lv for lv in ("avx2", "avx512", "neon") if lv not in tensorb64.available_simd_levels()]
     for level in missing:
         with pytest.raises(ValueError, match=f"'{level}' is not available on this CPU; available: scalar"):
-            _native.set_simd_level(level)
+            _native._set_simd_level(level)
 
 
 def test_torch_is_optional():
@@ -95,15 +95,24 @@ def test_cuda_tensors_encode_like_their_cpu_copies():
 
 def test_type_stub_names_what_the_extension_defines():
     import ast
+    import inspect
     import re
 
     stub = ast.parse((Path(tensorb64.__file__).parent / "_native.pyi").read_text())
-    stubbed = {f.name: [a.arg for a in f.args.args] for f in stub.body if isinstance(f, ast.FunctionDef)}
-    defined = {name for name in dir(_native) if not name.startswith("_") and callable(getattr(_native, name))}
+    stubbed = {
+        f.name: [a.arg for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs]
+        for f in stub.body
+        if isinstance(f, ast.FunctionDef)
+    }
+    defined = {name for name in dir(_native) if not name.startswith("__") and callable(getattr(_native, name))}
     assert set(stubbed) == defined
     for name, parameters in stubbed.items():
-        signature = getattr(_native, name).__doc__.splitlines()[0]  # pybind11: "name(a: T, b: U) -> R"
-        assert re.findall(r"(\w+):", signature.split("->")[0]) == parameters, name
+        function = getattr(_native, name)
+        if function.__text_signature__:  # the C API entry points
+            assert list(inspect.signature(function).parameters) == parameters, name
+        else:
+            signature = function.__doc__.splitlines()[0]  # pybind11: "name(a: T, b: U) -> R"
+            assert re.findall(r"(\w+):", signature.split("->")[0]) == parameters, name
 
 
 def test_public_names_exist():

@@ -36,10 +36,7 @@ const char* to_string(dtype type) noexcept {
     return "unknown";
 }
 
-bool can_convert(dtype from, dtype to) noexcept {
-    const bool float8 = from == dtype::float8_e4m3fn || from == dtype::float8_e5m2;
-    return is_output_type(to);
-}
+bool can_convert(dtype, dtype to) noexcept { return is_output_type(to); }
 
 bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept {
     const std::size_t groups = n_bytes / 3 + (n_bytes % 3 != 0);

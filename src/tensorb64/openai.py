@@ -43,15 +43,17 @@ def check_dimensions(dimensions, width: int):
 
 
 def _rows(embeddings):
-    """The input as a 2-D array or tensor the binding reads (a view of the caller's memory where
-    it can be), read and refused by the one reader."""
-    rows, length = _native.row_shape(embeddings)  # refuses what every encoder refuses, in the same words
+    """The input as a 2-D array or tensor (a view of the caller's memory where it can be), read
+    and refused by the one reader, as every encoder reads and refuses it."""
     torch = sys.modules.get("torch")
     if isinstance(embeddings, np.ndarray) or (torch is not None and isinstance(embeddings, torch.Tensor)):
         x = embeddings
     else:
         x = np.asarray(readable(embeddings)[0])  # a list's array, or a view of a buffer
-    return x if x.ndim == 2 else x.reshape(rows, length)  # a view, except for a permuted N-D tensor
+    if x.ndim not in (1, 2):
+        raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
+    _native.row_shape(x)  # refuses what every encoder refuses, in the same words
+    return x if x.ndim == 2 else x[None]
 
 
 def _float_lists(rows) -> list:
