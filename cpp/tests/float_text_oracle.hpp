@@ -61,7 +61,10 @@ inline char* relayout(const char* sci, const char* sci_end, char* out) {
     const char* p = sci;
     for (; p < sci_end && *p != 'e'; ++p)
         if (*p != '.') digits[n++] = *p;
-    const int e10 = std::atoi(std::string(p + 1, sci_end).c_str());
+    int e10 = 0;
+    const bool negative_exponent = p + 1 < sci_end && p[1] == '-';
+    for (const char* e = p + 2; e < sci_end; ++e) e10 = e10 * 10 + (*e - '0');
+    if (negative_exponent) e10 = -e10;
     if (n == 1 && digits[0] == '0') {
         if (negative) *out++ = '-';
         std::memcpy(out, "0.0", 3);
