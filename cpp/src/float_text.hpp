@@ -59,11 +59,13 @@ namespace float_text_detail {
 
 // ---- portable integer helpers ----
 
+// TENSORB64_NO_INT128 forces the portable version (the tests build it that way too).
 inline std::uint64_t mul_high(std::uint64_t a, std::uint64_t b) noexcept {
-#if defined(__SIZEOF_INT128__)
+#if defined(__SIZEOF_INT128__) && !defined(TENSORB64_NO_INT128)
     __extension__ typedef unsigned __int128 u128;
     return static_cast<std::uint64_t>((static_cast<u128>(a) * b) >> 64);
-#elif defined(_MSC_VER) && !defined(__clang__) && (defined(_M_X64) || defined(_M_ARM64))
+#elif defined(_MSC_VER) && !defined(__clang__) && (defined(_M_X64) || defined(_M_ARM64)) && \
+    !defined(TENSORB64_NO_INT128)
     return __umulh(a, b);
 #else
     const std::uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32;

@@ -33,7 +33,7 @@ void report(const char* what, std::uint32_t bits, const char* got, const char* g
     std::lock_guard<std::mutex> lock(print_lock);
     static int shown = 0;
     if (++shown > 20) return;
-    std::fprintf(stderr, "%s 0x%08x: got %.*s expected %.*s\n", what, bits, static_cast<int>(got_end - got), got,
+    std::fprintf(stderr, "%s 0x%08x: wrote %.*s; reference: %.*s\n", what, bits, static_cast<int>(got_end - got), got,
                  static_cast<int>(expected_end - expected), expected);
 }
 
@@ -62,7 +62,10 @@ void check_range(std::uint64_t first, std::uint64_t last) {
         std::memcpy(&b2, &as_float, 4);
         if (b1 != b || b2 != b) {
             ++readback_failures;
-            report(b1 != b ? "read back via double" : "read back as float32", b, got, g, got, g);
+            char read_back[16];
+            const int length = std::snprintf(read_back, sizeof read_back, "0x%08x", b1 != b ? b1 : b2);
+            report(b1 != b ? "token read as a double, then rounded to float32" : "token read as float32", b, got, g,
+                   read_back, read_back + length);
         }
         // repr of the value widened to a double
         g = tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), got);
@@ -100,6 +103,14 @@ int main(int argc, char** argv) {
                 const std::uint64_t lo = first + c * chunk;
                 if (lo >= last) return;
                 check_range(lo, lo + chunk < last ? lo + chunk : last);
+                if (c % 256 == 255) {  // progress every 2^28 patterns
+                    std::lock_guard<std::mutex> lock(print_lock);
+                    std::printf("  chunk %llu done: %llu checked, %llu mismatches, %llu read-back failures\n",
+                                static_cast<unsigned long long>(c), static_cast<unsigned long long>(checked.load()),
+                                static_cast<unsigned long long>(mismatches.load()),
+                                static_cast<unsigned long long>(readback_failures.load()));
+                    std::fflush(stdout);
+                }
             }
         });
     }
