@@ -40,11 +40,14 @@
 namespace tensorb64 {
 namespace {
 
-// Bytes write_repr / write_shortest_f32 may write at `out` (their longest text,
-// "-1.2345678901234567e-308" and "-1000000000000000.0"). The functions write scratch bytes past
-// the returned end, never past these bounds; the row writers overwrite them with what follows.
-constexpr std::size_t kReprMaxChars = 24;
-constexpr std::size_t kShortestF32MaxChars = 19;
+// Bytes write_repr / write_shortest_f32 may write at `out`. Their texts are at most 24 and 19
+// characters ("-1.2345678901234567e-308", "-1000000000000000.0"), but they store digits 8 at a
+// time and so also write scratch bytes past the returned end, never past these bounds (the row
+// writers overwrite them with what follows). The tests check both.
+constexpr std::size_t kReprMaxBytes = 30;
+constexpr std::size_t kShortestF32MaxBytes = 22;
+constexpr std::size_t kReprMaxText = 24;
+constexpr std::size_t kShortestF32MaxText = 19;
 
 // The bytes a JSON row of `n` values may need, at most `max_value_chars` each ("[" v "," ... "]"),
 // in `*bytes`; false if that overflows size_t.
@@ -154,6 +157,30 @@ inline std::uint64_t round_to_odd_64(std::uint64_t g1, std::uint64_t g0, std::ui
     return vbp | (((z & mask63) + mask63) >> 63);
 }
 
+// The paper's choice, given s = floor(v / 10^k) and the interval's bounds (all scaled by 4 / 10^k,
+// rounded to odd): the one multiple of ten in the interval if there is one (one digit fewer: at
+// most one lies in it, as it is narrower than 10^(k+1), and if a shorter decimal does, so does that
+// multiple); otherwise whichever of s and s + 1 lies in it, the nearer if both (ties to even).
+// Java tries the multiple of ten from s >= 100 only, as it wants two digits at least; Python writes
+// 1e-322, not 9.9e-323, so here it is tried from s >= 10. (Selecting without branches measured
+// slower here.)
+template <typename U>
+inline U choose_digits(U s, U vb, U vbl, U vbr, U out) noexcept {
+    if (s >= 10) {
+        const U sp10 = s / 10 * 10;
+        const U tp10 = sp10 + 10;
+        const bool up_in = vbl + out <= static_cast<U>(sp10 << 2);
+        const bool wp_in = static_cast<U>(tp10 << 2) + out <= vbr;
+        if (up_in != wp_in) return up_in ? sp10 : tp10;
+    }
+    const U t = s + 1;
+    const bool u_in = vbl + out <= static_cast<U>(s << 2);
+    const bool w_in = static_cast<U>(t << 2) + out <= vbr;
+    if (u_in != w_in) return u_in ? s : t;
+    const U middle = static_cast<U>((s + t) << 1);
+    return (vb < middle || (vb == middle && (s & 1) == 0)) ? s : t;
+}
+
 // A finite, nonzero double's magnitude.
 inline decimal64 to_decimal64(std::uint64_t bits) noexcept {
     constexpr std::uint64_t hidden = std::uint64_t{1} << 52;
@@ -191,24 +218,7 @@ inline decimal64 to_decimal64(std::uint64_t bits) noexcept {
     const std::uint64_t vb = round_to_odd_64(g[0], g[1], cb << h);
     const std::uint64_t vbl = round_to_odd_64(g[0], g[1], cbl << h);
     const std::uint64_t vbr = round_to_odd_64(g[0], g[1], cbr << h);
-    const std::uint64_t s = vb >> 2;
-    if (s >= 10) {
-        // One digit fewer: at most one multiple of ten lies in the interval (it is narrower than
-        // 10^(k+1)), and if a shorter decimal does, so does that multiple. (Java tries this from
-        // s >= 100 only, as it wants two digits at least; Python writes 1e-322, not 9.9e-323.)
-        const std::uint64_t sp10 = s / 10 * 10;
-        const std::uint64_t tp10 = sp10 + 10;
-        const bool up_in = vbl + out <= sp10 << 2;
-        const bool wp_in = (tp10 << 2) + out <= vbr;
-        if (up_in != wp_in) return {up_in ? sp10 : tp10, k};
-    }
-    const std::uint64_t t = s + 1;
-    const bool u_in = vbl + out <= s << 2;
-    const bool w_in = (t << 2) + out <= vbr;
-    if (u_in != w_in) return {u_in ? s : t, k};
-    // Both in: the nearer one, ties to even.
-    const std::int64_t cmp = static_cast<std::int64_t>(vb - ((s + t) << 1));
-    return {(cmp < 0 || (cmp == 0 && (s & 1) == 0)) ? s : t, k};
+    return {choose_digits(vb >> 2, vb, vbl, vbr, out), k};
 }
 
 // The same for float32, with the 63-bit g1 + 1 (the paper's appendix for binary32).
@@ -257,20 +267,7 @@ inline decimal32 to_decimal32(std::uint32_t bits) noexcept {
     const std::uint32_t vb = round_to_odd_32(g, cb << h);
     const std::uint32_t vbl = round_to_odd_32(g, cbl << h);
     const std::uint32_t vbr = round_to_odd_32(g, cbr << h);
-    const std::uint32_t s = vb >> 2;
-    if (s >= 10) {
-        const std::uint32_t sp10 = s / 10 * 10;
-        const std::uint32_t tp10 = sp10 + 10;
-        const bool up_in = vbl + out <= sp10 << 2;
-        const bool wp_in = (tp10 << 2) + out <= vbr;
-        if (up_in != wp_in) return {up_in ? sp10 : tp10, k};
-    }
-    const std::uint32_t t = s + 1;
-    const bool u_in = vbl + out <= s << 2;
-    const bool w_in = (t << 2) + out <= vbr;
-    if (u_in != w_in) return {u_in ? s : t, k};
-    const std::int32_t cmp = static_cast<std::int32_t>(vb - ((s + t) << 1));
-    return {(cmp < 0 || (cmp == 0 && (s & 1) == 0)) ? s : t, k};
+    return {choose_digits(vb >> 2, vb, vbl, vbr, out), k};
 }
 
 // ---- digit emission ----
@@ -287,11 +284,13 @@ inline std::uint64_t digit_bytes8(std::uint32_t v) noexcept {
     return y_tens | ((y - y_tens * 10) << 8);
 }
 
-inline void store_digits8(char* at, std::uint64_t digit_bytes) noexcept {
-    std::uint64_t ascii = digit_bytes | 0x3030303030303030ull;
-    if (host_byte_order == byte_order::big) ascii = byteswap(ascii);
-    std::memcpy(at, &ascii, 8);
+// Stores 8 characters held in string order (the first in the lowest byte), on any host.
+inline void store_chars8(char* at, std::uint64_t chars) noexcept {
+    if (host_byte_order == byte_order::big) chars = byteswap(chars);
+    std::memcpy(at, &chars, 8);
 }
+
+constexpr std::uint64_t kAsciiZeros = 0x3030303030303030ull;
 
 // Significant digits in an 8-digit block, counting from its start, that are followed by zeros
 // only: 8 - trailing zero digits (0 for an all-zero block).
@@ -304,16 +303,26 @@ constexpr char kTwoDigits[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-// Python's layout around `digits` (`block` of `Width` ASCII digits, the first nonzero, followed by
-// zeros after the first `n`) with value d1.d2...dn * 10^e10. Writes at most Width + 7 bytes
-// (scientific) or Width + 5 (fixed; Width < 16: 18) at out.
-template <int Width>
-inline char* layout(char* out, const char* block, int n, int e10) noexcept {
-    static_assert(Width == 9 || Width == 17, "a float32 or a double digit block");
+// The digits of a value d1.d2...dn * 10^e10 as ASCII in string order: the first digit `lead`,
+// then `tail` (Words words of 8, the last padded with '0's), digits after the n-th all '0'.
+// Kept in registers: assembling them in a stack buffer and copying it out costs a store-forwarding
+// stall per value (the copy's loads span several narrower stores).
+template <int Words>
+struct digit_words {
+    char lead;
+    std::uint64_t tail[Words];  // digits 2..9 (and 10..17), then '0's
+    std::uint64_t first8;       // digits 1..8
+    std::uint64_t from9[Words]; // digits 9..16 (and 17, then '0's)
+};
+
+// Python's layout (see the top of this file). Writes at most 5 + 8 + 8 * Words bytes at out (the
+// 0.000ddd case; 1 more for the sign, written before): kReprMaxBytes, kShortestF32MaxBytes.
+template <int Words>
+inline char* layout(char* out, const digit_words<Words>& d, int n, int e10) noexcept {
     if (e10 < -4 || e10 >= 16) {
-        out[0] = block[0];
+        out[0] = d.lead;
         out[1] = '.';
-        std::memcpy(out + 2, block + 1, Width - 1);
+        for (int w = 0; w < Words; ++w) store_chars8(out + 2 + 8 * w, d.tail[w]);
         char* p = out + (n > 1 ? n + 1 : 1);
         p[0] = 'e';
         p[1] = e10 < 0 ? '-' : '+';
@@ -329,12 +338,13 @@ inline char* layout(char* out, const char* block, int n, int e10) noexcept {
     if (e10 < 0) {  // 0.000ddd
         std::memcpy(out, "0.000000", 8);
         char* p = out + 1 - e10;
-        std::memcpy(p, block, Width);
+        store_chars8(p, d.first8);
+        for (int w = 0; w < Words; ++w) store_chars8(p + 8 + 8 * w, d.from9[w]);
         return p + n;
     }
-    if (n <= e10 + 1) {  // an integer: ddd000.0
-        std::memcpy(out, block, Width);
-        if (Width < 16) std::memcpy(out + Width, "00000000", 8);
+    if (n <= e10 + 1) {  // an integer: ddd000.0 (the padding '0's reach digit 16)
+        store_chars8(out, d.first8);
+        store_chars8(out + 8, d.from9[0]);
         char* p = out + e10 + 1;
         p[0] = '.';
         p[1] = '0';
@@ -342,7 +352,8 @@ inline char* layout(char* out, const char* block, int n, int e10) noexcept {
     }
     // ddd.ddd: the digits one place right, then the integer part moved back over the gap (rare
     // for embeddings, whose values are mostly below 1).
-    std::memcpy(out + 1, block, Width);
+    store_chars8(out + 1, d.first8);
+    for (int w = 0; w < Words; ++w) store_chars8(out + 9 + 8 * w, d.from9[w]);
     for (int i = 0; i <= e10; ++i) out[i] = out[i + 1];
     out[e10 + 1] = '.';
     return out + n + 1;
@@ -371,11 +382,14 @@ inline char* write_repr(std::uint64_t double_bits, char* out) noexcept {
     const std::uint64_t lower_digits = digit_bytes8(lower);
     int n = 9 + significant_in8(lower_digits);
     if (n == 9) n = 1 + significant_in8(upper_digits);
-    char block[24];
-    block[0] = static_cast<char>('0' + lead);
-    store_digits8(block + 1, upper_digits);
-    store_digits8(block + 9, lower_digits);
-    return layout<17>(out, block, n, e10);
+    digit_words<2> w;
+    w.lead = static_cast<char>('0' + lead);
+    w.tail[0] = upper_digits | kAsciiZeros;
+    w.tail[1] = lower_digits | kAsciiZeros;
+    w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
+    w.from9[0] = (w.tail[0] >> 56) | (w.tail[1] << 8);
+    w.from9[1] = (w.tail[1] >> 56) | (kAsciiZeros << 8);
+    return layout<2>(out, w, n, e10);
 }
 
 // The shortest text of the finite float32 with these bits (see the top of this file).
@@ -393,10 +407,12 @@ inline char* write_shortest_f32(std::uint32_t float_bits, char* out) noexcept {
     const int e10 = d.exponent + length - 1;
     const std::uint32_t lead = digits9 / 100000000;
     const std::uint64_t rest_digits = digit_bytes8(digits9 - lead * 100000000);
-    char block[16];
-    block[0] = static_cast<char>('0' + lead);
-    store_digits8(block + 1, rest_digits);
-    return layout<9>(out, block, 1 + significant_in8(rest_digits), e10);
+    digit_words<1> w;
+    w.lead = static_cast<char>('0' + lead);
+    w.tail[0] = rest_digits | kAsciiZeros;
+    w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
+    w.from9[0] = (w.tail[0] >> 56) | (kAsciiZeros << 8);
+    return layout<1>(out, w, 1 + significant_in8(rest_digits), e10);
 }
 
 // The double with the same value as the float32 with these bits (exact; subnormals included).
@@ -416,7 +432,7 @@ inline std::uint64_t f32_bits_to_f64_bits(std::uint32_t f) noexcept {
 
 // One row as a JSON array, "[v,v,...]" without spaces ("[]" for none), each float32 value as
 // write_shortest_f32 (shortest) or as write_repr of the value widened to a double (repr). Writes at
-// most json_row_max_bytes(n, shortest ? kShortestF32MaxChars : kReprMaxChars) bytes. A NaN or
+// most json_row_max_bytes(n, shortest ? kShortestF32MaxBytes : kReprMaxBytes) bytes. A NaN or
 // infinity has no JSON text: returns nullptr with the first one's index in *bad.
 //
 // The finiteness check is made while writing, not in a pass before: one read of the row instead of
@@ -456,7 +472,7 @@ inline char* write_json_row_f32(const std::uint32_t* bits, std::size_t n, bool s
 }
 
 // The same for float64 values: repr in both modes (a double's shortest text is its repr).
-// Writes at most json_row_max_bytes(n, kReprMaxChars) bytes.
+// Writes at most json_row_max_bytes(n, kReprMaxBytes) bytes.
 inline char* write_json_row_f64(const std::uint64_t* bits, std::size_t n, char* out, std::size_t* bad) noexcept {
     *out++ = '[';
     if (n == 0) {

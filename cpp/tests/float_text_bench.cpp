@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
         std::memcpy(&b, &x, 4);
     }
     std::size_t row_bytes = 0;
-    tb::json_row_max_bytes(kDim, tb::kReprMaxChars, &row_bytes);
+    tb::json_row_max_bytes(kDim, tb::kReprMaxBytes, &row_bytes);
     std::vector<char> out(kRows * row_bytes + 64);
 
     const auto rows_with = [&](auto&& write_row) {

@@ -11,7 +11,8 @@
 //   * for every shortest token tested: read back as a double then rounded to float32, and read
 //     directly as float32, it gives the same float (so the "parse as double" reading never
 //     differs here), and repr(float(token)) == token;
-//   * no byte written at or past kReprMaxChars / kShortestF32MaxChars;
+//   * no byte written at or past kReprMaxBytes / kShortestF32MaxBytes, texts no longer than
+//     kReprMaxText / kShortestF32MaxText;
 //   * the row writers: n = 0, rows against the concatenated oracle, NaN/inf first, middle and last
 //     (the bad index), nothing written past json_row_max_bytes;
 //   * the same digits with the FP environment set to round upward (integer arithmetic only).
@@ -102,22 +103,23 @@ constexpr unsigned char kCanary = 0xa5;
 
 // Runs a writer into a canary-filled buffer; flags any byte written at or past `bound`.
 template <typename Writer>
-std::string guarded(Writer&& write, std::size_t bound, std::uint64_t bits) {
+std::string guarded(Writer&& write, std::size_t bound, std::size_t max_text, std::uint64_t bits) {
     unsigned char buffer[64];
     std::memset(buffer, kCanary, sizeof buffer);
     char* start = reinterpret_cast<char*>(buffer);
     char* end = write(start);
-    bool clean = static_cast<std::size_t>(end - start) <= bound;
+    bool clean = static_cast<std::size_t>(end - start) <= max_text;
     for (std::size_t i = bound; i < sizeof buffer; ++i) clean = clean && buffer[i] == kCanary;
     if (!clean) report_failure(__FILE__, __LINE__, "wrote past the bound for " + hex(bits));
     return std::string(start, end);
 }
 
 std::string repr_of(std::uint64_t b) {
-    return guarded([b](char* out) { return tb::write_repr(b, out); }, tb::kReprMaxChars, b);
+    return guarded([b](char* out) { return tb::write_repr(b, out); }, tb::kReprMaxBytes, tb::kReprMaxText, b);
 }
 std::string shortest_of(std::uint32_t b) {
-    return guarded([b](char* out) { return tb::write_shortest_f32(b, out); }, tb::kShortestF32MaxChars, b);
+    return guarded([b](char* out) { return tb::write_shortest_f32(b, out); }, tb::kShortestF32MaxBytes,
+                   tb::kShortestF32MaxText, b);
 }
 
 // The shortest token reads back to the same float32 both ways, and repr(float(token)) == token.
@@ -365,7 +367,7 @@ void test_rows() {
                 row[i] = b;
             }
             std::size_t bound = 0;
-            CHECK(tb::json_row_max_bytes(n, shortest ? tb::kShortestF32MaxChars : tb::kReprMaxChars, &bound));
+            CHECK(tb::json_row_max_bytes(n, shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes, &bound));
             std::vector<unsigned char> buffer(bound + 64, kCanary);
             std::size_t bad = 12345;
             char* start = reinterpret_cast<char*>(buffer.data());
@@ -386,7 +388,7 @@ void test_rows() {
                 expected += oracle::expected_repr(double_of(wide[i]));
             }
             expected += "]";
-            CHECK(tb::json_row_max_bytes(n, tb::kReprMaxChars, &bound));
+            CHECK(tb::json_row_max_bytes(n, tb::kReprMaxBytes, &bound));
             std::vector<unsigned char> buffer64(bound + 64, kCanary);
             start = reinterpret_cast<char*>(buffer64.data());
             end = tb::write_json_row_f64(wide.data(), n, start, &bad);
@@ -408,7 +410,7 @@ void test_rows() {
                 std::vector<std::uint32_t> row(n, bits_of(0.25f));
                 row[at] = nonfinite;
                 if (at + 1 < n) row[n - 1] = 0x7f800000u;  // a later one must not be the one named
-                std::vector<char> out(2 + n * (tb::kReprMaxChars + 1));
+                std::vector<char> out(2 + n * (tb::kReprMaxBytes + 1));
                 for (const bool shortest : {true, false}) {
                     std::size_t bad = 999999;
                     CHECK(tb::write_json_row_f32(row.data(), n, shortest, out.data(), &bad) == nullptr);
@@ -418,7 +420,7 @@ void test_rows() {
             for (const std::uint64_t nonfinite : bad64) {
                 std::vector<std::uint64_t> row(n, bits_of(0.25));
                 row[at] = nonfinite;
-                std::vector<char> out(2 + n * (tb::kReprMaxChars + 1));
+                std::vector<char> out(2 + n * (tb::kReprMaxBytes + 1));
                 std::size_t bad = 999999;
                 CHECK(tb::write_json_row_f64(row.data(), n, out.data(), &bad) == nullptr);
                 CHECK(bad == at);
@@ -432,7 +434,7 @@ void test_rows() {
     end = tb::write_json_row_f64(nullptr, 0, empty, &bad);
     CHECK(end == empty + 2 && std::memcmp(empty, "[]xx", 4) == 0);
     std::size_t bytes = 0;
-    CHECK(!tb::json_row_max_bytes(SIZE_MAX / 4, tb::kReprMaxChars, &bytes));
+    CHECK(!tb::json_row_max_bytes(SIZE_MAX / 4, tb::kReprMaxBytes, &bytes));
 }
 
 // The digits must not depend on the caller's rounding mode (integer arithmetic only).
