@@ -4,7 +4,10 @@
 //   write_repr(double bits)        == repr(x), i.e. json.dumps's text for a finite float;
 //   write_shortest_f32(float bits) == the fewest significant digits that read back to the same
 //       float32 (nearest to the exact value where several have that length, ties to an even last
-//       digit), laid out like repr, so that repr(float(token)) == token.
+//       digit), laid out like repr, so that repr(float(token)) == token. Every token reads back
+//       right both when parsed straight to float32 and when parsed as a double then rounded to
+//       float32; for one value (and its negative) that takes one digit more than Ryu / orjson /
+//       numpy write (see write_shortest_f32).
 // Layout (CPython's float_repr_style "short", format code 'r' with Py_DTSF_ADD_DOT_0): with the
 // digits d1 d2 ... dn and the value d1.d2...dn * 10^e, fixed notation when -4 <= e < 16
 // ("0.0001", "123.0", "1234567890123456.0"), otherwise "d1.d2...dne<sign><at least 2 digits>"
@@ -405,7 +408,17 @@ inline char* write_shortest_f32(std::uint32_t float_bits, char* out) noexcept {
         std::memcpy(out, "0.0", 3);
         return out + 3;
     }
-    const decimal32 d = to_decimal32(magnitude);
+    decimal32 d = to_decimal32(magnitude);
+    // Shortest digits are defined for a reader that parses straight to float32 (Ryu, orjson,
+    // numpy); a JSON client usually parses a double and then rounds it to float32, and the two
+    // readings differ for one token only, over all float32 values (found by
+    // tests/float_text_double_rounding_scan.cpp): 7.038531e-26, the shortest text of 0x15ae43fd,
+    // lies within half a double ulp of the midpoint between 0x15ae43fd and 0x15ae43fe, so as a
+    // double it rounds onto that midpoint, which then rounds to the even 0x15ae43fe. That value
+    // gets its nearest 8-digit text, 7.0385307e-26, which both readers read right. (0x15ae43fe
+    // keeps its own 8-digit 7.0385313e-26 rather than the 7-digit 7.038531e-26 that only a
+    // double-first reader takes for it.)
+    if (magnitude == 0x15ae43fdu) d = decimal32{70385307u, -33};
     const int length = decimal_length(d.digits);
     const std::uint32_t digits9 = d.digits * static_cast<std::uint32_t>(kPow10[9 - length]);
     const int e10 = d.exponent + length - 1;

@@ -80,9 +80,22 @@ inline char* expected_repr(double x, char* out) {
     return relayout(sci, r.ptr, out);
 }
 
+// to_chars's shortest float32 digits, unless a reader that parses a double and rounds it to float32
+// gets another float from them: then the correctly rounded text with one digit more, and so on
+// (the rule write_shortest_f32 follows; it applies to a single value, see there).
 inline char* expected_shortest_f32(float x, char* out) {
     char sci[64];
-    const std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    int significant = 0;
+    for (const char* p = sci; p < r.ptr && *p != 'e'; ++p) significant += (*p >= '0' && *p <= '9');
+    for (;;) {
+        double as_double = 0;
+        std::from_chars(sci, r.ptr, as_double);
+        const float narrowed = static_cast<float>(as_double);
+        if (std::memcmp(&narrowed, &x, 4) == 0 || significant >= 9) break;
+        r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific, significant);
+        ++significant;
+    }
     return relayout(sci, r.ptr, out);
 }
 

@@ -258,6 +258,13 @@ void test_goldens() {
         {9.8e-45f, "1e-44", "9.80908925027372e-45"},
         {0.0123456789f, "0.012345679", "0.012345679104328156"},
     };
+    // The one float32 whose Ryu/orjson/numpy digits (7.038531e-26) a double-first reader takes for
+    // its neighbour 0x15ae43fe; its neighbour keeps its own digits.
+    CHECK_EQ_STR(shortest_of(0x15ae43fdu), "7.0385307e-26", "double-rounding exception");
+    CHECK_EQ_STR(shortest_of(0x95ae43fdu), "-7.0385307e-26", "double-rounding exception");
+    CHECK_EQ_STR(shortest_of(0x15ae43feu), "7.0385313e-26", "double-rounding neighbour");
+    CHECK_EQ_STR(shortest_of(0x15ae43fcu), "7.03853e-26", "double-rounding neighbour");
+    for (const std::uint32_t b : {0x15ae43fcu, 0x15ae43fdu, 0x15ae43feu, 0x95ae43fdu}) check_float32(b, "exception");
     for (const auto& g : floats) {
         CHECK_EQ_STR(shortest_of(bits_of(g.x)), g.shortest, "shortest golden");
         CHECK_EQ_STR(repr_of(tb::f32_bits_to_f64_bits(bits_of(g.x))), g.repr, "widened repr golden");
