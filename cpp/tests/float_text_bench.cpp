@@ -119,16 +119,16 @@ int main(int argc, char** argv) {
     }
     std::printf("float_text_bench: %zu x %zu float32 N(0, 0.05), %d interleaved repeats, medians\n", kRows, kDim,
                 repeats);
-    const double base = [&] {
-        std::vector<double> v = contenders[3].ns_per_value;
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    }();
+    for (contender& c : contenders) std::sort(c.ns_per_value.begin(), c.ns_per_value.end());
+    const auto median = [](const contender& c) { return c.ns_per_value[c.ns_per_value.size() / 2]; };
+    const double float_base = median(contenders[3]);
+    const double double_base = median(contenders[4]);
+    std::printf("  %-40s %10s %12s %14s %15s\n", "", "ns/value", "bytes/value", "to_chars float", "to_chars double");
     for (contender& c : contenders) {
-        std::sort(c.ns_per_value.begin(), c.ns_per_value.end());
-        const double median = c.ns_per_value[c.ns_per_value.size() / 2];
-        std::printf("  %-40s %6.2f ns/value  %5.2f bytes/value (incl. ',')  %.2fx to_chars float\n", c.name, median,
-                    static_cast<double>(c.bytes) / static_cast<double>(values.size()), base / median);
+        std::printf("  %-40s %10.2f %12.2f %13.2fx %14.2fx\n", c.name, median(c),
+                    static_cast<double>(c.bytes) / static_cast<double>(values.size()), float_base / median(c),
+                    double_base / median(c));
     }
+    std::printf("  (bytes/value include the ',' after each value)\n");
     return 0;
 }
