@@ -129,8 +129,9 @@ inline int decimal_length(std::uint64_t v) noexcept {
 }
 
 // floor(e log10(2)), floor(e log10(2) + log10(3/4)), floor(e log2(10)) for the exponents used
-// here (|e| < 2000), with the fixed-point constants of Giulietti's paper, section 9.3. The right
-// shift of a negative value is arithmetic on every supported compiler (and by rule in C++20).
+// here (|e| <= 1074; exact over wider ranges), with the fixed-point constants of Giulietti's paper
+// (also Java's MathUtils). The right shift of a negative value is arithmetic on every supported
+// compiler (and by rule in C++20).
 inline int floor_log10_pow2(int e) noexcept {
     return static_cast<int>((static_cast<std::int64_t>(e) * 661971961083LL) >> 41);
 }
