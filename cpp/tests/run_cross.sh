@@ -4,7 +4,8 @@
 #   run_cross.sh s390x     s390x-linux-gnu-g++, run under qemu-s390x (a big-endian host)
 #   run_cross.sh aarch64   aarch64-linux-gnu-g++, run under qemu-aarch64 (the NEON kernel)
 #   run_cross.sh bench     the host's g++, builds and runs kernel_bench instead of the tests
-# Extra arguments go to the program (core_tests --quick: misalignments 0..7, sampled lengths).
+# Extra arguments go to the program (core_tests --quick: misalignments 0..7, sampled lengths;
+# float_text_tests, run after core_tests, --quick: 2^18 random patterns instead of 2^24).
 # Each kernel source gets its own instruction-set flags, as in cpp/CMakeLists.txt; nothing else does.
 set -euo pipefail
 
@@ -63,3 +64,8 @@ done
 
 echo "run_cross.sh: $arch ($cxx${runner[*]:+, under ${runner[*]}})"
 "${runner[@]}" "$work/$program" "$@"
+if [[ "$program" == core_tests ]]; then
+  # The float-text tests: one header (cpp/src/float_text.hpp), no kernel objects needed.
+  "$cxx" "${common[@]}" -I"$cpp/src" -static "$cpp/tests/float_text_tests.cpp" -o "$work/float_text_tests"
+  "${runner[@]}" "$work/float_text_tests" "$@"
+fi
