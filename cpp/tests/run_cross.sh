@@ -5,7 +5,8 @@
 #   run_cross.sh aarch64   aarch64-linux-gnu-g++, run under qemu-aarch64 (the NEON kernel)
 #   run_cross.sh bench     the host's g++, builds and runs kernel_bench instead of the tests
 # Extra arguments go to core_tests (--quick: misalignments 0..7, sampled lengths), which runs after
-# dispatch_tests (made-up CPUs), or to kernel_bench.
+# dispatch_tests (made-up CPUs), and to float_text_tests (--quick: 2^18 random patterns), or to
+# kernel_bench.
 # It builds through cpp/CMakeLists.txt (a cross build: CMAKE_SYSTEM_NAME and the cross compiler), so
 # the sources and each kernel's instruction-set flags are the ones written there, and nowhere else.
 set -euo pipefail
@@ -39,7 +40,7 @@ if [[ "$host" != "$(uname -m)" ]]; then
   config+=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$host")
 fi
 if command -v ninja >/dev/null; then config+=(-G Ninja); fi
-programs=(dispatch_tests core_tests)
+programs=(dispatch_tests float_text_tests core_tests)
 if [[ "$arch" == bench ]]; then programs=(kernel_bench); fi
 log="$work/build.log"
 { cmake -S "$cpp" -B "$work" "${config[@]}" &&
@@ -49,3 +50,4 @@ log="$work/build.log"
 echo "run_cross.sh: $arch ($cxx${runner[*]:+, under ${runner[*]}})"
 if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/dispatch_tests"; fi
 "${runner[@]}" "$work/${programs[-1]}" "$@"
+if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/float_text_tests" "$@"; fi

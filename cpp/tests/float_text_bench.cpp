@@ -1,0 +1,134 @@
+// Micro-benchmark of float_text.hpp: ns per value and bytes per value writing JSON rows of
+// N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread, against
+// libstdc++'s std::to_chars (shortest, float and the value widened to double) doing the same rows.
+// Medians of interleaved runs (the machine is shared: compare ratios within one run).
+//   float_text_bench [REPEATS]
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "float_text.hpp"
+
+namespace tb = tensorb64;
+
+namespace {
+
+constexpr std::size_t kRows = 64;
+constexpr std::size_t kDim = 3072;
+
+struct contender {
+    const char* name;
+    std::function<std::size_t(const std::uint32_t*, char*)> run;  // one batch; returns bytes written
+    std::vector<double> ns_per_value;
+    std::size_t bytes = 0;
+};
+
+// The row writer with the finiteness check as a separate pass first (the alternative the row
+// writer's comment weighs).
+char* row_check_first(const std::uint32_t* bits, std::size_t n, char* out, std::size_t* bad) {
+    std::uint32_t any = 0;
+    for (std::size_t i = 0; i < n; ++i) any |= ((bits[i] & 0x7f800000u) == 0x7f800000u);
+    if (any) {
+        for (std::size_t i = 0; i < n; ++i)
+            if ((bits[i] & 0x7f800000u) == 0x7f800000u) {
+                *bad = i;
+                return nullptr;
+            }
+    }
+    *out++ = '[';
+    for (std::size_t i = 0; i < n; ++i) {
+        out = tb::write_shortest_f32(bits[i], out);
+        *out++ = ',';
+    }
+    out[-1] = ']';
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int repeats = argc > 1 ? std::atoi(argv[1]) : 15;
+    std::mt19937_64 rng(42);
+    std::normal_distribution<float> embedding(0.0f, 0.05f);
+    std::vector<std::uint32_t> values(kRows * kDim);
+    for (std::uint32_t& b : values) {
+        const float x = embedding(rng);
+        std::memcpy(&b, &x, 4);
+    }
+    std::size_t row_bytes = 0;
+    tb::json_row_max_bytes(kDim, tb::kReprMaxBytes, &row_bytes);
+    std::vector<char> out(kRows * row_bytes + 64);
+
+    const auto rows_with = [&](auto&& write_row) {
+        return [&, write_row](const std::uint32_t* v, char* o) {
+            char* const start = o;
+            for (std::size_t r = 0; r < kRows; ++r) o = write_row(v + r * kDim, o);
+            return static_cast<std::size_t>(o - start);
+        };
+    };
+    std::vector<contender> contenders;
+    contenders.push_back({"tensorb64 shortest (float32)", rows_with([](const std::uint32_t* v, char* o) {
+                              std::size_t bad;
+                              return tb::write_json_row_f32(v, kDim, true, o, &bad);
+                          }), {}, 0});
+    contenders.push_back({"tensorb64 repr (widened to double)", rows_with([](const std::uint32_t* v, char* o) {
+                              std::size_t bad;
+                              return tb::write_json_row_f32(v, kDim, false, o, &bad);
+                          }), {}, 0});
+    contenders.push_back({"tensorb64 shortest, check-first pass", rows_with([](const std::uint32_t* v, char* o) {
+                              std::size_t bad;
+                              return row_check_first(v, kDim, o, &bad);
+                          }), {}, 0});
+    contenders.push_back({"std::to_chars float (shortest)", rows_with([](const std::uint32_t* v, char* o) {
+                              *o++ = '[';
+                              for (std::size_t i = 0; i < kDim; ++i) {
+                                  float x;
+                                  std::memcpy(&x, v + i, 4);
+                                  o = std::to_chars(o, o + 32, x).ptr;
+                                  *o++ = ',';
+                              }
+                              o[-1] = ']';
+                              return o;
+                          }), {}, 0});
+    contenders.push_back({"std::to_chars double (shortest)", rows_with([](const std::uint32_t* v, char* o) {
+                              *o++ = '[';
+                              for (std::size_t i = 0; i < kDim; ++i) {
+                                  float x;
+                                  std::memcpy(&x, v + i, 4);
+                                  o = std::to_chars(o, o + 32, static_cast<double>(x)).ptr;
+                                  *o++ = ',';
+                              }
+                              o[-1] = ']';
+                              return o;
+                          }), {}, 0});
+    for (int rep = 0; rep < repeats; ++rep) {
+        for (contender& c : contenders) {
+            const auto start = std::chrono::steady_clock::now();
+            c.bytes = c.run(values.data(), out.data());
+            const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+            c.ns_per_value.push_back(took.count() / static_cast<double>(values.size()));
+        }
+    }
+    std::printf("float_text_bench: %zu x %zu float32 N(0, 0.05), %d interleaved repeats, medians\n", kRows, kDim,
+                repeats);
+    for (contender& c : contenders) std::sort(c.ns_per_value.begin(), c.ns_per_value.end());
+    const auto median = [](const contender& c) { return c.ns_per_value[c.ns_per_value.size() / 2]; };
+    const double float_base = median(contenders[3]);
+    const double double_base = median(contenders[4]);
+    std::printf("  %-40s %10s %12s %14s %15s\n", "", "ns/value", "bytes/value", "to_chars float", "to_chars double");
+    for (contender& c : contenders) {
+        std::printf("  %-40s %10.2f %12.2f %13.2fx %14.2fx\n", c.name, median(c),
+                    static_cast<double>(c.bytes) / static_cast<double>(values.size()), float_base / median(c),
+                    double_base / median(c));
+    }
+    std::printf("  (bytes/value include the ',' after each value)\n");
+    return 0;
+}

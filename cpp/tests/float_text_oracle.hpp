@@ -1,0 +1,111 @@
+// The reference the float-text tests compare against, written apart from the fast code:
+// std::to_chars's shortest scientific text (libstdc++: Ryu) for the digits, and Python's repr
+// layout spelled out in the plainest way (CPython's format_float_short with mode 'r').
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+namespace float_text_oracle {
+
+// Python's layout for the digits d1..dn (no leading or trailing zeros) and the value
+// d1.d2...dn * 10^e10; writes at `out`, returns the end.
+inline char* python_layout(bool negative, const char* digits, int n, int e10, char* out) {
+    if (negative) *out++ = '-';
+    if (e10 >= -4 && e10 < 16) {
+        if (e10 < 0) {
+            *out++ = '0';
+            *out++ = '.';
+            for (int i = 0; i < -e10 - 1; ++i) *out++ = '0';
+            for (int i = 0; i < n; ++i) *out++ = digits[i];
+        } else if (n <= e10 + 1) {
+            for (int i = 0; i < n; ++i) *out++ = digits[i];
+            for (int i = n; i < e10 + 1; ++i) *out++ = '0';
+            *out++ = '.';
+            *out++ = '0';
+        } else {
+            for (int i = 0; i < n; ++i) {
+                if (i == e10 + 1) *out++ = '.';
+                *out++ = digits[i];
+            }
+        }
+        return out;
+    }
+    *out++ = digits[0];
+    if (n > 1) {
+        *out++ = '.';
+        for (int i = 1; i < n; ++i) *out++ = digits[i];
+    }
+    *out++ = 'e';
+    *out++ = e10 < 0 ? '-' : '+';
+    const int magnitude = e10 < 0 ? -e10 : e10;
+    if (magnitude >= 100) *out++ = static_cast<char>('0' + magnitude / 100);
+    *out++ = static_cast<char>('0' + magnitude / 10 % 10);
+    *out++ = static_cast<char>('0' + magnitude % 10);
+    return out;
+}
+
+// Rewrites to_chars's scientific text ("-1.2345e-05", "5e-324", "0e+00") in Python's layout.
+inline char* relayout(const char* sci, const char* sci_end, char* out) {
+    bool negative = false;
+    if (*sci == '-') {
+        negative = true;
+        ++sci;
+    }
+    char digits[32];
+    int n = 0;
+    const char* p = sci;
+    for (; p < sci_end && *p != 'e'; ++p)
+        if (*p != '.') digits[n++] = *p;
+    int e10 = 0;
+    const bool negative_exponent = p + 1 < sci_end && p[1] == '-';
+    for (const char* e = p + 2; e < sci_end; ++e) e10 = e10 * 10 + (*e - '0');
+    if (negative_exponent) e10 = -e10;
+    if (n == 1 && digits[0] == '0') {
+        if (negative) *out++ = '-';
+        std::memcpy(out, "0.0", 3);
+        return out + 3;
+    }
+    while (n > 1 && digits[n - 1] == '0') --n;  // to_chars writes none, but be sure
+    return python_layout(negative, digits, n, e10, out);
+}
+
+inline char* expected_repr(double x, char* out) {
+    char sci[64];
+    const std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    return relayout(sci, r.ptr, out);
+}
+
+// to_chars's shortest float32 digits, unless a reader that parses a double and rounds it to float32
+// gets another float from them: then the correctly rounded text with one digit more, and so on
+// (the rule write_shortest_f32 follows; it applies to a single value, see there).
+inline char* expected_shortest_f32(float x, char* out) {
+    char sci[64];
+    std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    int significant = 0;
+    for (const char* p = sci; p < r.ptr && *p != 'e'; ++p) significant += (*p >= '0' && *p <= '9');
+    for (;;) {
+        double as_double = 0;
+        std::from_chars(sci, r.ptr, as_double);
+        const float narrowed = static_cast<float>(as_double);
+        if (std::memcmp(&narrowed, &x, 4) == 0 || significant >= 9) break;
+        r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific, significant);
+        ++significant;
+    }
+    return relayout(sci, r.ptr, out);
+}
+
+inline std::string expected_repr(double x) {
+    char buf[64];
+    return std::string(buf, expected_repr(x, buf));
+}
+inline std::string expected_shortest_f32(float x) {
+    char buf[64];
+    return std::string(buf, expected_shortest_f32(x, buf));
+}
+
+}  // namespace float_text_oracle

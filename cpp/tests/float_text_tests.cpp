@@ -1,0 +1,491 @@
+// Tests of float_text.hpp (floats as Python's JSON number text). Plain C++17, the CHECK style of
+// core_tests.cpp; exits non-zero on a failure. The reference is float_text_oracle.hpp: std::to_chars's
+// shortest digits in a layout written out separately.
+//
+// What is covered, in both modes (write_shortest_f32, write_repr of the float32 widened) unless said:
+//   * goldens taken from CPython 3.11's repr (json.dumps's text) and from its float32 round trip;
+//   * every float16 and every bfloat16 value, as float32;
+//   * the float32 and double nearest each power of ten and their neighbours, each power of two,
+//     the layout thresholds (1e-4 and 1e16 with neighbours), max, min normal, subnormals, -0.0;
+//   * 2^24 random float32 bit patterns and 2^22 random double bit patterns (write_repr);
+//   * for every shortest token tested: read back as a double then rounded to float32, and read
+//     directly as float32, it gives the same float (so the "parse as double" reading never
+//     differs here), and repr(float(token)) == token;
+//   * no byte written at or past kReprMaxBytes / kShortestF32MaxBytes, texts no longer than
+//     kReprMaxText / kShortestF32MaxText;
+//   * the row writers: n = 0, rows against the concatenated oracle, NaN/inf first, middle and last
+//     (the bad index), nothing written past json_row_max_bytes;
+//   * the same digits with the FP environment set to round upward (integer arithmetic only).
+#include <cfenv>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "float_text.hpp"
+#include "float_text_oracle.hpp"
+#include "formats.hpp"
+
+namespace tb = tensorb64;
+namespace oracle = float_text_oracle;
+
+namespace {
+
+long passed = 0;
+long failed = 0;
+int reported = 0;
+
+void report_failure(const char* file, int line, const std::string& what) {
+    ++failed;
+    if (++reported <= 30) std::fprintf(stderr, "%s:%d: FAILED: %s\n", file, line, what.c_str());
+    if (reported == 30) std::fprintf(stderr, "(further failures not shown)\n");
+}
+
+#define CHECK(cond)                                                      \
+    do {                                                                 \
+        if (cond) {                                                      \
+            ++passed;                                                    \
+        } else {                                                         \
+            report_failure(__FILE__, __LINE__, "CHECK(" #cond ")");     \
+        }                                                                \
+    } while (0)
+
+#define CHECK_EQ_STR(actual, expected, context)                                            \
+    do {                                                                                   \
+        const std::string a_ = (actual);                                                   \
+        const std::string e_ = (expected);                                                 \
+        if (a_ == e_) {                                                                    \
+            ++passed;                                                                      \
+        } else {                                                                           \
+            report_failure(__FILE__, __LINE__,                                             \
+                           std::string(context) + ": got \"" + a_.substr(0, 80) +          \
+                               "\" expected \"" + e_.substr(0, 80) + "\"");                \
+        }                                                                                  \
+    } while (0)
+
+std::uint32_t bits_of(float x) {
+    std::uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b;
+}
+std::uint64_t bits_of(double x) {
+    std::uint64_t b;
+    std::memcpy(&b, &x, 8);
+    return b;
+}
+float float_of(std::uint32_t b) {
+    float x;
+    std::memcpy(&x, &b, 4);
+    return x;
+}
+double double_of(std::uint64_t b) {
+    double x;
+    std::memcpy(&x, &b, 8);
+    return x;
+}
+bool finite32(std::uint32_t b) { return (b & 0x7f800000u) != 0x7f800000u; }
+bool finite64(std::uint64_t b) { return (b & 0x7ff0000000000000ull) != 0x7ff0000000000000ull; }
+
+std::string hex(std::uint64_t b) {
+    char s[24];
+    std::snprintf(s, sizeof s, "0x%llx", static_cast<unsigned long long>(b));
+    return s;
+}
+
+constexpr unsigned char kCanary = 0xa5;
+
+// Runs a writer into a canary-filled buffer; flags any byte written at or past `bound`.
+template <typename Writer>
+std::string guarded(Writer&& write, std::size_t bound, std::size_t max_text, std::uint64_t bits) {
+    unsigned char buffer[64];
+    std::memset(buffer, kCanary, sizeof buffer);
+    char* start = reinterpret_cast<char*>(buffer);
+    char* end = write(start);
+    bool clean = static_cast<std::size_t>(end - start) <= max_text;
+    for (std::size_t i = bound; i < sizeof buffer; ++i) clean = clean && buffer[i] == kCanary;
+    if (!clean) report_failure(__FILE__, __LINE__, "wrote past the bound for " + hex(bits));
+    return std::string(start, end);
+}
+
+std::string repr_of(std::uint64_t b) {
+    return guarded([b](char* out) { return tb::write_repr(b, out); }, tb::kReprMaxBytes, tb::kReprMaxText, b);
+}
+std::string shortest_of(std::uint32_t b) {
+    return guarded([b](char* out) { return tb::write_shortest_f32(b, out); }, tb::kShortestF32MaxBytes,
+                   tb::kShortestF32MaxText, b);
+}
+
+// The shortest token reads back to the same float32 both ways, and repr(float(token)) == token.
+bool reads_back(const std::string& token, std::uint32_t b) {
+    double as_double = 0;
+    float as_float = 0;
+    const char* first = token.data();
+    const char* last = first + token.size();
+    if (std::from_chars(first, last, as_double).ec != std::errc()) return false;
+    if (std::from_chars(first, last, as_float).ec != std::errc()) return false;
+    const float via_double = static_cast<float>(as_double);  // round to nearest even (default env)
+    if (bits_of(via_double) != b || bits_of(as_float) != b) return false;
+    return repr_of(bits_of(as_double)) == token;
+}
+
+long float32_checked = 0;
+
+// Both modes for one finite float32.
+void check_float32(std::uint32_t b, const char* context) {
+    const float x = float_of(b);
+    const std::string shortest = shortest_of(b);
+    const std::string expected = oracle::expected_shortest_f32(x);
+    if (shortest != expected) {
+        report_failure(__FILE__, __LINE__, std::string(context) + " shortest " + hex(b) + ": got " + shortest +
+                                               " expected " + expected);
+    } else {
+        ++passed;
+    }
+    if (!reads_back(shortest, b)) {
+        report_failure(__FILE__, __LINE__, std::string(context) + " read back " + hex(b) + ": " + shortest);
+    }
+    const std::uint64_t wide = tb::f32_bits_to_f64_bits(b);
+    if (wide != bits_of(static_cast<double>(x))) {
+        report_failure(__FILE__, __LINE__, std::string(context) + " widening " + hex(b));
+    }
+    const std::string repr = repr_of(wide);
+    const std::string expected_repr = oracle::expected_repr(static_cast<double>(x));
+    if (repr != expected_repr) {
+        report_failure(__FILE__, __LINE__, std::string(context) + " repr " + hex(b) + ": got " + repr +
+                                               " expected " + expected_repr);
+    } else {
+        ++passed;
+    }
+    ++float32_checked;
+}
+
+void check_float32_and_neighbours(float x, int radius, const char* context) {
+    for (const float sign : {1.0f, -1.0f}) {
+        const std::uint32_t b = bits_of(sign * x);
+        for (int d = -radius; d <= radius; ++d) {
+            const std::uint32_t n = b + static_cast<std::uint32_t>(d);
+            if (finite32(n) && (n >> 31) == (b >> 31)) check_float32(n, context);
+        }
+    }
+}
+
+void check_double(std::uint64_t b, const char* context) {
+    const std::string got = repr_of(b);
+    const std::string expected = oracle::expected_repr(double_of(b));
+    if (got != expected) {
+        report_failure(__FILE__, __LINE__, std::string(context) + " repr " + hex(b) + ": got " + got +
+                                               " expected " + expected);
+    } else {
+        ++passed;
+    }
+}
+
+void check_double_and_neighbours(double x, int radius, const char* context) {
+    for (const double sign : {1.0, -1.0}) {
+        const std::uint64_t b = bits_of(sign * x);
+        for (int d = -radius; d <= radius; ++d) {
+            const std::uint64_t n = b + static_cast<std::uint64_t>(static_cast<std::int64_t>(d));
+            if (finite64(n) && (n >> 63) == (b >> 63)) check_double(n, context);
+        }
+    }
+}
+
+// ---- the tests ----
+
+void test_goldens() {
+    // From CPython 3.11: repr(x) and, for float32 values, repr(struct.unpack('f', ...)[0]).
+    const struct {
+        double x;
+        const char* repr;
+    } doubles[] = {
+        {0.0, "0.0"},
+        {-0.0, "-0.0"},
+        {1.0, "1.0"},
+        {-1.0, "-1.0"},
+        {0.1, "0.1"},
+        {0.3, "0.3"},
+        {123.0, "123.0"},
+        {123.456, "123.456"},
+        {1234567890123456.0, "1234567890123456.0"},
+        {9007199254740992.0, "9007199254740992.0"},
+        {1e16, "1e+16"},
+        {1.5e16, "1.5e+16"},
+        {9999999999999998.0, "9999999999999998.0"},
+        {1e-4, "0.0001"},
+        {9.999999999999999e-05, "9.999999999999999e-05"},
+        {1e-5, "1e-05"},
+        {1.5e-7, "1.5e-07"},
+        {1e22, "1e+22"},
+        {1e23, "1e+23"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {2.2250738585072014e-308, "2.2250738585072014e-308"},
+        {5e-324, "5e-324"},
+        {1e-323, "1e-323"},
+        {1e-322, "1e-322"},  // 20 * 2^-1074: Java would write 9.9E-323
+        {3.4028234663852886e+38, "3.4028234663852886e+38"},
+        {123456789012345680.0, "1.2345678901234568e+17"},
+        {0.00012345, "0.00012345"},
+        {-0.000123456789012345678, "-0.00012345678901234567"},
+    };
+    for (const auto& g : doubles) {
+        CHECK_EQ_STR(repr_of(bits_of(g.x)), g.repr, "repr golden");
+        CHECK_EQ_STR(oracle::expected_repr(g.x), g.repr, "oracle golden");  // the oracle agrees too
+    }
+    const struct {
+        float x;
+        const char* shortest;
+        const char* repr;
+    } floats[] = {
+        {0.1f, "0.1", "0.10000000149011612"},
+        {-0.1f, "-0.1", "-0.10000000149011612"},
+        {0.3f, "0.3", "0.30000001192092896"},
+        {1e-5f, "1e-05", "9.999999747378752e-06"},
+        {1e-4f, "0.0001", "9.999999747378752e-05"},
+        {1e15f, "1000000000000000.0", "999999986991104.0"},
+        {1e16f, "1e+16", "1.0000000272564224e+16"},
+        {16777216.0f, "16777216.0", "16777216.0"},
+        {16777218.0f, "16777218.0", "16777218.0"},
+        {3.4028235e38f, "3.4028235e+38", "3.4028234663852886e+38"},
+        {1.17549435e-38f, "1.1754944e-38", "1.1754943508222875e-38"},
+        {1.4e-45f, "1e-45", "1.401298464324817e-45"},
+        {9.8e-45f, "1e-44", "9.80908925027372e-45"},
+        {0.0123456789f, "0.012345679", "0.012345679104328156"},
+    };
+    // The one float32 whose Ryu/orjson/numpy digits (7.038531e-26) a double-first reader takes for
+    // its neighbour 0x15ae43fe; its neighbour keeps its own digits.
+    CHECK_EQ_STR(shortest_of(0x15ae43fdu), "7.0385307e-26", "double-rounding exception");
+    CHECK_EQ_STR(shortest_of(0x95ae43fdu), "-7.0385307e-26", "double-rounding exception");
+    CHECK_EQ_STR(shortest_of(0x15ae43feu), "7.0385313e-26", "double-rounding neighbour");
+    CHECK_EQ_STR(shortest_of(0x15ae43fcu), "7.03853e-26", "double-rounding neighbour");
+    for (const std::uint32_t b : {0x15ae43fcu, 0x15ae43fdu, 0x15ae43feu, 0x95ae43fdu}) check_float32(b, "exception");
+    for (const auto& g : floats) {
+        CHECK_EQ_STR(shortest_of(bits_of(g.x)), g.shortest, "shortest golden");
+        CHECK_EQ_STR(repr_of(tb::f32_bits_to_f64_bits(bits_of(g.x))), g.repr, "widened repr golden");
+    }
+}
+
+void test_half_and_bfloat16() {
+    for (std::uint32_t h = 0; h < 0x10000; ++h) {
+        const std::uint32_t from_half = tb::f16_to_f32(static_cast<std::uint16_t>(h));
+        if (finite32(from_half)) check_float32(from_half, "float16");
+        const std::uint32_t from_bf16 = h << 16;
+        if (finite32(from_bf16)) check_float32(from_bf16, "bfloat16");
+    }
+}
+
+void test_powers_and_thresholds() {
+    for (int e = -46; e <= 39; ++e) {
+        const std::string text = "1e" + std::to_string(e);
+        float x = 0;
+        std::from_chars(text.data(), text.data() + text.size(), x);
+        if (x != 0 && std::isfinite(x)) check_float32_and_neighbours(x, 3, "power of ten (float32)");
+        for (const char* lead : {"2", "5", "9.999999", "1.0000001", "9.9999999"}) {
+            const std::string other = std::string(lead) + "e" + std::to_string(e);
+            std::from_chars(other.data(), other.data() + other.size(), x);
+            if (x != 0 && std::isfinite(x)) check_float32_and_neighbours(x, 1, "near a power of ten (float32)");
+        }
+    }
+    for (int e = -325; e <= 309; ++e) {
+        const std::string text = "1e" + std::to_string(e);
+        double x = 0;
+        std::from_chars(text.data(), text.data() + text.size(), x);
+        if (x != 0 && std::isfinite(x)) check_double_and_neighbours(x, 3, "power of ten (double)");
+        for (const char* lead : {"9.999999999999999", "1.0000000000000002", "5"}) {
+            const std::string other = std::string(lead) + "e" + std::to_string(e);
+            std::from_chars(other.data(), other.data() + other.size(), x);
+            if (x != 0 && std::isfinite(x)) check_double_and_neighbours(x, 1, "near a power of ten (double)");
+        }
+    }
+    for (int e = -149; e <= 127; ++e) check_float32_and_neighbours(std::ldexp(1.0f, e), 2, "power of two");
+    for (int e = -1074; e <= 1023; ++e) check_double_and_neighbours(std::ldexp(1.0, e), 2, "power of two");
+    // Layout thresholds and extremes.
+    for (const double x : {1e-4, 1e16, 1e15, 1.0, 1e-5, 9.5e-5, 0.5})
+        check_double_and_neighbours(x, 16, "threshold (double)");
+    for (const float x : {1e-4f, 1e16f, 1e15f, 1.0f, 1e-5f, 9.5e-5f, 0.5f, 16777216.0f})
+        check_float32_and_neighbours(x, 64, "threshold (float32)");
+    check_float32_and_neighbours(std::numeric_limits<float>::max(), 64, "max (float32)");
+    check_float32_and_neighbours(std::numeric_limits<float>::min(), 64, "min normal (float32)");
+    check_double_and_neighbours(std::numeric_limits<double>::max(), 64, "max (double)");
+    check_double_and_neighbours(std::numeric_limits<double>::min(), 64, "min normal (double)");
+    check_float32(0x80000000u, "-0.0");
+    check_float32(0, "0.0");
+    check_double(0x8000000000000000ull, "-0.0");
+    // Subnormals: the smallest 2^16 and the largest 2^16 of each width, both signs.
+    for (std::uint32_t b = 0; b < 0x10000; ++b) {
+        for (const std::uint32_t sign : {0u, 0x80000000u}) {
+            check_float32(sign | b, "small subnormal (float32)");
+            check_float32(sign | (0x7fffffu - b), "large subnormal (float32)");
+            check_double((std::uint64_t{sign} << 32) | b, "small subnormal (double)");
+            check_double((std::uint64_t{sign} << 32) | (0xfffffffffffffull - b), "large subnormal (double)");
+        }
+    }
+    // Integers around 2^24 and 2^53 (the integer fast path's edges).
+    for (std::uint32_t i = 0; i < 4096; ++i) {
+        check_float32(bits_of(static_cast<float>(i)), "small integer (float32)");
+        check_float32(bits_of(16777216.0f) - 2048 + i, "near 2^24 (float32)");
+        check_double(bits_of(9007199254740992.0) - 2048 + i, "near 2^53 (double)");
+        check_double(bits_of(static_cast<double>(i) * 1e15), "multiple of 1e15 (double)");
+    }
+}
+
+void test_random(int log2_count) {
+    std::mt19937_64 rng(20261129);
+    const std::uint64_t count = std::uint64_t{1} << log2_count;
+    for (std::uint64_t i = 0; i < count; ++i) {
+        const std::uint32_t b = static_cast<std::uint32_t>(rng());
+        if (finite32(b)) check_float32(b, "random float32");
+    }
+    std::normal_distribution<float> embedding(0.0f, 0.05f);
+    for (std::uint64_t i = 0; i < count / 16; ++i) check_float32(bits_of(embedding(rng)), "N(0, 0.05)");
+    for (std::uint64_t i = 0; i < count / 4; ++i) {
+        const std::uint64_t b = rng();
+        if (finite64(b)) check_double(b, "random double");
+    }
+}
+
+// Row writers against the oracle, with a canary after the declared bound.
+std::string row_oracle_f32(const std::vector<std::uint32_t>& row, bool shortest) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < row.size(); ++i) {
+        if (i) s += ',';
+        const float x = float_of(row[i]);
+        s += shortest ? oracle::expected_shortest_f32(x) : oracle::expected_repr(static_cast<double>(x));
+    }
+    return s + "]";
+}
+
+void test_rows() {
+    std::mt19937_64 rng(7);
+    std::normal_distribution<float> embedding(0.0f, 0.05f);
+    for (std::size_t n = 0; n <= 70; ++n) {
+        for (const bool shortest : {true, false}) {
+            std::vector<std::uint32_t> row(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                // Mostly embeddings, some wide-range values so the longest texts occur.
+                std::uint32_t b = (rng() % 4 == 0) ? static_cast<std::uint32_t>(rng()) : bits_of(embedding(rng));
+                if (!finite32(b)) b &= 0xbfffffffu;
+                row[i] = b;
+            }
+            std::size_t bound = 0;
+            CHECK(tb::json_row_max_bytes(n, shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes, &bound));
+            std::vector<unsigned char> buffer(bound + 64, kCanary);
+            std::size_t bad = 12345;
+            char* start = reinterpret_cast<char*>(buffer.data());
+            char* end = tb::write_json_row_f32(row.data(), n, shortest, start, &bad);
+            CHECK(end != nullptr && bad == 12345);
+            if (!end) continue;
+            CHECK_EQ_STR(std::string(start, end), row_oracle_f32(row, shortest), "row f32");
+            bool clean = true;
+            for (std::size_t i = bound; i < buffer.size(); ++i) clean = clean && buffer[i] == kCanary;
+            CHECK(clean);
+
+            // The same values as doubles (repr in both modes).
+            std::vector<std::uint64_t> wide(n);
+            std::string expected = "[";
+            for (std::size_t i = 0; i < n; ++i) {
+                wide[i] = (i % 3 == 0) ? rng() & 0xbfffffffffffffffull : tb::f32_bits_to_f64_bits(row[i]);
+                if (i) expected += ',';
+                expected += oracle::expected_repr(double_of(wide[i]));
+            }
+            expected += "]";
+            CHECK(tb::json_row_max_bytes(n, tb::kReprMaxBytes, &bound));
+            std::vector<unsigned char> buffer64(bound + 64, kCanary);
+            start = reinterpret_cast<char*>(buffer64.data());
+            end = tb::write_json_row_f64(wide.data(), n, start, &bad);
+            CHECK(end != nullptr);
+            if (!end) continue;
+            CHECK_EQ_STR(std::string(start, end), expected, "row f64");
+            clean = true;
+            for (std::size_t i = bound; i < buffer64.size(); ++i) clean = clean && buffer64[i] == kCanary;
+            CHECK(clean);
+        }
+    }
+    // Non-finite values: first, middle, last; NaN, +inf, -inf; the index of the first.
+    const std::uint32_t bad32[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffffffffu};
+    const std::uint64_t bad64[] = {0x7ff8000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
+                                   0x7ff0000000000001ull};
+    for (const std::size_t n : {1u, 2u, 5u, 100u}) {
+        for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+            for (const std::uint32_t nonfinite : bad32) {
+                std::vector<std::uint32_t> row(n, bits_of(0.25f));
+                row[at] = nonfinite;
+                if (at + 1 < n) row[n - 1] = 0x7f800000u;  // a later one must not be the one named
+                std::vector<char> out(2 + n * (tb::kReprMaxBytes + 1));
+                for (const bool shortest : {true, false}) {
+                    std::size_t bad = 999999;
+                    CHECK(tb::write_json_row_f32(row.data(), n, shortest, out.data(), &bad) == nullptr);
+                    CHECK(bad == at);
+                }
+            }
+            for (const std::uint64_t nonfinite : bad64) {
+                std::vector<std::uint64_t> row(n, bits_of(0.25));
+                row[at] = nonfinite;
+                std::vector<char> out(2 + n * (tb::kReprMaxBytes + 1));
+                std::size_t bad = 999999;
+                CHECK(tb::write_json_row_f64(row.data(), n, out.data(), &bad) == nullptr);
+                CHECK(bad == at);
+            }
+        }
+    }
+    char empty[4] = {'x', 'x', 'x', 'x'};
+    std::size_t bad = 0;
+    char* end = tb::write_json_row_f32(nullptr, 0, true, empty, &bad);
+    CHECK(end == empty + 2 && std::memcmp(empty, "[]xx", 4) == 0);
+    end = tb::write_json_row_f64(nullptr, 0, empty, &bad);
+    CHECK(end == empty + 2 && std::memcmp(empty, "[]xx", 4) == 0);
+    std::size_t bytes = 0;
+    CHECK(!tb::json_row_max_bytes(SIZE_MAX / 4, tb::kReprMaxBytes, &bytes));
+}
+
+// The digits must not depend on the caller's rounding mode (integer arithmetic only).
+void test_rounding_mode() {
+    std::mt19937_64 rng(99);
+    std::vector<std::uint32_t> values(20000);
+    std::vector<std::string> shortest(values.size()), repr(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        std::uint32_t b = static_cast<std::uint32_t>(rng());
+        if (!finite32(b)) b &= 0xbfffffffu;
+        values[i] = b;
+        shortest[i] = shortest_of(b);
+        repr[i] = repr_of(tb::f32_bits_to_f64_bits(b));
+    }
+    for (const int mode : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO}) {
+        const int saved = std::fegetround();
+        std::fesetround(mode);
+        bool same = true;
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            same = same && shortest_of(values[i]) == shortest[i];
+            same = same && repr_of(tb::f32_bits_to_f64_bits(values[i])) == repr[i];
+        }
+        std::fesetround(saved);
+        CHECK(same);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    const auto timed = [](const char* what, auto&& test) {
+        const auto start = std::chrono::steady_clock::now();
+        test();
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        std::printf("  %-28s %.2f s\n", what, took.count());
+    };
+    timed("goldens", test_goldens);
+    timed("float16 and bfloat16", test_half_and_bfloat16);
+    timed("powers, thresholds, edges", test_powers_and_thresholds);
+    timed("random bit patterns", [&] { test_random(quick ? 18 : 24); });
+    timed("rows", test_rows);
+    timed("rounding mode", test_rounding_mode);
+    std::printf("float_text_tests: %ld float32 values in both modes; %ld passed, %ld failed\n",
+                float32_checked, passed, failed);
+    return failed == 0 ? 0 : 1;
+}
