@@ -81,6 +81,27 @@ enum class row_output : std::uint8_t {
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
                  unsigned threads = 1, row_output output = row_output::base64);
 
+// ---- The /v1/embeddings response body ------------------------------------------------------
+//
+// The entries of a response's "data" array for base64 rows, comma-separated, without the
+// brackets (the caller writes `[` and `]` with the rest of the envelope, so that batches of rows
+// written separately concatenate with a comma between them):
+//   {"object":"embedding","index":I,"embedding":"<base64 of row I>"},{"object":...}
+// I runs from `first_index`; each row's text is what encode_rows writes for it. No rows: nothing.
+
+// The exact length of those entries for `rows` rows of `row_length` elements converted to
+// `target`, indices first_index .. first_index + rows - 1. Returns false, leaving `size`
+// untouched, when that length (or the last index) does not fit in a size_t.
+bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
+                      std::size_t first_index, std::size_t* size) noexcept;
+
+// Writes those entries to `out`, which holds exactly base64_data_size(...) chars: lays out each
+// row's wrapper, then has encode_rows (`threads` as there) fill each row's text in place.
+// Returns the end of what it wrote. Throws std::invalid_argument when !can_convert(source type,
+// target type) (before writing anything), std::bad_alloc if the row table cannot be allocated.
+char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
+                        char* out, unsigned threads = 1);
+
 // ---- SIMD levels ---------------------------------------------------------------------------
 
 enum class simd_level : std::uint8_t { scalar, avx2, avx512, neon };
