@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -326,6 +327,49 @@ std::vector<std::string> available_levels() {
     return names;
 }
 
+// ---- The /v1/embeddings response body, base64 rows (issue 12) -------------------------------
+// One bytes object: `head` (the envelope up to and including `"data":[`), the data entries of
+// every row written by the core, then `tail` (`]` and the rest of the envelope). Every size is
+// checked before the one allocation; the GIL is released while the core writes. Self-contained:
+// it reads its input through rows_of_buffer like encode_rows (to be re-pointed at the common
+// input reader).
+py::bytes response_body_base64(const py::buffer& array, std::string_view source_dtype,
+                               std::string_view source_order, const py::object& dtype,
+                               const py::object& byteorder, const py::bytes& head,
+                               const py::bytes& tail, std::size_t first_index, unsigned threads) {
+    const tensorb64::element_format target = output_format(dtype, byteorder);
+    const py::buffer_info info = array.request();
+    const tensorb64::strided_rows source =
+        rows_of_buffer(info, source_format(source_dtype, source_order), false);
+    check_convertible(source, target);
+    const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(head.ptr()));
+    const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(tail.ptr()));
+    std::size_t data_size = 0;
+    const std::size_t limit = static_cast<std::size_t>(PY_SSIZE_T_MAX);
+    if (!tensorb64::base64_data_size(source.rows, source.row_length, target.type, first_index, &data_size) ||
+        data_size > limit - head_size || data_size + head_size > limit - tail_size) {
+        throw py::value_error("response body too large: " + std::to_string(source.rows) + " rows of " +
+                              std::to_string(source.row_length) + " " + tensorb64::to_string(target.type) +
+                              " values as base64 would exceed the largest possible bytes object (" +
+                              std::to_string(limit) + " bytes)");
+    }
+    const std::size_t size = head_size + data_size + tail_size;
+    PyObject* body = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+    if (body == nullptr) throw py::error_already_set();  // MemoryError, naming nothing more than Python does
+    auto result = py::reinterpret_steal<py::bytes>(body);
+    char* out = PyBytes_AS_STRING(body);
+    const char* head_bytes = PyBytes_AS_STRING(head.ptr());
+    const char* tail_bytes = PyBytes_AS_STRING(tail.ptr());
+    {
+        py::gil_scoped_release release;
+        std::memcpy(out, head_bytes, head_size);
+        char* end = tensorb64::write_base64_data(source, target, first_index, out + head_size, threads);
+        std::memcpy(end, tail_bytes, tail_size);
+    }
+    return result;
+}
+// ---- end of the response body block ---------------------------------------------------------
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -392,6 +436,12 @@ PYBIND11_MODULE(_native, m) {
         },
         py::arg("elements"), py::arg("element_size"),
         "Length of the base64 text of `elements` elements; ValueError if no str can hold it.");
+    // The response body, base64 rows (issue 12): see response_body_base64 above.
+    m.def("response_body_base64", &response_body_base64, py::arg("array"), py::arg("source_dtype"),
+          py::arg("source_order"), py::arg("dtype"), py::arg("byteorder"), py::arg("head"),
+          py::arg("tail"), py::arg("first_index"), py::arg("threads"),
+          "head + the data entries of every row of a 1-D (one row) or 2-D buffer as base64 + tail, "
+          "in one bytes object.");
     m.def("simd_level", [] { return std::string(tensorb64::to_string(tensorb64::active_simd_level())); },
           "The SIMD level of the kernel in use.");
     m.def("available_simd_levels", &available_levels,

@@ -7,22 +7,32 @@
 One name, because this is the whole of what a worker does between its pooling output and its
 response body: cut each row to ``dimensions`` (a view, never a copy), turn the rows into either
 base64 strings (one ``encode_rows`` call for the batch) or lists of floats (one ``.tolist()``),
-and number them. Everything else in a response (``model``, ``usage``) is the server's business.
+and number them.
+
+``response_body`` goes one step further: the whole response body, as the bytes Starlette's
+``JSONResponse`` would send for ``{"object": "list", "data": ..., "model": ..., "usage": ...}``,
+written by the core in one pass into one ``bytes`` object (``iter_response_body``: the same bytes
+in bounded chunks, for ``StreamingResponse``).
 """
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Mapping
 from numbers import Integral
 
 import numpy as np
 
-from ._encode import encode_rows
-from ._inputs import EXTENSION_DTYPE_STORAGE, as_numeric, torch_if_imported
+from . import _native
+from ._encode import _check_threads, encode_rows
+from ._formats import STORAGE, byteorder_name, output_dtype
+from ._inputs import EXTENSION_DTYPE_STORAGE, as_core_array, as_numeric, torch_if_imported
 
-__all__ = ["embedding_data"]
+__all__ = ["embedding_data", "response_body", "iter_response_body"]
 
 ENCODING_FORMATS = ("float", "base64")
-
+FLOAT_FORMATS = ("repr", "shortest")
 
 
 def _is_index(value) -> bool:
@@ -45,6 +55,18 @@ def _rows(embeddings):
     if rows.ndim != 2:
         raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(rows.shape)}")
     return rows
+
+
+def _cut(rows, dimensions):
+    """The first ``dimensions`` values of each row (a view: strides do the truncation), or the
+    rows themselves for None; ValueError naming the accepted range otherwise."""
+    if dimensions is None:
+        return rows
+    width = rows.shape[1]
+    if not _is_index(dimensions) or not 1 <= dimensions <= width:
+        accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
+        raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
+    return rows[:, : int(dimensions)]
 
 
 def _float_lists(rows) -> list:
@@ -92,15 +114,298 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
         raise ValueError(f"unknown encoding_format {encoding_format!r}; expected 'float' or 'base64'")
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
-    rows = _rows(embeddings)
-    if dimensions is not None:
-        width = rows.shape[1]
-        if not _is_index(dimensions) or not 1 <= dimensions <= width:
-            accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
-            raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
-        rows = rows[:, : int(dimensions)]  # a view: strides do the truncation
+    rows = _cut(_rows(embeddings), dimensions)
     if encoding_format == "base64":
         values = encode_rows(rows)
     else:
         values = _float_lists(rows)
     return [{"object": "embedding", "index": start_index + i, "embedding": value} for i, value in enumerate(values)]
+
+
+# ---- the whole response body --------------------------------------------------------------------
+
+# Exactly what Starlette's JSONResponse (and so FastAPI) renders with: json.dumps(content,
+# ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# Each row's float list, as json.dumps writes it (float.__repr__ of each value).
+_encode_float_row = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
+
+# The chunk size of iter_response_body when none is given.
+DEFAULT_CHUNK_SIZE = 1 << 20
+# Upper bounds used to plan chunks: the JSON around one row (base64 has its two quotes; a float
+# row its two brackets instead), and the longest text of one value in a float row
+# ("-2.2250738585072014e-308", 24 chars: 17 significant digits, a sign, a point, a 3-digit exponent).
+_ENTRY_WRAPPER = len('{"object":"embedding","index":,"embedding":""}')
+_FLOAT_TEXT_MAX = 24
+
+
+def _envelope(model, usage, extra) -> tuple:
+    """(head, tail): the UTF-8 bytes of the response body before and after the data entries.
+
+    head is ``{"object":"list","data":[`` and tail ``],"model":...,"usage":...,<extra>}``, cut
+    from json.dumps of the envelope itself, so every key and value is written exactly as
+    JSONResponse writes it: json.dumps of a dict is ``{`` + the ``"key":value`` of each item in
+    insertion order, joined by ``,``, + ``}``, and "data" is always the second item of
+    ``{"object": "list", "data": ..., "model": model, "usage": usage, **extra}`` (an ``extra``
+    that overrides "object", "model" or "usage" keeps that key's place, as the dict does).
+    """
+    if not isinstance(model, str):
+        raise TypeError(f"model must be a str, got {type(model).__name__}")
+    if usage is None:
+        usage = {"prompt_tokens": 0, "total_tokens": 0}
+    elif not isinstance(usage, dict):
+        raise TypeError(f"usage must be a dict (or None for zero token counts), got {type(usage).__name__}")
+    if extra is None:
+        extra = {}
+    elif not isinstance(extra, Mapping):
+        raise TypeError(f"extra must be a dict of top-level fields (or None), got {type(extra).__name__}")
+    elif "data" in extra:
+        raise ValueError('extra cannot set "data": the data entries are the embeddings themselves')
+    body = {"object": "list", "data": None, "model": model, "usage": usage, **extra}
+    items = iter(body.items())
+    first = dict([next(items)])  # "object"
+    next(items)  # "data"
+    rest = dict(items)
+    try:
+        head = _JSON.encode(first)[:-1] + ',"data":['
+        tail = "]," + _JSON.encode(rest)[1:]
+        return head.encode("utf-8"), tail.encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as e:  # UnicodeEncodeError is a ValueError
+        raise _envelope_error(body, extra, e) from e
+
+
+def _envelope_error(body: dict, extra, error: Exception) -> ValueError:
+    """A ValueError naming the part of the envelope (model, usage or a key of extra) that json
+    or UTF-8 cannot encode."""
+    for key, value in body.items():
+        if key == "data":
+            continue
+        try:
+            _JSON.encode({key: value}).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as e:
+            error = e
+            where = f"extra[{key!r}]" if key in extra else key
+            break
+    else:
+        where = "the envelope"
+    if isinstance(error, UnicodeEncodeError):
+        reason = f"it holds a lone surrogate ({error.object[error.start : error.end]!r}), which UTF-8 cannot encode"
+    else:
+        reason = f"json cannot serialise it ({error})"
+    return ValueError(f"{where} cannot be written into the response body: {reason}")
+
+
+def _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads):
+    """Every argument checked, before anything is built: (rows, head, tail)."""
+    if encoding_format not in ENCODING_FORMATS:
+        raise ValueError(f"unknown encoding_format {encoding_format!r}; expected 'float' or 'base64'")
+    if float_format not in FLOAT_FORMATS:
+        raise ValueError(f"unknown float_format {float_format!r}; expected 'repr' or 'shortest'")
+    output_dtype(dtype)  # ValueError naming the accepted dtypes
+    byteorder_name(byteorder)  # ValueError naming the accepted byte orders
+    _check_threads(threads)
+    head, tail = _envelope(model, usage, extra)
+    rows = _cut(_rows(embeddings), dimensions)
+    return rows, head, tail
+
+
+def _base64_data(rows, dtype, byteorder, threads, *, first_index=0, head=b"", tail=b"") -> bytes:
+    """head + the data entries of ``rows`` as base64 (indices from first_index) + tail, written
+    by the core into one bytes object."""
+    array, source, order = as_core_array(rows, dtype)
+    return _native.response_body_base64(array, source, order, dtype, byteorder, head, tail, first_index, threads)
+
+
+def _float_data_array(rows, float_format: str, threads: int, *, first_index: int = 0, head: bytes = b"", tail: bytes = b"") -> bytes:
+    """head + the data entries of ``rows`` with float embeddings + tail, in one bytes object.
+
+    The contract (the core's float-text writer will take this function's place, keeping it):
+
+    * rows: a 2-D torch tensor (CPU or not) or numpy array of real numbers, any strides.
+    * The entries are ``{"object":"embedding","index":I,"embedding":[v,v,...]}`` joined by
+      ``,`` with no brackets around them (head ends with ``[``, tail starts with ``]``; slices of
+      rows written separately concatenate with a ``,`` between them), I from first_index.
+    * float_format="repr": each row's text is exactly ``json.dumps(row.to(torch.float32).tolist(),
+      separators=(",", ":"))``: bf16/fp16 widen exactly, float64 rounds to float32 (beyond its
+      range: inf, refused below), each value written as ``repr(float(v))``.
+      float_format="shortest": the fewest digits that read back to the same float32 (issue 11).
+    * NaN and ±inf have no JSON text: ValueError naming the row (its index) and the column,
+      before the result is returned.
+    * threads: may split rows across that many threads (this reference ignores it).
+
+    This body is the pure-Python reference, correct but slow (json of ``tolist()``); it builds
+    the body in a BytesIO (about 1.13x the body at its peak) from blocks of 64 rows.
+    """
+    if float_format == "shortest":
+        raise NotImplementedError(
+            'float_format="shortest" needs the core float-text writer (issue 11), not merged yet; use float_format="repr"'
+        )
+    out = io.BytesIO()
+    out.write(head)
+    count = rows.shape[0]
+    for start in range(0, count, 64):
+        block = _float32_array(rows[start : start + 64])
+        _check_finite(block, first_index + start)
+        for i, row in enumerate(block.tolist(), start):
+            if i:
+                out.write(b",")
+            out.write(b'{"object":"embedding","index":%d,"embedding":%s}' % (first_index + i, _encode_float_row(row).encode()))
+    out.write(tail)
+    return out.getvalue()
+
+
+def _float32_array(rows) -> np.ndarray:
+    """The rows' values as a float32 numpy array, as ``tensor.to(torch.float32)`` gives them
+    (no copy when they already are float32 in memory numpy can view)."""
+    if isinstance(rows, np.ndarray):
+        if rows.dtype.name in EXTENSION_DTYPE_STORAGE:  # ml_dtypes: bfloat16 and float8
+            return rows.astype(np.float32)
+        with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, as in torch
+            return rows.astype(np.float32, copy=False)
+    return rows.to(dtype=torch_if_imported().float32).cpu().numpy()
+
+
+def response_body(
+    embeddings,
+    *,
+    model: str,
+    encoding_format: str = "base64",
+    dimensions=None,
+    usage=None,
+    extra=None,
+    dtype: str = "float32",
+    byteorder: str = "little",
+    float_format: str = "repr",
+    threads: int = 1,
+) -> bytes:
+    """The whole body of an OpenAI ``/v1/embeddings`` response, as one ``bytes`` object.
+
+    The bytes are exactly what Starlette's ``JSONResponse(body)`` sends (``json.dumps(body,
+    ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")``) for ::
+
+        body = {"object": "list",
+                "data": [{"object": "embedding", "index": i, "embedding": row_i}, ...],
+                "model": model, "usage": usage, **extra}
+
+    so a FastAPI or Starlette server answers ``Response(response_body(...),
+    media_type="application/json")`` instead of building that dict. ``row_i`` is, for row i:
+
+    * ``encoding_format="base64"``: the base64 of the row's bytes as ``encode_rows`` writes it,
+      with ``dtype``/``byteorder`` (vLLM's ``embed_dtype``/``endianness``; default little-endian
+      float32, what OpenAI clients decode). The core writes the whole body in one pass into one
+      bytes object of exactly computed size, with the GIL released; no per-row Python objects.
+    * ``encoding_format="float"``: the row's float32 values as a JSON list, each written as
+      ``repr(float(v))`` (``float_format="repr"``: what ``json.dumps(t.tolist())`` writes).
+      ``dtype`` and ``byteorder`` do not apply (they are still checked). NaN and ±inf are a
+      ValueError naming the row and column, as ``allow_nan=False`` refuses them.
+
+    embeddings, dimensions: as ``embedding_data`` takes them (the same checks; the cut is a view).
+    model: the model name, a str; escaped exactly as json.dumps(ensure_ascii=False) escapes it.
+    usage: a dict, default ``{"prompt_tokens": 0, "total_tokens": 0}``; extra: a dict of further
+        top-level fields (vLLM's ``id``, ``created``), added after ``usage`` (one that names
+        "object", "model" or "usage" replaces that value in its place, as ``{**extra}`` does;
+        "data" is refused). Both are serialised by the standard library's json.
+    threads: split the rows across this many threads inside the one call (default 1).
+
+    Raises, before anything is built: ValueError for an unknown encoding_format, float_format,
+    dtype or byteorder, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/
+    ``extra`` that json or UTF-8 cannot encode (NaN, a lone surrogate: the message names which);
+    TypeError for a model that is not a str or an input that is not an array of real numbers.
+    """
+    rows, head, tail = _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads)
+    if encoding_format == "base64":
+        return _base64_data(rows, dtype, byteorder, threads, head=head, tail=tail)
+    return _float_data_array(rows, float_format, threads, head=head, tail=tail)
+
+
+def iter_response_body(
+    embeddings,
+    *,
+    model: str,
+    encoding_format: str = "base64",
+    dimensions=None,
+    usage=None,
+    extra=None,
+    dtype: str = "float32",
+    byteorder: str = "little",
+    float_format: str = "repr",
+    threads: int = 1,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+):
+    """``response_body``'s bytes in chunks, for ``StreamingResponse``: the same arguments, plus
+    ``chunk_size`` (bytes, default 1 MiB). The chunks concatenate to exactly
+    ``response_body(...)``; only about one chunk is held at a time, so a 100,000-row float
+    response never holds its whole body.
+
+    The chunking rule: each chunk holds whole rows' entries (never part of one), as many as fit
+    in ``chunk_size``, the envelope's head joined to the first chunk and its tail to the last
+    where they fit. So every chunk is at most ``chunk_size`` bytes, except one holding a single
+    row whose entry alone is larger (then that chunk is that row, plus its separating comma);
+    an envelope larger than ``chunk_size`` (a huge ``extra``) comes in chunk_size pieces of its
+    own. Float chunks are planned from a per-value bound (24 chars), so they run about 80% full.
+
+    Every argument is checked when this is called, not when the first chunk is asked for; for
+    floats the rows are also scanned for NaN and infinity first (one read of the input), so the
+    ValueError comes before any byte is sent.
+    """
+    if not _is_index(chunk_size) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
+    rows, head, tail = _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads)
+    count, width = rows.shape
+    digits = len(str(max(count - 1, 0)))
+    if encoding_format == "base64":
+        entry = _ENTRY_WRAPPER + digits + _native.encoded_length(width, np.dtype(STORAGE[dtype]).itemsize) + 1
+
+        def write(start, stop, prefix, suffix):
+            return _base64_data(rows[start:stop], dtype, byteorder, threads, first_index=start, head=prefix, tail=suffix)
+
+    else:
+        if float_format == "shortest":
+            _float_data_array(rows[:0], float_format, threads)  # NotImplementedError, now
+        for start in range(0, count, 1024):  # NaN and infinity refused before the first chunk
+            _check_finite(_float32_array(rows[start : start + 1024]), start)
+        entry = _ENTRY_WRAPPER + digits + width * (_FLOAT_TEXT_MAX + 1) + 1
+
+        def write(start, stop, prefix, suffix):
+            return _float_data_array(rows[start:stop], float_format, threads, first_index=start, head=prefix, tail=suffix)
+
+    return _chunks(head, tail, count, entry, write, chunk_size)
+
+
+def _check_finite(block: np.ndarray, first_index: int) -> None:
+    """ValueError naming the row (its index: first_index for the first row of ``block``) and the
+    column of the first NaN or infinity in a 2-D float32 array."""
+    finite = np.isfinite(block)
+    if not finite.all():
+        r, c = np.argwhere(~finite)[0]
+        raise ValueError(
+            f"row {first_index + int(r)}, column {int(c)} is {block[r, c]}: "
+            "NaN and infinity have no JSON text; use encoding_format='base64' for such values"
+        )
+
+
+def _pieces(data: bytes, size: int):
+    for at in range(0, len(data), size):
+        yield data[at : at + size]
+
+
+def _chunks(head: bytes, tail: bytes, count: int, entry: int, write, chunk_size: int):
+    """The chunks of the body: ``write(start, stop, prefix, suffix)`` gives prefix + the entries
+    of rows [start, stop) + suffix; ``entry`` bounds one row's entry and its comma."""
+    if count == 0:
+        yield from _pieces(head + tail, chunk_size)
+        return
+    prefix = head
+    if len(head) + entry > chunk_size:  # not even one row fits beside the head
+        yield from _pieces(head, chunk_size)
+        prefix = b""
+    start = 0
+    while start < count:
+        stop = min(count, start + max(1, (chunk_size - len(prefix)) // entry))
+        last = stop == count
+        with_tail = last and len(prefix) + (stop - start) * entry + len(tail) <= chunk_size
+        yield write(start, stop, prefix, tail if with_tail else b"")
+        prefix = b","
+        start = stop
+    if not with_tail:
+        yield from _pieces(tail, chunk_size)
