@@ -234,7 +234,7 @@ def _float_data_array(rows, float_format: str, threads: int, *, first_index: int
     * threads: may split rows across that many threads (this reference ignores it).
 
     This body is the pure-Python reference, correct but slow (json of ``tolist()``); it builds
-    the body in a BytesIO (about 1.13x the body at its peak) from blocks of 64 rows.
+    the body in a BytesIO (about 1.13x the body at its peak) from blocks of about 64 Ki values.
     """
     if float_format == "shortest":
         raise NotImplementedError(
@@ -242,16 +242,22 @@ def _float_data_array(rows, float_format: str, threads: int, *, first_index: int
         )
     out = io.BytesIO()
     out.write(head)
-    count = rows.shape[0]
-    for start in range(0, count, 64):
-        block = _float32_array(rows[start : start + 64])
+    count, step = rows.shape[0], _block_rows(rows)
+    for start in range(0, count, step):
+        block = _float32_array(rows[start : start + step])
         _check_finite(block, first_index + start)
-        for i, row in enumerate(block.tolist(), start):
+        for i, row in enumerate(block, start):  # one row's Python floats at a time
             if i:
                 out.write(b",")
-            out.write(b'{"object":"embedding","index":%d,"embedding":%s}' % (first_index + i, _encode_float_row(row).encode()))
+            out.write(b'{"object":"embedding","index":%d,"embedding":%s}' % (first_index + i, _encode_float_row(row.tolist()).encode()))
     out.write(tail)
     return out.getvalue()
+
+
+def _block_rows(rows) -> int:
+    """Rows per block of the float reference: about 64 Ki values, so that a block's float32 copy
+    and finiteness mask stay small beside a chunk."""
+    return max(1, (1 << 16) // max(1, rows.shape[1]))
 
 
 def _float32_array(rows) -> np.ndarray:
@@ -362,8 +368,9 @@ def iter_response_body(
     else:
         if float_format == "shortest":
             _float_data_array(rows[:0], float_format, threads)  # NotImplementedError, now
-        for start in range(0, count, 1024):  # NaN and infinity refused before the first chunk
-            _check_finite(_float32_array(rows[start : start + 1024]), start)
+        step = _block_rows(rows)
+        for start in range(0, count, step):  # NaN and infinity refused before the first chunk
+            _check_finite(_float32_array(rows[start : start + step]), start)
         entry = _ENTRY_WRAPPER + digits + width * (_FLOAT_TEXT_MAX + 1) + 1
 
         def write(start, stop, prefix, suffix):
