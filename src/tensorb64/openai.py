@@ -127,6 +127,9 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
 # Exactly what Starlette's JSONResponse (and so FastAPI) renders with: json.dumps(content,
 # ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# A str as that encoder writes it (the function it calls itself for ensure_ascii=False).
+_encode_str = json.encoder.encode_basestring
+_LIST_HEAD = b'{"object":"list","data":['
 # Each row's float list, as json.dumps writes it (float.__repr__ of each value).
 _encode_float_row = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
 
@@ -161,6 +164,13 @@ def _envelope(model, usage, extra) -> tuple:
         raise TypeError(f"extra must be a dict of top-level fields (or None), got {type(extra).__name__}")
     elif "data" in extra:
         raise ValueError('extra cannot set "data": the data entries are the embeddings themselves')
+    if not extra:  # the common case, without building the dict: the same text, piece by piece
+        try:
+            tail = '],"model":' + _encode_str(model) + ',"usage":' + _JSON.encode(usage) + "}"
+            return _LIST_HEAD, tail.encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as e:
+            body = {"object": "list", "data": None, "model": model, "usage": usage}
+            raise _envelope_error(body, extra, e) from e
     body = {"object": "list", "data": None, "model": model, "usage": usage, **extra}
     items = iter(body.items())
     first = dict([next(items)])  # "object"
