@@ -426,3 +426,25 @@ def test_streaming_holds_about_one_chunk(encoding_format):
     # base64: one chunk exactly; float (the Python reference): its BytesIO's growth and one row's floats.
     allowed = chunk_size + 64 * 1024 if encoding_format == "base64" else 1.2 * chunk_size + 64 * 1024
     assert peak <= allowed, (peak, chunk_size)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [{}, {"prompt_tokens": 5, "total_tokens": 5}, {"prompt_tokens": -3, "a\u2028\"b": 10**40}, {"flag": True, "n": 1},
+     {"n": 1.0}, {1: 2}, {"nested": {"n": 1}}, {"n": None}],
+)
+def test_usage_of_every_shape(batch, usage):
+    for extra in (None, {"id": "x"}):
+        assert response_body(batch, model=MODEL, usage=usage, extra=extra) == reference_body(batch, "base64", usage=usage, extra=extra)
+
+
+def test_concurrent_calls_give_the_same_bytes():
+    """The GIL is released while the core writes: calls from several threads at once, each with
+    threads=2 inside, all give the one-thread bytes."""
+    import concurrent.futures
+
+    x = torch.randn(64, 3072, generator=torch.Generator().manual_seed(9)).to(torch.bfloat16)
+    want = response_body(x, model=MODEL, dimensions=3000)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: response_body(x, model=MODEL, dimensions=3000, threads=2), range(16)))
+    assert all(g == want for g in got)

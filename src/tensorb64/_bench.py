@@ -401,10 +401,12 @@ def allocator_states() -> list:
         return apply
 
     return [
-        ("fresh", "glibc's initial thresholds (mmap 128 KiB, trim 128 KiB), as in a fresh process: large outputs are "
-                  "mmapped or trimmed away after each call, so each call faults their pages in", pin(128 << 10, 128 << 10)),
-        ("raised", "thresholds as glibc raises them after large frees (mmap 32 MiB, trim 64 MiB), as in a long-running "
-                   "server: freed memory is reused", pin(32 << 20, 64 << 20)),
+        ("fresh", "glibc's initial thresholds (mmap 128 KiB, trim 128 KiB), held: a fresh process before its first "
+                  "large free, or one run with MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ set; large outputs are mmapped "
+                  "or trimmed away after each call, so each call faults their pages in", pin(128 << 10, 128 << 10)),
+        ("raised", "the thresholds glibc raises itself to after freeing a large mmapped block (mmap 32 MiB, trim "
+                   "64 MiB at most), as in a long-running server once it has sent one large body by any route: "
+                   "freed memory is reused", pin(32 << 20, 64 << 20)),
     ]
 
 
