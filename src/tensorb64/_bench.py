@@ -824,7 +824,7 @@ def main(argv=None) -> int:
             print("targets (issue 12, one thread, float32):")
             print("\n".join(targets))
     machine["load_1min_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    print(f"\n{len(cases)} cases in {elapsed:.1f} s; load average before {_load(machine['load_1min'])}, after {_load(machine['load_1min_after'])}")
+    print(f"\n{len(cases)} cases, {len(body_cases)} body cases in {elapsed:.1f} s; load average before {_load(machine['load_1min'])}, after {_load(machine['load_1min_after'])}")
 
     errors = [e for c in cases for e in c["errors"]] + [e for c in body_cases for e in c["errors"]]
     report = {"machine": machine, "mode": mode, "config": cfg, "cases": cases, "overhead": overhead, "body_cases": body_cases,
