@@ -36,7 +36,7 @@ done
 common=(-std=c++17 -O2 -Wall -Wextra -I"$cpp/include")
 avx2=(-mavx2 -mf16c -mfma -mbmi2)
 avx512=("${avx2[@]}" -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vbmi)
-sources=(encode dispatch kernel_scalar)
+sources=(encode response_body dispatch kernel_scalar)  # the core library's baseline sources (cpp/CMakeLists.txt)
 defines=()
 declare -A flags=()
 case "$host" in
