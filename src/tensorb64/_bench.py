@@ -721,6 +721,46 @@ def plot(cases, machine, path):
     plt.close(fig)
 
 
+def plot_body(cases, machine, path):
+    """The body section as bars: µs per call of each route, per shape, one panel per allocator
+    state and format (log scale; lower is better)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    states = list(dict.fromkeys(c["allocator"] for c in cases))
+    formats = [f for f in ("base64", "float") if any(c["format"] == f for c in cases)]
+    colors = {"starlette": "tab:blue", "vllm": "tab:orange", "encode_rows +": "tab:green", "tolist +": "tab:green",
+              "encode_rows alone": "tab:gray", "response_body": "tab:red"}
+    fig, axes = plt.subplots(len(states), len(formats), figsize=(6.5 * len(formats), 4.2 * len(states)), squeeze=False)
+    for (i, state), (j, fmt) in ((s, f) for s in enumerate(states) for f in enumerate(formats)):
+        ax = axes[i][j]
+        sel = [c for c in cases if c["allocator"] == state and c["format"] == fmt]
+        names = [r["path"] for r in sel[0]["results"]]
+        width = 0.8 / len(names)
+        for k, name in enumerate(names):
+            xs, ys = [], []
+            for i, c in enumerate(sel):
+                r = next(r for r in c["results"] if r["path"] == name)
+                if "us" in r:
+                    xs.append(i + k * width)
+                    ys.append(r["us"])
+            ax.bar(xs, ys, width, label=name, color=next((v for k, v in colors.items() if name.startswith(k)), None))
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(sel))])
+        ax.set_xticklabels([f"{c['B']}x{c['D']}" for c in sel])
+        ax.set_yscale("log")
+        ax.set_ylabel("µs per call (lower is better)")
+        ax.set_title(f"{fmt} body, allocator {state}", fontsize=10)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"the whole /v1/embeddings body, float32 input, one thread\n{machine_line(machine)}", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 # --------------------------------------------------------------------------- driver
 
 
@@ -755,7 +795,8 @@ def main(argv=None) -> int:
                         help="rows: the per-row base64 tables; body: the whole response body (base64 and float); all: both")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny run for the CLI test
     parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
-    parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib)")
+    parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib); "
+                        "the body section's bars go to PATH itself with --section body, else beside it as *_body.png")
     parser.add_argument("--table", metavar="PATH", help="write the table as Markdown")
     args = parser.parse_args(argv)
 
@@ -854,6 +895,9 @@ def main(argv=None) -> int:
                 f.write("\n".join("    " + line for line in body_target_lines(body_cases)) + "\n")
     if args.plot and cases:
         plot(cases, machine, args.plot)
+    if args.plot and body_cases:  # beside the rows' plot when both ran: name_body.png
+        root, ext = os.path.splitext(args.plot)
+        plot_body(body_cases, machine, root + "_body" + (ext or ".png") if cases else args.plot)
     if errors:
         print(f"\n{len(errors)} path(s) failed their output check: the numbers above omit those cases", file=sys.stderr)
         return 1
