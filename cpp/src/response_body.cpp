@@ -103,8 +103,11 @@ char* write_base64_data(const strided_rows& source, element_format target, std::
                                     to_string(source.format.type) + " to " +
                                     to_string(target.type));
     }
-    std::size_t text = 0;
-    encoded_size(source.row_length * dtype_size(target.type), &text);  // checked by base64_data_size
+    std::size_t size = 0, text = 0;
+    if (!base64_data_size(source.rows, source.row_length, target.type, first_index, &size)) {
+        throw std::length_error("response body data: its size does not fit in a size_t");
+    }
+    encoded_size(source.row_length * dtype_size(target.type), &text);  // fits: checked just above
     std::vector<char*> outputs(source.rows);
     for (std::size_t r = 0; r < source.rows; ++r) {
         if (r != 0) *out++ = ',';

@@ -855,6 +855,13 @@ void test_response_body() {
         threw = true;
     }
     CHECK(threw && out[0] == '\x7f');
+    threw = false;
+    try {  // 2 rows from index SIZE_MAX: the last index does not exist
+        tb::write_base64_data({zeros, 2, 0, 0, 4, le(tb::dtype::float32)}, le(tb::dtype::float32), SIZE_MAX, out);
+    } catch (const std::length_error&) {
+        threw = true;
+    }
+    CHECK(threw && out[0] == '\x7f');
 }
 
 }  // namespace

@@ -97,8 +97,9 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
 
 // Writes those entries to `out`, which holds exactly base64_data_size(...) chars: lays out each
 // row's wrapper, then has encode_rows (`threads` as there) fill each row's text in place.
-// Returns the end of what it wrote. Throws std::invalid_argument when !can_convert(source type,
-// target type) (before writing anything), std::bad_alloc if the row table cannot be allocated.
+// Returns the end of what it wrote. Throws, before writing anything, std::invalid_argument when
+// !can_convert(source type, target type), std::length_error when base64_data_size would return
+// false, std::bad_alloc if the table of row pointers cannot be allocated.
 char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
                         char* out, unsigned threads = 1);
 
