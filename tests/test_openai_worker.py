@@ -165,6 +165,19 @@ def assert_same_floats(got, expected: np.ndarray) -> None:
     assert np.array_equal(got.astype(np.float32).view(np.uint32), expected.view(np.uint32))
 
 
+def _post_raw(port: int, body: bytes) -> bytes:
+    """POST /v1/embeddings; the raw body of a 200 answer."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("POST", "/v1/embeddings", body=body, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        raw = response.read()
+        assert response.status == 200, raw[:300]
+        return raw
+    finally:
+        conn.close()
+
+
 def _post(port: int, body, content_type: str = "application/json"):
     """POST /v1/embeddings with a raw body (bytes) or a JSON value; (status, parsed JSON body)."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -211,6 +224,40 @@ def test_base64_format_gives_strings_tensorb64_decodes(client, reference):
         assert np.array_equal(tensorb64.decode(s).view(np.uint32), row.view(np.uint32))
     assert np.array_equal(tensorb64.decode_rows(strings).view(np.uint32), expected.view(np.uint32))
     assert strings == [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in expected]
+
+
+@pytest.mark.parametrize("encoding_format", ["float", "base64"])
+def test_the_body_is_what_jsonresponse_would_send(client, reference, encoding_format):
+    """The server writes the body with response_body: exactly the bytes Starlette's JSONResponse
+    renders for the same dict (compact, ensure_ascii=False), as application/json."""
+    raw = client.embeddings.with_raw_response.create(model=MODEL, input=TEXTS, encoding_format=encoding_format, dimensions=200)
+    content = raw.http_response.content
+    assert raw.http_response.headers["content-type"] == "application/json"
+    assert int(raw.http_response.headers["content-length"]) == len(content)
+    parsed = json.loads(content)
+    assert content == json.dumps(parsed, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    assert list(parsed) == ["object", "data", "model", "usage"]
+    rows = [e.embedding for e in raw.parse().data]
+    if encoding_format == "base64":
+        rows = tensorb64.decode_rows(rows).tolist()
+    assert_same_floats(rows, reference(TEXTS)[:, :200])
+    assert "body;dur=" in raw.http_response.headers["server-timing"]
+
+
+def test_the_numpy_encoder_answers_the_same_bytes(server, reference):
+    """Today's route (--encoder numpy: per-row base64 or tolist, then JSONResponse) and
+    response_body give the same bytes for the same request, in both formats."""
+    with running_server("--encoder", "numpy") as numpy_port:
+        for encoding_format in ("float", "base64"):
+            body = json.dumps({"model": MODEL, "input": TEXTS, "encoding_format": encoding_format, "dimensions": 300}).encode()
+            answers = [_post_raw(port, body) for port in (server, numpy_port)]
+            assert answers[0] == answers[1], encoding_format
+            with openai.OpenAI(base_url=f"http://127.0.0.1:{numpy_port}/v1", api_key="unused", max_retries=0, timeout=120) as c:
+                response = c.embeddings.create(model=MODEL, input=TEXTS, encoding_format=encoding_format)
+            rows = [e.embedding for e in response.data]
+            if encoding_format == "base64":
+                rows = tensorb64.decode_rows(rows).tolist()
+            assert_same_floats(rows, reference(TEXTS))
 
 
 @pytest.mark.parametrize("encoding_format", [None, "float", "base64"])
@@ -341,16 +388,16 @@ def test_null_dimensions_and_extra_fields_are_accepted(server, reference):
     assert_same_floats([e["embedding"] for e in reply["data"]], reference(TEXTS))
 
 
-# ---- load: 300 requests from 16 clients, tensorb64 against the numpy path ----------------------------
+# ---- load: base64 and float requests from 16 clients, response_body against today's route ------------
 
-LOAD_REQUESTS = 300
+LOAD_REQUESTS = 200  # per encoder and format
 LOAD_CLIENTS = 16
-LOAD_TIME_LIMIT_S = 150  # per server; a healthy run on 2 shared cores takes about 10-20 s
+LOAD_TIME_LIMIT_S = 120  # per run; a healthy run on 2 shared cores takes about 5-20 s
 LOAD_WARMUP = 8
 
 
 def _load_payloads():
-    """A few distinct base64 requests (batch sizes 1-8, some truncated), cycled by the clients."""
+    """A few distinct requests (batch sizes 1-8, some truncated), cycled by the clients."""
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
     payloads = []
     for k in range(8):
@@ -365,11 +412,11 @@ def _percentile(values, q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _run_load(port: int, payloads, expected) -> dict:
-    """Send LOAD_REQUESTS requests from LOAD_CLIENTS threads; check every byte of every answer."""
+def _run_load(port: int, payloads, expected, encoding_format: str) -> dict:
+    """Send LOAD_REQUESTS requests from LOAD_CLIENTS threads; check every value of every answer."""
     bodies = []
     for texts, dimensions in payloads:
-        body = {"model": MODEL, "input": texts, "encoding_format": "base64"}
+        body = {"model": MODEL, "input": texts, "encoding_format": encoding_format}
         if dimensions is not None:
             body["dimensions"] = dimensions
         bodies.append(json.dumps(body).encode())
@@ -385,12 +432,12 @@ def _run_load(port: int, payloads, expected) -> dict:
             return latency, None, f"request {i}: HTTP {response.status}: {raw[:200]!r}"
         got = [e["embedding"] for e in sorted(json.loads(raw)["data"], key=lambda e: e["index"])]
         if got != expected[i % len(bodies)]:
-            return latency, None, f"request {i}: wrong bytes"
+            return latency, None, f"request {i}: wrong values"
         timing = {}
         for metric in response.getheader("Server-Timing").split(","):
             name, *params = metric.strip().split(";")
             timing[name] = float(dict(p.split("=", 1) for p in params)["dur"]) / 1e3
-        return latency, (timing["encode"], timing["encode-cpu"]), None
+        return latency, (timing["body"], timing["body-cpu"]), None
 
     for i in range(LOAD_WARMUP):  # first requests pay for lazy initialisation; not counted
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -414,7 +461,7 @@ def _run_load(port: int, payloads, expected) -> dict:
                     errors.append(f"time limit of {LOAD_TIME_LIMIT_S} s reached")
                     break
                 try:
-                    latency, encode_s, error = one(conn, i)
+                    latency, body_s, error = one(conn, i)
                 except (OSError, http.client.HTTPException) as e:
                     errors.append(f"request {i}: {type(e).__name__}: {e}")
                     conn.close()
@@ -423,7 +470,7 @@ def _run_load(port: int, payloads, expected) -> dict:
                 if error:
                     errors.append(error)
                 else:
-                    results.append((latency, encode_s))
+                    results.append((latency, body_s))
         finally:
             conn.close()
         return results, errors
@@ -437,33 +484,38 @@ def _run_load(port: int, payloads, expected) -> dict:
     return {"results": results, "errors": errors, "wall": wall}
 
 
-def test_load_300_requests_16_clients_tensorb64_against_numpy(server, reference, capsys):
+def test_load_16_clients_response_body_against_todays_route(server, reference, capsys):
     payloads = _load_payloads()
-    expected = []
+    expected = {"base64": [], "float": []}
     for texts, dimensions in payloads:
         rows = reference(texts) if dimensions is None else reference(texts)[:, :dimensions]
-        expected.append([base64.b64encode(row.astype("<f4").tobytes()).decode() for row in rows])
+        expected["base64"].append([base64.b64encode(row.astype("<f4").tobytes()).decode() for row in rows])
+        expected["float"].append(rows.tolist())
 
-    runs = {"tensorb64": _run_load(server, payloads, expected)}
+    runs = {}
+    for encoding_format in ("base64", "float"):
+        runs[("tensorb64", encoding_format)] = _run_load(server, payloads, expected[encoding_format], encoding_format)
     with running_server("--encoder", "numpy") as numpy_port:
-        runs["numpy"] = _run_load(numpy_port, payloads, expected)
+        for encoding_format in ("base64", "float"):
+            runs[("numpy", encoding_format)] = _run_load(numpy_port, payloads, expected[encoding_format], encoding_format)
 
-    lines = [f"load: {LOAD_REQUESTS} base64 requests (batches of 1-8 x {DIM} floats), "
-             f"{LOAD_CLIENTS} concurrent clients over loopback, torch threads={TORCH_THREADS}"]
-    for name, run in runs.items():
+    lines = [f"load: {LOAD_REQUESTS} requests per row (batches of 1-8 x up to {DIM} floats), "
+             f"{LOAD_CLIENTS} concurrent clients over loopback, torch threads={TORCH_THREADS}; "
+             "tensorb64 = response_body, numpy = per-row base64 or tolist, then JSONResponse"]
+    for (name, encoding_format), run in runs.items():
         latencies = [r[0] * 1e3 for r in run["results"]]
-        encode_wall = [r[1][0] * 1e6 for r in run["results"]]
-        encode_cpu = [r[1][1] * 1e6 for r in run["results"]]
+        body_wall = [r[1][0] * 1e6 for r in run["results"]]
+        body_cpu = [r[1][1] * 1e6 for r in run["results"]]
         if latencies:
             lines.append(
-                f"  {name:>9}: {len(latencies)} ok in {run['wall']:.1f} s; latency p50 {_percentile(latencies, 0.5):.1f} ms, "
-                f"p99 {_percentile(latencies, 0.99):.1f} ms; building the response: wall p50 "
-                f"{_percentile(encode_wall, 0.5):.0f} us, p99 {_percentile(encode_wall, 0.99):.0f} us; "
-                f"CPU p50 {_percentile(encode_cpu, 0.5):.0f} us, p99 {_percentile(encode_cpu, 0.99):.0f} us"
+                f"  {name:>9} {encoding_format:<6}: {len(latencies) / run['wall']:6.1f} requests/s; latency p50 "
+                f"{_percentile(latencies, 0.5):.1f} ms, p99 {_percentile(latencies, 0.99):.1f} ms; body: wall p50 "
+                f"{_percentile(body_wall, 0.5):.0f} us, p99 {_percentile(body_wall, 0.99):.0f} us; "
+                f"CPU p50 {_percentile(body_cpu, 0.5):.0f} us, p99 {_percentile(body_cpu, 0.99):.0f} us"
             )
     with capsys.disabled():
         print("\n" + "\n".join(lines))
 
-    for name, run in runs.items():
-        assert run["errors"] == [], f"{name}: {run['errors'][:5]}"
-        assert len(run["results"]) == LOAD_REQUESTS, name
+    for key, run in runs.items():
+        assert run["errors"] == [], f"{key}: {run['errors'][:5]}"
+        assert len(run["results"]) == LOAD_REQUESTS, key

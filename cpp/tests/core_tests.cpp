@@ -22,6 +22,9 @@
 //   * the SIMD-level API: unknown and unavailable levels are errors, never a crash;
 //   * strict decoding: round trips across the block boundary, what is refused and where, both
 //     byte orders, and widening of every float16 and float8 code (float8 against torch goldens).
+//   * the response body's data entries: exact sizes (indices of every digit count, up to
+//     SIZE_MAX; 0 rows; empty rows; overflow refused), the text against a reference written
+//     here, nothing written past the size, threads > 1 equal to 1, conversions refused first.
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -988,6 +991,113 @@ void test_decode() {
               st::wrong_output_size);
     }
 }
+// ---- the response body's data entries ----------------------------------------------------
+
+// The entries as json.dumps writes them, from each row's reference base64.
+std::string reference_data(const std::vector<std::string>& texts, std::size_t first_index) {
+    std::string out;
+    for (std::size_t r = 0; r < texts.size(); ++r) {
+        if (r != 0) out += ',';
+        out += "{\"object\":\"embedding\",\"index\":" + std::to_string(first_index + r) +
+               ",\"embedding\":\"" + texts[r] + "\"}";
+    }
+    return out;
+}
+
+// Writes the entries of `rows` x `n` float32 values (row r, element i: bits r * 1000003 + i)
+// converted to `target`, checking the size, the returned end and the bytes past it.
+std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
+                       tb::element_format target, unsigned threads, std::vector<std::string>* texts) {
+    std::vector<std::uint64_t> values(rows * n);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = (i / (n ? n : 1)) * 1000003u + i * 2654435761u;
+    const std::vector<unsigned char> bytes = serialize(values, 4, tb::host_byte_order);
+    const tb::strided_rows source{bytes.data(), rows, n, static_cast<std::ptrdiff_t>(4 * n), 4, le(tb::dtype::float32)};
+    std::size_t size = 0;
+    CHECK(tb::base64_data_size(rows, n, target.type, first_index, &size));
+    constexpr std::size_t slack = 64;
+    std::vector<char> buffer(size + slack, '\x7f');
+    char* end = tb::write_base64_data({source.data, rows, n, source.row_stride, 4, {tb::dtype::float32, tb::host_byte_order}},
+                                      target, first_index, buffer.data(), threads);
+    CHECK(end == buffer.data() + size);
+    bool untouched = true;
+    for (std::size_t i = size; i < buffer.size(); ++i) untouched &= buffer[i] == '\x7f';
+    CHECK(untouched);
+    if (texts != nullptr) {
+        *texts = rows == 0 ? std::vector<std::string>{}
+                           : encode_strided(bytes.data(), rows, n, static_cast<std::ptrdiff_t>(4 * n), 4,
+                                            {tb::dtype::float32, tb::host_byte_order}, target);
+    }
+    return std::string(buffer.data(), size);
+}
+
+void test_response_body() {
+    const tb::element_format f32 = le(tb::dtype::float32);
+    std::vector<std::string> texts;
+    // Indices of every digit count, and runs crossing each power of ten.
+    std::vector<std::size_t> firsts = {0, 1, 7, 8, 9, 10, 98, 99, 100};
+    for (std::size_t power = 10; power <= SIZE_MAX / 10; power *= 10) {
+        firsts.push_back(power - 2);
+        firsts.push_back(power);
+    }
+    firsts.push_back(SIZE_MAX / 10 * 10 - 1);  // crossing into 20 digits on 64-bit hosts
+    firsts.push_back(SIZE_MAX - 4);            // the last index is SIZE_MAX
+    for (std::size_t first : firsts) {
+        for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}}) {
+            const std::string got = write_data(5, n, first, f32, 1, &texts);
+            CHECK_EQ_STR(got, reference_data(texts, first), "data entries from index " + std::to_string(first));
+        }
+    }
+    // No rows: nothing at all; empty rows: empty strings.
+    CHECK_EQ_STR(write_data(0, 384, 5, f32, 1, &texts), "", "no rows");
+    CHECK_EQ_STR(write_data(3, 0, 0, f32, 1, &texts),
+                 "{\"object\":\"embedding\",\"index\":0,\"embedding\":\"\"},"
+                 "{\"object\":\"embedding\",\"index\":1,\"embedding\":\"\"},"
+                 "{\"object\":\"embedding\",\"index\":2,\"embedding\":\"\"}",
+                 "empty rows");
+    CHECK_EQ_STR(write_data(1, 1, 0, f32, 1, &texts), reference_data(texts, 0), "one value");
+    // Conversions and byte orders, across the 768-element block boundary.
+    for (tb::dtype to : {tb::dtype::float32, tb::dtype::float16, tb::dtype::bfloat16, tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2}) {
+        for (tb::byte_order order : both_orders) {
+            const std::string got = write_data(3, 1000, 41, {to, order}, 1, &texts);
+            CHECK_EQ_STR(got, reference_data(texts, 41), std::string("data entries as ") + name(to) + " " + name(order));
+        }
+    }
+    // Threads: 64 rows of 3072 float32 is 1 MiB of text, enough to be split.
+    for (unsigned threads : {2u, 3u, 8u}) {
+        CHECK_EQ_STR(write_data(64, 3072, 0, f32, threads, nullptr), write_data(64, 3072, 0, f32, 1, nullptr),
+                     "threads=" + std::to_string(threads));
+    }
+    // Exact sizes, and overflow refused.
+    std::size_t size = 0;
+    CHECK(tb::base64_data_size(0, SIZE_MAX, tb::dtype::float64, SIZE_MAX, &size) && size == 0);
+    CHECK(tb::base64_data_size(1, 0, tb::dtype::float32, 0, &size) && size == 47);
+    CHECK(tb::base64_data_size(2, 1, tb::dtype::float32, 9, &size) && size == 2 * (46 + 8) + 1 + 2 + 1);  // wrappers, digits of 9 and 10, a comma
+    CHECK(tb::base64_data_size(1, 0, tb::dtype::float32, SIZE_MAX, &size));
+    size = 12345;
+    CHECK(!tb::base64_data_size(2, 0, tb::dtype::float32, SIZE_MAX, &size) && size == 12345);
+    CHECK(!tb::base64_data_size(1, SIZE_MAX / 2, tb::dtype::float32, 0, &size));
+    CHECK(!tb::base64_data_size(SIZE_MAX / 4, 1, tb::dtype::float32, 0, &size));
+    CHECK(!tb::base64_data_size(SIZE_MAX / 60, 0, tb::dtype::float32, 0, &size));
+    CHECK(!tb::base64_data_size(2, (SIZE_MAX / 4 * 3 - 100) / 4, tb::dtype::float32, 0, &size));
+    // A conversion the core cannot make is refused before anything is written.
+    const unsigned char zeros[8] = {};
+    char out[8] = {'\x7f'};
+    bool threw = false;
+    try {
+        tb::write_base64_data({zeros, 1, 1, 8, 8, le(tb::dtype::float8_e4m3fn)}, le(tb::dtype::float32), 0, out);
+    } catch (const std::invalid_argument&) {
+        threw = true;
+    }
+    CHECK(threw && out[0] == '\x7f');
+    threw = false;
+    try {  // 2 rows from index SIZE_MAX: the last index does not exist
+        tb::write_base64_data({zeros, 2, 0, 0, 4, le(tb::dtype::float32)}, le(tb::dtype::float32), SIZE_MAX, out);
+    } catch (const std::length_error&) {
+        threw = true;
+    }
+    CHECK(threw && out[0] == '\x7f');
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1014,6 +1124,7 @@ int main(int argc, char** argv) {
         timed("bytes output", test_bytes_output);
         timed("decode", test_decode);
         timed("under FTZ/DAZ, rounding upward", test_hostile_fp_environment);
+        timed("response body data", test_response_body);
     } catch (const std::exception& e) {
         report_failure(__FILE__, __LINE__, std::string("exception: ") + e.what());
     }

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 from . import _native
 from ._decode import decode, decode_body, decode_rows
-from ._encode import encode, encode_body, encode_rows
-from .openai import embedding_data
+from ._encode import encode, encode_body, encode_rows, json_rows
+from .openai import embedding_data, iter_response_body, response_body
 
 __version__ = _native.__version__
 __all__ = [
     "encode",
     "encode_rows",
+    "json_rows",
     "decode",
     "decode_rows",
     "encode_body",
     "decode_body",
     "embedding_data",
+    "response_body",
+    "iter_response_body",
     "simd_level",
     "available_simd_levels",
     "__version__",

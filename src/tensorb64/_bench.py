@@ -9,11 +9,20 @@ machine hits all paths alike.
 The paths, per row as embedding workers run them:
   struct     base64.b64encode(struct.pack(f"<{D}f", *t[i].tolist())).decode()   (the contract)
   numpy      base64.b64encode(t[i].to(torch.float32).numpy().tobytes()).decode()
-  pybase64   pybase64.b64encode_as_string(t[i].to(torch.float32).numpy())
+  pybase64   a = t.to(torch.float32).numpy(); [pybase64.b64encode_as_string(r) for r in a]
+             (pybase64's fastest use: the array converted once; the ratios are against this)
+  pybase64 per-row .to()   pybase64.b64encode_as_string(t[i].to(torch.float32).numpy())
   vllm       pybase64.b64encode(t[i].to(torch.float16).numpy().tobytes()).decode()   (float16 output)
   tensorb64  tensorb64.encode_rows(t)                      (one call for the whole batch)
 and whole-batch (one str for all rows): pybase64 of the whole array against tensorb64.encode(t);
 plus a numpy copy of a uint8 array of the output's size, the physical reference.
+
+The "response body" section (--section body) times the whole /v1/embeddings body, for base64
+and float rows: today's Starlette route (embedding_data or tolist, then JSONResponse), vLLM's
+route (per row .to(dtype).numpy().tobytes() + pybase64, or numpy rows for floats, then
+orjson.dumps(..., OPT_SERIALIZE_NUMPY)), encode_rows (or tolist) + orjson.dumps, and
+tensorb64.openai.response_body; with minor page faults per call, in two glibc allocator states
+(see allocator_states).
 
 Needs the bench extra: pip install "tensorb64[bench]" (torch, pybase64, matplotlib for --plot).
 """
@@ -190,8 +199,20 @@ def _numpy_rows(t, torch):
 
 
 def _pybase64_rows(t, torch, pybase64):
+    # The fastest way a user calls pybase64 on a batch: the array converted once, then one call
+    # per row of it (b64encode_as_string takes any C-contiguous buffer and returns a str).
+    enc = pybase64.b64encode_as_string
+
+    def call():
+        return [enc(r) for r in t.to(torch.float32).numpy()]
+
+    return call
+
+
+def _pybase64_per_row_to(t, torch, pybase64):
+    # The per-row loop some workers write: a .to() and a .numpy() for every row.
     B = t.shape[0]
-    enc = pybase64.b64encode_as_string  # takes any C-contiguous buffer, returns str
+    enc = pybase64.b64encode_as_string
     return lambda: [enc(t[i].to(torch.float32).numpy()) for i in range(B)]
 
 
@@ -240,6 +261,7 @@ def build_case(torch, pybase64, in_dtype, out_dtype, B, D, *, struct_max, thread
         Path("struct", lambda: _struct_rows(t, D), ref="tensorb64 rows", skip=struct_skip),
         Path("numpy", lambda: _numpy_rows(t, torch), ref="tensorb64 rows"),
         Path("pybase64", lambda: _pybase64_rows(t, torch, pybase64), ref="tensorb64 rows"),
+        Path("pybase64 per-row .to()", lambda: _pybase64_per_row_to(t, torch, pybase64), ref="tensorb64 rows"),
         Path("tensorb64 rows", lambda: (lambda: tensorb64.encode_rows(t)), ref=None),
         Path("pybase64 batch", lambda: _pybase64_batch(t, torch, pybase64), ref="tensorb64 batch"),
         Path("tensorb64 batch", lambda: (lambda: tensorb64.encode(t)), ref=None),
@@ -340,6 +362,247 @@ def measure_overhead(torch, cfg) -> dict:
     return out
 
 
+# --------------------------------------------------------------------------- the response body
+
+BODY_SHAPES = ((1, 384), (64, 384), (64, 3072), (1024, 3072))
+BODY_MODEL = "all-MiniLM-L6-v2"
+# Above this many values, a float path that runs json.dumps on Python floats (Starlette's, and
+# response_body's float rows until the core float writer lands) takes seconds a call: not timed.
+FLOAT_PYTHON_MAX_VALUES = 64 * 3072
+BODY_COLUMNS = ("allocator", "format", "B", "D", "path", "µs/call", "spread", "minflt/call", "× response_body")
+
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def allocator_states() -> list:
+    """[(name, description, apply)]: the glibc malloc states the body section is measured in.
+
+    glibc starts with a 128 KiB mmap threshold and a 128 KiB trim threshold: a block above the
+    first is mmapped (its pages faulted in on first write, returned on free), and the top of the
+    heap is returned to the kernel past the second, so every call of a fresh process that makes
+    a large output can fault in all its pages. After it frees an mmapped block, glibc raises both
+    (up to 32 MiB and 64 MiB), and a long-running server then reuses the same memory. Both states
+    are pinned with mallopt (which also stops glibc adjusting them), so a measurement does not
+    depend on what ran before it.
+    """
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return [("as found", "not glibc: the allocator is left as it is", lambda: None)]
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+
+    def pin(mmap_threshold, trim_threshold):
+        def apply():
+            if not (libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold) and libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold)):
+                raise RuntimeError("mallopt refused the thresholds")
+            libc.malloc_trim(0)
+
+        return apply
+
+    return [
+        ("fresh", "glibc's initial thresholds (mmap 128 KiB, trim 128 KiB), held: a fresh process before its first "
+                  "large free, or one run with MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ set; large outputs are mmapped "
+                  "or trimmed away after each call, so each call faults their pages in", pin(128 << 10, 128 << 10)),
+        ("raised", "the thresholds glibc raises itself to after freeing a large mmapped block (mmap 32 MiB, trim "
+                   "64 MiB at most), as in a long-running server once it has sent one large body by any route: "
+                   "freed memory is reused", pin(32 << 20, 64 << 20)),
+    ]
+
+
+def body_paths(torch, pybase64, orjson, encoding_format, B, D):
+    """(the input tensor, response_body's bytes, {name: (zero-arg call, skip reason or None)})
+    for one case."""
+    from starlette.responses import JSONResponse
+
+    from tensorb64.openai import embedding_data, response_body
+
+    g = torch.Generator().manual_seed(7 * B + D)
+    t = torch.randn(B, D, generator=g) * 0.05  # the spread of real embeddings' values
+    usage = {"prompt_tokens": 8 * B, "total_tokens": 8 * B}
+
+    def envelope(data):
+        return {"object": "list", "data": data, "model": BODY_MODEL, "usage": usage}
+
+    numpy_option = orjson.OPT_SERIALIZE_NUMPY
+    paths = {}
+    if encoding_format == "base64":
+        paths["starlette (embedding_data + JSONResponse)"] = (
+            lambda: JSONResponse(envelope(embedding_data(t, encoding_format="base64"))).body, None)
+
+        def vllm():
+            data = [{"object": "embedding", "index": i, "embedding": pybase64.b64encode(t[i].to(torch.float32).numpy().tobytes()).decode("utf-8")}
+                    for i in range(B)]
+            return orjson.dumps(envelope(data), option=numpy_option)
+
+        def rows_orjson():
+            data = [{"object": "embedding", "index": i, "embedding": s} for i, s in enumerate(tensorb64.encode_rows(t))]
+            return orjson.dumps(envelope(data))
+
+        paths["vllm (per-row pybase64 + orjson)"] = (vllm, None)
+        paths["encode_rows + orjson"] = (rows_orjson, None)
+        paths["encode_rows alone (no body)"] = (lambda: tensorb64.encode_rows(t), None)
+        paths["response_body"] = (lambda: response_body(t, model=BODY_MODEL, usage=usage), None)
+    else:
+        slow = None
+        if B * D > FLOAT_PYTHON_MAX_VALUES:
+            slow = f"not timed at {B}x{D}: json.dumps of Python floats takes seconds a call"
+        paths["starlette (tolist + JSONResponse)"] = (
+            lambda: JSONResponse(envelope(embedding_data(t, encoding_format="float"))).body, slow)
+
+        def vllm():
+            a = t.to(torch.float32).numpy()
+            return orjson.dumps(envelope([{"object": "embedding", "index": i, "embedding": a[i]} for i in range(B)]), option=numpy_option)
+
+        def tolist_orjson():
+            return orjson.dumps(envelope([{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(t.tolist())]))
+
+        paths["vllm (numpy rows + orjson)"] = (vllm, None)
+        paths["tolist + orjson"] = (tolist_orjson, None)
+        paths["response_body (repr)"] = (
+            lambda: response_body(t, model=BODY_MODEL, usage=usage, encoding_format="float"),
+            slow and slow + " (response_body's float rows are still the Python reference: the core float writer is not merged)")
+    reference = response_body(t, model=BODY_MODEL, usage=usage, encoding_format=encoding_format)
+    return t, reference, paths
+
+
+def check_body_outputs(reference: bytes, paths: dict, encoding_format: str) -> list:
+    """Problems found comparing each path's body with response_body's (empty when all agree):
+    base64 bodies byte for byte; float bodies byte for byte where they write repr (Starlette),
+    value for value (as float32) where orjson writes other digits."""
+    problems = []
+    want = json.loads(reference)
+    want_rows = None
+    for name, (call, _skip) in paths.items():
+        if name.startswith("encode_rows alone"):
+            continue
+        got = call()
+        if got == reference:
+            continue
+        if encoding_format == "float" and "orjson" in name:
+            parsed = json.loads(got)
+            if want_rows is None:
+                want_rows = np.array([e["embedding"] for e in want["data"]], np.float32)
+            rows = np.array([e["embedding"] for e in parsed["data"]], np.float32)
+            envelope_same = {k: v for k, v in parsed.items() if k != "data"} == {k: v for k, v in want.items() if k != "data"}
+            if envelope_same and rows.shape == want_rows.shape and np.array_equal(rows.view(np.uint32), want_rows.view(np.uint32)):
+                continue
+        problems.append(f"{name}: body differs from response_body's")
+    return problems
+
+
+def minor_faults_per_call(call, per_call_s: float) -> float:
+    """Minor page faults of this process per call, over calls lasting about 0.2 s in all."""
+    import resource
+
+    n = max(3, min(200, int(0.2 / max(per_call_s, 1e-7))))
+    call()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(n):
+        call()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / n
+
+
+def run_body_section(torch, pybase64, orjson, cfg, log) -> list:
+    cases = []
+    shapes = ((2, 16), (3, 5)) if cfg.get("smoke") else BODY_SHAPES
+    for state, description, apply in allocator_states():
+        apply()
+        for encoding_format in ("base64", "float"):
+            for B, D in shapes:
+                t, reference, paths = body_paths(torch, pybase64, orjson, encoding_format, B, D)
+                errors = check_body_outputs(reference, {k: v for k, v in paths.items() if not v[1]}, encoding_format)
+                timed = {name: call for name, (call, skip) in paths.items() if not skip}
+                stats = {} if errors else measure(timed, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"])
+                results = []
+                ours = next(n for n in paths if n.startswith("response_body"))
+                for name, (call, skip) in paths.items():
+                    row = {"path": name}
+                    if name in stats:
+                        row.update(stats[name])
+                        row["minflt"] = minor_faults_per_call(call, stats[name]["us"] * 1e-6)
+                        if ours in stats:
+                            row["vs_response_body"] = stats[name]["us"] / stats[ours]["us"]
+                    elif skip:
+                        row["skipped"] = skip
+                    results.append(row)
+                for e in errors:
+                    log(f"  ERROR body {encoding_format} B={B} D={D} ({state}): {e}")
+                case = {"allocator": state, "allocator_state": description, "format": encoding_format, "B": B, "D": D,
+                        "body_bytes": len(reference), "results": results, "errors": errors}
+                cases.append(case)
+                if not cfg.get("smoke"):
+                    r = {x["path"]: x for x in results}
+                    log(f"  done body {state:<6} {encoding_format:<6} B={B:<4} D={D:<4} response_body "
+                        + (f"{r[ours]['us']:.1f} µs" if "us" in r[ours] else "not timed"))
+    return cases
+
+
+def body_table_rows(cases):
+    for c in cases:
+        for r in c["results"]:
+            if "us" in r:
+                spread = (r["p75"] - r["p25"]) / r["us"] * 100
+                ratio = f"{r['vs_response_body']:.2f}×" if "vs_response_body" in r else ""
+                cells = (_fmt_us(r["us"]), f"±{spread:.0f}%", f"{r['minflt']:.0f}", ratio)
+            elif "skipped" in r:
+                cells = ("skipped", "", "", "")
+            else:
+                cells = ("error", "", "", "")
+            yield (c["allocator"], c["format"], str(c["B"]), str(c["D"]), r["path"], *cells)
+
+
+def body_text_table(cases) -> str:
+    rows = [BODY_COLUMNS] + list(body_table_rows(cases))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(BODY_COLUMNS))]
+    right = {2, 3, 5, 6, 7, 8}
+    out, prev = [], None
+    for k, r in enumerate(rows):
+        if k > 1 and r[:4] != prev:
+            out.append("")
+        prev = r[:4]
+        out.append("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if k == 0:
+            out.append("-" * len(out[-1]))
+    return "\n".join(out)
+
+
+def body_markdown_table(cases) -> str:
+    lines = ["| " + " | ".join(BODY_COLUMNS) + " |", "|" + "|".join("---:" if i in (2, 3, 5, 6, 7, 8) else "---" for i in range(len(BODY_COLUMNS))) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in body_table_rows(cases)]
+    return "\n".join(lines)
+
+
+def body_target_lines(cases) -> list:
+    """The issue's targets for the body (one thread, float32), as measured, per allocator state."""
+    lines = []
+
+    def us(c, prefix):
+        return next((r["us"] for r in c["results"] if r["path"].startswith(prefix) and "us" in r), None)
+
+    for c in cases:
+        key = (c["format"], c["B"], c["D"])
+        rb = us(c, "response_body")
+        if rb is None:
+            continue
+        checks = []
+        if key == ("base64", 64, 3072):
+            checks = [("response_body / encode_rows alone", rb / us(c, "encode_rows alone"), "<=", 1.3),
+                      ("Starlette route / response_body", us(c, "starlette") / rb, ">=", 100),
+                      ("encode_rows + orjson / response_body", us(c, "encode_rows + orjson") / rb, ">=", 1.3)]
+        elif key == ("base64", 1024, 3072):
+            checks = [("encode_rows + orjson / response_body", us(c, "encode_rows + orjson") / rb, ">=", 1.8),
+                      ("response_body / encode_rows alone", rb / us(c, "encode_rows alone"), "", None)]
+        elif key == ("float", 64, 3072):
+            starlette = us(c, "starlette")
+            checks = [("Starlette route / response_body (repr)", starlette / rb if starlette else float("nan"), ">=", 40)]
+        for what, value, op, target in checks:
+            verdict = "" if target is None else ("  met" if (value <= target if op == "<=" else value >= target) else "  NOT met")
+            goal = f" (target {op} {target})" if target is not None else ""
+            lines.append(f"  {c['allocator']:<6} {c['format']} {c['B']}x{c['D']}: {what} = {value:.2f}{goal}{verdict}")
+    return lines
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -426,6 +689,7 @@ def plot(cases, machine, path):
         "struct": ("tab:gray", "v"),
         "numpy": ("tab:orange", "s"),
         "pybase64": ("tab:blue", "^"),
+        "pybase64 per-row .to()": ("tab:green", "^"),
         "pybase64 batch": ("tab:cyan", "^"),
         "tensorb64 rows": ("tab:red", "o"),
         "tensorb64 batch": ("tab:purple", "o"),
@@ -452,6 +716,46 @@ def plot(cases, machine, path):
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
     fig.suptitle(f"base64 of embedding rows, throughput vs batch size (higher is better)\n{machine_line(machine)}", fontsize=11)
     fig.tight_layout(rect=(0, 0.1 if len(inputs) == 1 else 0.07, 1, 0.94))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_body(cases, machine, path):
+    """The body section as bars: µs per call of each route, per shape, one panel per allocator
+    state and format (log scale; lower is better)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    states = list(dict.fromkeys(c["allocator"] for c in cases))
+    formats = [f for f in ("base64", "float") if any(c["format"] == f for c in cases)]
+    colors = {"starlette": "tab:blue", "vllm": "tab:orange", "encode_rows +": "tab:green", "tolist +": "tab:green",
+              "encode_rows alone": "tab:gray", "response_body": "tab:red"}
+    fig, axes = plt.subplots(len(states), len(formats), figsize=(6.5 * len(formats), 4.2 * len(states)), squeeze=False)
+    for (i, state), (j, fmt) in ((s, f) for s in enumerate(states) for f in enumerate(formats)):
+        ax = axes[i][j]
+        sel = [c for c in cases if c["allocator"] == state and c["format"] == fmt]
+        names = [r["path"] for r in sel[0]["results"]]
+        width = 0.8 / len(names)
+        for k, name in enumerate(names):
+            xs, ys = [], []
+            for i, c in enumerate(sel):
+                r = next(r for r in c["results"] if r["path"] == name)
+                if "us" in r:
+                    xs.append(i + k * width)
+                    ys.append(r["us"])
+            ax.bar(xs, ys, width, label=name, color=next((v for k, v in colors.items() if name.startswith(k)), None))
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(sel))])
+        ax.set_xticklabels([f"{c['B']}x{c['D']}" for c in sel])
+        ax.set_yscale("log")
+        ax.set_ylabel("µs per call (lower is better)")
+        ax.set_title(f"{fmt} body, allocator {state}", fontsize=10)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"the whole /v1/embeddings body, float32 input, one thread\n{machine_line(machine)}", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -487,14 +791,20 @@ def main(argv=None) -> int:
         help="torch intra-op threads for the competing paths' conversions (default 1, like tensorb64's threads=1; "
         "0 keeps torch's own default). On a shared machine torch's thread pool turns other load into large outliers.",
     )
+    parser.add_argument("--section", choices=("all", "rows", "body"), default="all",
+                        help="rows: the per-row base64 tables; body: the whole response body (base64 and float); all: both")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny run for the CLI test
     parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
-    parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib)")
+    parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib); "
+                        "the body section's bars go to PATH itself with --section body, else beside it as *_body.png")
     parser.add_argument("--table", metavar="PATH", help="write the table as Markdown")
     args = parser.parse_args(argv)
 
     torch = _require("torch")
     pybase64 = _require("pybase64")
+    orjson = _require("orjson") if args.section != "rows" else None
+    if args.section != "rows":
+        _require("starlette")
     if args.plot:
         _require("matplotlib")
     if args.torch_threads > 0:
@@ -513,16 +823,19 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     cases = []
-    for spec in case_specs(mode):
+    for spec in case_specs(mode) if args.section != "body" else ():
         cases.append(run_case(torch, pybase64, spec, cfg, lambda s: print(s, file=sys.stderr, flush=True)))
         if mode != "smoke":
             last = cases[-1]
             ours = next((r for r in last["results"] if r["path"].startswith("tensorb64 rows") and "us" in r), None)
             print(f"  done {last['input']:>8}->{last['output']:<7} B={last['B']:<4} D={last['D']:<4}" + (f" threads={last['threads']}" if last.get("threads") else "") + (f"  tensorb64 rows {ours['us']:.1f} µs" if ours else ""), file=sys.stderr, flush=True)
-    overhead = measure_overhead(torch, cfg)
+    overhead = measure_overhead(torch, cfg) if args.section != "body" else None
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    body_cases = run_body_section(torch, pybase64, orjson, {**cfg, "smoke": mode == "smoke"}, log) if args.section != "rows" else []
     elapsed = time.perf_counter() - started
 
-    print(text_table(cases))
+    if cases:
+        print(text_table(cases))
     notes = sorted({n for c in cases for n in c["notes"]})
     if notes:
         print()
@@ -534,14 +847,29 @@ def main(argv=None) -> int:
             one, many = r.get("tensorb64 rows threads=1", {}), r.get(f"tensorb64 rows threads={c['threads']}", {})
             if "us" in one and "us" in many:
                 print(f"threads={c['threads']} at B={c['B']} D={c['D']} {c['input']}: {one['us'] / many['us']:.2f}× the speed of threads=1 ({machine['usable_cores']} usable cores)")
-    print()
-    for line in overhead_lines(overhead):
-        print(line)
+    if overhead is not None:
+        print()
+        for line in overhead_lines(overhead):
+            print(line)
+    if body_cases:
+        print("\nThe response body (µs/call: median of interleaved rounds; minflt/call: minor page faults per call; "
+              "× response_body: the path's time over response_body's, same case):")
+        for state, description, _ in allocator_states():
+            print(f"  allocator {state}: {description}")
+        print(body_text_table(body_cases))
+        body_notes = sorted({r["skipped"] for c in body_cases for r in c["results"] if "skipped" in r})
+        for n in body_notes:
+            print("note: " + n)
+        targets = body_target_lines(body_cases)
+        if targets:
+            print("targets (issue 12, one thread, float32):")
+            print("\n".join(targets))
     machine["load_1min_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    print(f"\n{len(cases)} cases in {elapsed:.1f} s; load average before {_load(machine['load_1min'])}, after {_load(machine['load_1min_after'])}")
+    print(f"\n{len(cases)} cases, {len(body_cases)} body cases in {elapsed:.1f} s; load average before {_load(machine['load_1min'])}, after {_load(machine['load_1min_after'])}")
 
-    errors = [e for c in cases for e in c["errors"]]
-    report = {"machine": machine, "mode": mode, "config": cfg, "cases": cases, "overhead": overhead, "elapsed_s": elapsed, "errors": errors}
+    errors = [e for c in cases for e in c["errors"]] + [e for c in body_cases for e in c["errors"]]
+    report = {"machine": machine, "mode": mode, "config": cfg, "cases": cases, "overhead": overhead, "body_cases": body_cases,
+              "elapsed_s": elapsed, "errors": errors}
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
@@ -553,12 +881,23 @@ def main(argv=None) -> int:
             f.write(f"Command: `{command}` (µs/call: median of interleaved rounds; spread: IQR/median; GB/s: float32 input bytes per second; "
                     "tensorb64 ×: the path's time over that of the tensorb64 call it competes with)\n\n")
             f.write("\n".join("    " + line for line in header_lines(machine)) + "\n\n")
-            f.write(markdown_table(cases) + "\n\n")
-            for n in notes:
-                f.write(f"* {n}\n")
-            f.write("\n" + "\n".join("    " + line for line in overhead_lines(overhead)) + "\n")
-    if args.plot:
+            if cases:
+                f.write(markdown_table(cases) + "\n\n")
+                for n in notes:
+                    f.write(f"* {n}\n")
+            if overhead is not None:
+                f.write("\n" + "\n".join("    " + line for line in overhead_lines(overhead)) + "\n")
+            if body_cases:
+                f.write("\n## The response body\n\n")
+                for state, description, _ in allocator_states():
+                    f.write(f"* allocator {state}: {description}\n")
+                f.write("\n" + body_markdown_table(body_cases) + "\n\n")
+                f.write("\n".join("    " + line for line in body_target_lines(body_cases)) + "\n")
+    if args.plot and cases:
         plot(cases, machine, args.plot)
+    if args.plot and body_cases:  # beside the rows' plot when both ran: name_body.png
+        root, ext = os.path.splitext(args.plot)
+        plot_body(body_cases, machine, root + "_body" + (ext or ".png") if cases else args.plot)
     if errors:
         print(f"\n{len(errors)} path(s) failed their output check: the numbers above omit those cases", file=sys.stderr)
         return 1

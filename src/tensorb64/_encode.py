@@ -1,6 +1,6 @@
-"""Encoding: the public encode, encode_rows and encode_body.
+"""Encoding: the public encode, encode_rows, json_rows and encode_body.
 
-``encode`` and ``encode_rows`` are the binding's own functions (a Python wrapper would cost more
+``encode``, ``encode_rows`` and ``json_rows`` are the binding's own functions (a Python wrapper would cost more
 than encoding a 384-value row); their argument checks live in the binding, their names in
 _formats.py.
 """
@@ -12,6 +12,7 @@ from ._formats import byteorder_name
 
 encode = _native.encode
 encode_rows = _native.encode_rows
+json_rows = _native.json_rows
 
 
 def encode_body(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> tuple:

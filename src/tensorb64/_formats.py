@@ -26,6 +26,9 @@ OUTPUT_DTYPE_CODES = {name: CORE_DTYPES[core] for name, core in OUTPUT_DTYPES.it
 # Byte orders: "native" is the host's. Codes as the binding takes them.
 BYTEORDER_CODES = {"little": 0, "big": 1, "native": 0 if sys.byteorder == "little" else 1}
 
+# Float text modes (json_rows, response bodies), as the core numbers them.
+FLOAT_FORMAT_CODES = {"repr": 0, "shortest": 1}
+
 # The unsigned integer type of each output dtype's width: how its bits are held in numpy.
 STORAGE = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16, "fp8_e4m3": np.uint8, "fp8_e5m2": np.uint8}
 

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from . import _native
-from ._formats import BYTEORDER_CODES, CORE_DTYPES, EXTENSION_DTYPES, OUTPUT_DTYPE_CODES
+from ._formats import BYTEORDER_CODES, CORE_DTYPES, EXTENSION_DTYPES, FLOAT_FORMAT_CODES, OUTPUT_DTYPE_CODES
 
 ACCEPTED = (
     "a torch.Tensor, a numpy array, an object with a float buffer (memoryview, array.array), "
@@ -150,4 +150,4 @@ def _first_non_number(x):
     return _ALL_NUMBERS
 
 
-_native._configure(OUTPUT_DTYPE_CODES, BYTEORDER_CODES, np.ndarray, readable)
+_native._configure(OUTPUT_DTYPE_CODES, BYTEORDER_CODES, FLOAT_FORMAT_CODES, np.ndarray, readable)

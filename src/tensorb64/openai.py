@@ -7,21 +7,29 @@
 One name, because this is the whole of what a worker does between its pooling output and its
 response body: cut each row to ``dimensions`` (a view, never a copy), turn the rows into either
 base64 strings (one ``encode_rows`` call for the batch) or lists of floats (one ``.tolist()``),
-and number them. Everything else in a response (``model``, ``usage``) is the server's business.
+and number them.
+
+``response_body`` goes one step further: the whole response body, as the bytes Starlette's
+``JSONResponse`` would send for ``{"object": "list", "data": ..., "model": ..., "usage": ...}``,
+written by the core in one pass into one ``bytes`` object (``iter_response_body``: the same bytes
+in bounded chunks, for ``StreamingResponse``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Mapping
 from numbers import Integral
 
 import numpy as np
 
 from . import _native
 from ._encode import encode_rows
+from ._formats import FLOAT_FORMAT_CODES, STORAGE, byteorder_name, output_dtype
 from ._inputs import readable
 
-__all__ = ["embedding_data"]
+__all__ = ["embedding_data", "response_body", "iter_response_body"]
 
 ENCODING_FORMATS = ("float", "base64")
 
@@ -29,17 +37,6 @@ ENCODING_FORMATS = ("float", "base64")
 def _is_index(value) -> bool:
     """True for ints (and numpy integers), False for bool: ``dimensions=True`` is a bug, not 1."""
     return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def check_dimensions(dimensions, width: int):
-    """``dimensions`` as an int from 1 to ``width`` (the row length), or None for whole rows;
-    ValueError naming the accepted range otherwise. The one place this check is made."""
-    if dimensions is None:
-        return None
-    if not _is_index(dimensions) or not 1 <= dimensions <= width:
-        accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
-        raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
-    return int(dimensions)
 
 
 def _rows(embeddings):
@@ -54,6 +51,18 @@ def _rows(embeddings):
         raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
     _native.row_shape(x)  # refuses what every encoder refuses, in the same words
     return x if x.ndim == 2 else x[None]
+
+
+def _cut(rows, dimensions):
+    """The first ``dimensions`` values of each row (a view: strides do the truncation), or the
+    rows themselves for None; ValueError naming the accepted range otherwise."""
+    if dimensions is None:
+        return rows
+    width = rows.shape[1]
+    if not _is_index(dimensions) or not 1 <= dimensions <= width:
+        accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
+        raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
+    return rows[:, : int(dimensions)]
 
 
 def _float_lists(rows) -> list:
@@ -103,12 +112,265 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
         raise ValueError(f"unknown encoding_format {encoding_format!r}; expected 'float' or 'base64'")
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
-    rows = _rows(embeddings)
-    dimensions = check_dimensions(dimensions, rows.shape[1])
-    if dimensions is not None:
-        rows = rows[:, :dimensions]  # a view: strides do the truncation
+    rows = _cut(_rows(embeddings), dimensions)
     if encoding_format == "base64":
         values = encode_rows(rows)
     else:
         values = _float_lists(rows)
     return [{"object": "embedding", "index": start_index + i, "embedding": value} for i, value in enumerate(values)]
+
+
+# ---- the whole response body --------------------------------------------------------------------
+
+# Exactly what Starlette's JSONResponse (and so FastAPI) renders with: json.dumps(content,
+# ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# A str as that encoder writes it (the function it calls itself for ensure_ascii=False).
+_encode_str = json.encoder.encode_basestring
+_LIST_HEAD = b'{"object":"list","data":['
+
+# The chunk size of iter_response_body when none is given.
+DEFAULT_CHUNK_SIZE = 1 << 20
+# Upper bounds used to plan chunks: the JSON around one row (base64 has its two quotes; a float
+# row its two brackets instead), and the longest text of one value in a float row
+# ("-2.2250738585072014e-308", 24 chars: 17 significant digits, a sign, a point, a 3-digit exponent).
+_ENTRY_WRAPPER = len('{"object":"embedding","index":,"embedding":""}')
+_FLOAT_TEXT_MAX = 24
+
+
+def _envelope(model, usage, extra) -> tuple:
+    """(head, tail): the UTF-8 bytes of the response body before and after the data entries.
+
+    head is ``{"object":"list","data":[`` and tail ``],"model":...,"usage":...,<extra>}``, cut
+    from json.dumps of the envelope itself, so every key and value is written exactly as
+    JSONResponse writes it: json.dumps of a dict is ``{`` + the ``"key":value`` of each item in
+    insertion order, joined by ``,``, + ``}``, and "data" is always the second item of
+    ``{"object": "list", "data": ..., "model": model, "usage": usage, **extra}`` (an ``extra``
+    that overrides "object", "model" or "usage" keeps that key's place, as the dict does).
+    """
+    if not isinstance(model, str):
+        raise TypeError(f"model must be a str, got {type(model).__name__}")
+    if usage is None:
+        usage = {"prompt_tokens": 0, "total_tokens": 0}
+    elif not isinstance(usage, dict):
+        raise TypeError(f"usage must be a dict (or None for zero token counts), got {type(usage).__name__}")
+    if extra is None:
+        extra = {}
+    elif not isinstance(extra, Mapping):
+        raise TypeError(f"extra must be a dict of top-level fields (or None), got {type(extra).__name__}")
+    elif "data" in extra:
+        raise ValueError('extra cannot set "data": the data entries are the embeddings themselves')
+    if not extra:  # the common case, without building the dict: the same text, piece by piece
+        try:
+            tail = '],"model":' + _encode_str(model) + ',"usage":' + _encode_usage(usage) + "}"
+            return _LIST_HEAD, tail.encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as e:
+            body = {"object": "list", "data": None, "model": model, "usage": usage}
+            raise _envelope_error(body, extra, e) from e
+    body = {"object": "list", "data": None, "model": model, "usage": usage, **extra}
+    items = iter(body.items())
+    first = dict([next(items)])  # "object"
+    next(items)  # "data"
+    rest = dict(items)
+    try:
+        head = _JSON.encode(first)[:-1] + ',"data":['
+        tail = "]," + _JSON.encode(rest)[1:]
+        return head.encode("utf-8"), tail.encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as e:  # UnicodeEncodeError is a ValueError
+        raise _envelope_error(body, extra, e) from e
+
+
+def _encode_usage(usage: dict) -> str:
+    """json.dumps of ``usage``; token counts (str keys, int values: nearly every usage) written
+    directly, a third of the time of setting up json's encoder for them."""
+    parts = []
+    for key, value in usage.items():
+        if type(key) is not str or type(value) is not int:  # bool is an int json writes as true/false
+            return _JSON.encode(usage)
+        parts.append(_encode_str(key) + ":" + int.__repr__(value))
+    return "{" + ",".join(parts) + "}"
+
+
+def _envelope_error(body: dict, extra, error: Exception) -> ValueError:
+    """A ValueError naming the part of the envelope (model, usage or a key of extra) that json
+    or UTF-8 cannot encode."""
+    for key, value in body.items():
+        if key == "data":
+            continue
+        try:
+            _JSON.encode({key: value}).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as e:
+            error = e
+            where = f"extra[{key!r}]" if key in extra else key
+            break
+    else:
+        where = "the envelope"
+    if isinstance(error, UnicodeEncodeError):
+        reason = f"it holds a lone surrogate ({error.object[error.start : error.end]!r}), which UTF-8 cannot encode"
+    else:
+        reason = f"json cannot serialise it ({error})"
+    return ValueError(f"{where} cannot be written into the response body: {reason}")
+
+
+def _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads):
+    """Every argument checked, before anything is built: (rows, head, tail)."""
+    if encoding_format not in ENCODING_FORMATS:
+        raise ValueError(f"unknown encoding_format {encoding_format!r}; expected 'float' or 'base64'")
+    if float_format not in FLOAT_FORMAT_CODES:
+        raise ValueError(f"unknown float_format {float_format!r}; expected one of {', '.join(map(repr, FLOAT_FORMAT_CODES))}")
+    output_dtype(dtype)  # ValueError naming the accepted dtypes
+    byteorder_name(byteorder)  # ValueError naming the accepted byte orders
+    _native._check_threads(threads)
+    head, tail = _envelope(model, usage, extra)
+    rows = _cut(_rows(embeddings), dimensions)
+    return rows, head, tail
+
+
+def _base64_data(rows, dtype, byteorder, threads, *, first_index=0, head=b"", tail=b"") -> bytes:
+    """head + the data entries of ``rows`` as base64 (indices from first_index) + tail, written
+    by the core into one bytes object."""
+    return _native._response_body_base64(rows, dtype, byteorder, head, tail, first_index, threads)
+
+
+def _float_data_array(rows, float_format: str, threads: int, *, first_index: int = 0, head: bytes = b"", tail: bytes = b"") -> bytes:
+    """head + the data entries of ``rows`` with float embeddings + tail, written by the core into
+    one bytes object (made at a bound and trimmed; the untouched pages cost no memory).
+
+    The entries are ``{"object":"embedding","index":I,"embedding":[v,v,...]}`` joined by ``,``
+    with no brackets around them (head ends with ``[``, tail starts with ``]``; slices of rows
+    written separately concatenate with a ``,`` between them), I from first_index. Each row's
+    text is exactly ``json_rows``'s: ``json.dumps(row.to(torch.float32).tolist())``'s in "repr"
+    mode. NaN and infinity: ValueError naming the row and the column.
+    """
+    return _native._response_body_float(rows, float_format, head, tail, first_index, threads)
+
+
+def response_body(
+    embeddings,
+    *,
+    model: str,
+    encoding_format: str = "base64",
+    dimensions=None,
+    usage=None,
+    extra=None,
+    dtype: str = "float32",
+    byteorder: str = "little",
+    float_format: str = "repr",
+    threads: int = 1,
+) -> bytes:
+    """The whole body of an OpenAI ``/v1/embeddings`` response, as one ``bytes`` object.
+
+    The bytes are exactly what Starlette's ``JSONResponse(body)`` sends (``json.dumps(body,
+    ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")``) for ::
+
+        body = {"object": "list",
+                "data": [{"object": "embedding", "index": i, "embedding": row_i}, ...],
+                "model": model, "usage": usage, **extra}
+
+    so a FastAPI or Starlette server answers ``Response(response_body(...),
+    media_type="application/json")`` instead of building that dict. ``row_i`` is, for row i:
+
+    * ``encoding_format="base64"``: the base64 of the row's bytes as ``encode_rows`` writes it,
+      with ``dtype``/``byteorder`` (vLLM's ``embed_dtype``/``endianness``; default little-endian
+      float32, what OpenAI clients decode). The core writes the whole body in one pass into one
+      bytes object of exactly computed size, with the GIL released; no per-row Python objects.
+    * ``encoding_format="float"``: the row's float32 values as a JSON list, each written as
+      ``repr(float(v))`` (``float_format="repr"``: what ``json.dumps(t.tolist())`` writes).
+      ``dtype`` and ``byteorder`` do not apply (they are still checked). NaN and ±inf are a
+      ValueError naming the row and column, as ``allow_nan=False`` refuses them.
+
+    embeddings, dimensions: as ``embedding_data`` takes them (the same checks; the cut is a view).
+    model: the model name, a str; escaped exactly as json.dumps(ensure_ascii=False) escapes it.
+    usage: a dict, default ``{"prompt_tokens": 0, "total_tokens": 0}``; extra: a dict of further
+        top-level fields (vLLM's ``id``, ``created``), added after ``usage`` (one that names
+        "object", "model" or "usage" replaces that value in its place, as ``{**extra}`` does;
+        "data" is refused). Both are serialised by the standard library's json.
+    threads: split the rows across this many threads inside the one call (default 1).
+
+    Raises, before anything is built: ValueError for an unknown encoding_format, float_format,
+    dtype or byteorder, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/
+    ``extra`` that json or UTF-8 cannot encode (NaN, a lone surrogate: the message names which);
+    TypeError for a model that is not a str or an input that is not an array of real numbers.
+    """
+    rows, head, tail = _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads)
+    if encoding_format == "base64":
+        return _base64_data(rows, dtype, byteorder, threads, head=head, tail=tail)
+    return _float_data_array(rows, float_format, threads, head=head, tail=tail)
+
+
+def iter_response_body(
+    embeddings,
+    *,
+    model: str,
+    encoding_format: str = "base64",
+    dimensions=None,
+    usage=None,
+    extra=None,
+    dtype: str = "float32",
+    byteorder: str = "little",
+    float_format: str = "repr",
+    threads: int = 1,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+):
+    """``response_body``'s bytes in chunks, for ``StreamingResponse``: the same arguments, plus
+    ``chunk_size`` (bytes, default 1 MiB). The chunks concatenate to exactly
+    ``response_body(...)``; only about one chunk is held at a time, so a 100,000-row float
+    response never holds its whole body.
+
+    The chunking rule: each chunk holds whole rows' entries (never part of one), as many as fit
+    in ``chunk_size``, the envelope's head joined to the first chunk and its tail to the last
+    where they fit. So every chunk is at most ``chunk_size`` bytes, except one holding a single
+    row whose entry alone is larger (then that chunk is that row, plus its separating comma);
+    an envelope larger than ``chunk_size`` (a huge ``extra``) comes in chunk_size pieces of its
+    own. Float chunks are planned from a per-value bound (24 chars), so they run about 80% full.
+
+    Every argument is checked when this is called, not when the first chunk is asked for; for
+    floats the rows are also scanned for NaN and infinity first (one read of the input), so the
+    ValueError comes before any byte is sent.
+    """
+    if not _is_index(chunk_size) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
+    rows, head, tail = _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads)
+    count, width = rows.shape
+    digits = len(str(max(count - 1, 0)))
+    if encoding_format == "base64":
+        entry = _ENTRY_WRAPPER + digits + 4 * -(-width * np.dtype(STORAGE[dtype]).itemsize // 3) + 1
+
+        def write(start, stop, prefix, suffix):
+            return _base64_data(rows[start:stop], dtype, byteorder, threads, first_index=start, head=prefix, tail=suffix)
+
+    else:
+        _native._check_finite(rows)  # NaN and infinity refused before the first chunk
+        entry = _ENTRY_WRAPPER + digits + width * (_FLOAT_TEXT_MAX + 1) + 1
+
+        def write(start, stop, prefix, suffix):
+            return _float_data_array(rows[start:stop], float_format, threads, first_index=start, head=prefix, tail=suffix)
+
+    return _chunks(head, tail, count, entry, write, chunk_size)
+
+
+def _pieces(data: bytes, size: int):
+    for at in range(0, len(data), size):
+        yield data[at : at + size]
+
+
+def _chunks(head: bytes, tail: bytes, count: int, entry: int, write, chunk_size: int):
+    """The chunks of the body: ``write(start, stop, prefix, suffix)`` gives prefix + the entries
+    of rows [start, stop) + suffix; ``entry`` bounds one row's entry and its comma."""
+    if count == 0:
+        yield from _pieces(head + tail, chunk_size)
+        return
+    prefix = head
+    if len(head) + entry > chunk_size:  # not even one row fits beside the head
+        yield from _pieces(head, chunk_size)
+        prefix = b""
+    start = 0
+    while start < count:
+        stop = min(count, start + max(1, (chunk_size - len(prefix)) // entry))
+        last = stop == count
+        with_tail = last and len(prefix) + (stop - start) * entry + len(tail) <= chunk_size
+        yield write(start, stop, prefix, tail if with_tail else b"")
+        prefix = b","
+        start = stop
+    if not with_tail:
+        yield from _pieces(tail, chunk_size)

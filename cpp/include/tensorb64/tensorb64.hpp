@@ -199,6 +199,68 @@ decode_result decode_base64(const char* text, std::size_t length, element_format
 decode_result convert_elements(const void* raw, std::size_t bytes, element_format stored,
                                bool widen, void* out, std::size_t out_bytes) noexcept;
 
+// ---- The /v1/embeddings response body ------------------------------------------------------
+//
+// The entries of a response's "data" array for base64 rows, comma-separated, without the
+// brackets (the caller writes `[` and `]` with the rest of the envelope, so that batches of rows
+// written separately concatenate with a comma between them):
+//   {"object":"embedding","index":I,"embedding":"<base64 of row I>"},{"object":...}
+// I runs from `first_index`; each row's text is what encode_rows writes for it. No rows: nothing.
+
+// The exact length of those entries for `rows` rows of `row_length` elements converted to
+// `target`, indices first_index .. first_index + rows - 1. Returns false, leaving `size`
+// untouched, when that length (or the last index) does not fit in a size_t.
+bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
+                      std::size_t first_index, std::size_t* size) noexcept;
+
+// Writes those entries to `out`, which holds exactly base64_data_size(...) chars: lays out each
+// row's wrapper, then has encode_rows (`threads` as there) fill each row's text in place.
+// Returns the end of what it wrote. Throws, before writing anything, std::invalid_argument when
+// !can_convert(source type, target type), std::length_error when base64_data_size would return
+// false, std::bad_alloc if the table of row pointers cannot be allocated.
+char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
+                        char* out, unsigned threads = 1);
+
+// ---- Float text ----------------------------------------------------------------------------
+//
+// Rows as JSON arrays of numbers (`[v,v,...]`, no spaces), exactly as Python's json.dumps writes
+// the row's `.to(torch.float32).tolist()` (float64 sources: the doubles themselves), in one of two
+// modes:
+enum class float_format : std::uint8_t {
+    repr,      // repr() of each value as a double: what json.dumps(t.tolist()) writes today
+    shortest,  // the fewest digits that read back to the same float32, laid out as repr lays them
+               // out (float64 sources: as repr)
+};
+
+// Where a row could not be written: NaN and infinities have no JSON text.
+struct float_text_result {
+    bool finite;
+    std::size_t row, column;  // the first non-finite value, when !finite
+};
+
+// The most bytes the text of one row of `row_length` values takes (brackets included), or false
+// if that does not fit in a size_t.
+bool float_row_bound(std::size_t row_length, dtype source, float_format format, std::size_t* bytes) noexcept;
+
+// Writes each row's text to outputs[r] (float_row_bound bytes each) and its length to lengths[r],
+// `threads` splitting the rows. Stops at the first non-finite value and says where.
+float_text_result write_float_rows(const strided_rows& source, float_format format, char* const* outputs,
+                                   std::size_t* lengths, unsigned threads = 1);
+
+// The first NaN or infinity of `source` as the float text writers see its values (float64
+// sources as doubles, others as float32), if any: a check before streaming a body.
+float_text_result find_non_finite(const strided_rows& source) noexcept;
+
+// The most bytes the "data" entries of float rows take (as base64_data_size, below, for base64).
+bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, float_format format,
+                      std::size_t first_index, std::size_t* size) noexcept;
+
+// Writes those entries (`{"object":"embedding","index":I,"embedding":[...]}`, comma-separated, no
+// brackets) to `out`, which holds float_data_bound bytes, `threads` splitting the rows; *end is
+// then the end of what was written. Stops at the first non-finite value and says where.
+float_text_result write_float_data(const strided_rows& source, float_format format, std::size_t first_index,
+                                   char* out, char** end, unsigned threads = 1);
+
 // ---- SIMD levels ---------------------------------------------------------------------------
 
 enum class simd_level : std::uint8_t { scalar, avx2, avx512, neon };
