@@ -48,11 +48,13 @@ def test_smoke_bench_prints_table_and_writes_json(tmp_path):
     assert header.split() == " ".join(COLUMNS).split()
     for path in ("struct", "numpy", "pybase64", "tensorb64 rows", "tensorb64 batch", "memcpy of output size", "vllm f16"):
         assert path in out, f"path {path!r} missing from the table"
-    assert "Python-layer overhead" in out
+    assert "Small calls" in out and "Float rows as JSON text" in out
 
     report = json.loads(json_path.read_text(encoding="utf-8"))
     assert report["mode"] == "smoke"
     assert report["errors"] == []
+    assert set(report["small_calls"]["ratios"]) and all(v > 0 for v in report["small_calls"]["ratios"].values())
+    assert report["float_text"]["bytes_per_value"]["shortest"] < report["float_text"]["bytes_per_value"]["repr"]
     assert report["machine"]["simd_level"] == tensorb64.simd_level()
     timed = [r for case in report["cases"] for r in case["results"] if "us" in r]
     assert timed and all(r["us"] > 0 and r["gbps"] > 0 for r in timed)

@@ -331,34 +331,72 @@ def run_case(torch, pybase64, spec, cfg, log) -> dict:
     return {**spec, "input_bytes_f32": input_bytes, "output_bytes": output_bytes(B, D, 4 if out_dtype == "float32" else 2), "results": results, "notes": notes, "errors": errors}
 
 
-# --------------------------------------------------------------------------- Python-layer overhead
+# --------------------------------------------------------------------------- small calls and float text
 
 
-def measure_overhead(torch, cfg) -> dict:
-    """encode_rows on a 1x384 float32 input against the raw core call on the same memory."""
-    t = torch.randn(1, 384)
-    a = t.numpy()
-    arr = np.random.default_rng(0).standard_normal((1, 384)).astype(np.float32)
-    native = _native.encode_rows
-    assert tensorb64.encode_rows(t) == native(a, "float32", "little", "float32", "little", 1)
+def measure_small_calls(torch, pybase64, cfg) -> dict:
+    """One request's embedding (issue 10): tensorb64 against pybase64 on the same row, side by
+    side. pybase64's fastest use on a tensor converts it once (``t.numpy()``), then encodes rows."""
+    rng = np.random.default_rng(0)
+    row384 = rng.standard_normal(384).astype(np.float32)
+    t384 = torch.from_numpy(rng.standard_normal((1, 384)).astype(np.float32))
+    t3072 = torch.from_numpy(rng.standard_normal((1, 3072)).astype(np.float32))
+    b64 = pybase64.b64encode_as_string
+    assert tensorb64.encode(row384) == b64(row384)
+    assert tensorb64.encode_rows(t3072) == [b64(r) for r in t3072.numpy()]
     calls = {
-        "tensorb64.encode_rows(tensor)": lambda: tensorb64.encode_rows(t),
-        "_native.encode_rows(tensor.numpy())": lambda: native(a, "float32", "little", "float32", "little", 1),
-        "tensorb64.encode_rows(ndarray)": lambda: tensorb64.encode_rows(arr),
-        "_native.encode_rows(ndarray)": lambda: native(arr, "float32", "little", "float32", "little", 1),
-        "tensor.numpy()": lambda: t.numpy(),
-        # The binding's in-place tensor entry, which encode_rows(tensor) calls after its checks.
-        "_native.encode_tensor(tensor)": lambda: _native.encode_tensor(t, "float32", "float32", "little", 1, False),
+        "pybase64.b64encode_as_string(ndarray 384)": lambda: b64(row384),
+        "tensorb64.encode(ndarray 384)": lambda: tensorb64.encode(row384),
+        "tensorb64.encode_rows(tensor 1x384)": lambda: tensorb64.encode_rows(t384),
+        "pybase64 rows of tensor 1x3072 (t.numpy() once)": lambda: [b64(r) for r in t3072.numpy()],
+        "tensorb64.encode_rows(tensor 1x3072)": lambda: tensorb64.encode_rows(t3072),
     }
-    s = measure(calls, rounds=cfg["overhead_rounds"], sample_s=0.002, budget_s=10.0)
+    s = measure(calls, rounds=cfg["small_call_rounds"], sample_s=0.002, budget_s=10.0)
     us = {k: v["us"] for k, v in s.items()}
-    out = {
-        "shape": [1, 384],
+    base = us["pybase64.b64encode_as_string(ndarray 384)"]
+    return {
         "us": us,
-        "overhead_tensor_us": us["tensorb64.encode_rows(tensor)"] - us["_native.encode_rows(tensor.numpy())"],
-        "overhead_ndarray_us": us["tensorb64.encode_rows(ndarray)"] - us["_native.encode_rows(ndarray)"],
-        "overhead_tensor_vs_encode_tensor_us": us["tensorb64.encode_rows(tensor)"] - us["_native.encode_tensor(tensor)"],
+        "ratios": {
+            "encode(ndarray 1x384) / pybase64 (target <= 1.3)": us["tensorb64.encode(ndarray 384)"] / base,
+            "encode_rows(tensor 1x384) / pybase64 (target <= 2.5)": us["tensorb64.encode_rows(tensor 1x384)"] / base,
+            "pybase64 fastest path / encode_rows(tensor 1x3072) (target >= 2.2)":
+                us["pybase64 rows of tensor 1x3072 (t.numpy() once)"] / us["tensorb64.encode_rows(tensor 1x3072)"],
+        },
     }
+
+
+def measure_float_text(torch, cfg, orjson) -> dict:
+    """Float rows as JSON text (issue 11), B=64 D=3072 float32 N(0, 0.05), one thread, per row
+    as each route makes it: json.dumps of tolist (what JSONResponse does), orjson on the numpy
+    row (vLLM's float route), and json_rows in each mode."""
+    B, D = (8, 384) if cfg.get("smoke") else (64, 3072)
+    t = torch.from_numpy(np.random.default_rng(0).normal(0, 0.05, (B, D)).astype(np.float32))
+    a = t.numpy()
+    dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+    assert tensorb64.json_rows(t) == [dumps(r).encode() for r in t.tolist()]
+    calls = {
+        "json.dumps(row.tolist()) per row": lambda: [dumps(r) for r in t.tolist()],
+        "tensorb64.json_rows(repr)": lambda: tensorb64.json_rows(t),
+        "tensorb64.json_rows(shortest)": lambda: tensorb64.json_rows(t, float_format="shortest"),
+    }
+    if orjson is not None:
+        option = orjson.OPT_SERIALIZE_NUMPY
+        calls["orjson.dumps(row, OPT_SERIALIZE_NUMPY) per row"] = lambda: [orjson.dumps(r, option=option) for r in a]
+    rounds = max(3, cfg["rounds"] // 4)
+    s = measure(calls, rounds=rounds, sample_s=cfg["sample_s"], budget_s=cfg["budget_s"] * 4)
+    us = {k: v["us"] for k, v in s.items()}
+    values = B * D
+    sizes = {
+        "repr": sum(map(len, tensorb64.json_rows(t))) / values,
+        "shortest": sum(map(len, tensorb64.json_rows(t, float_format="shortest"))) / values,
+    }
+    out = {"B": B, "D": D, "us": us, "ns_per_value": {k: v * 1e3 / values for k, v in us.items()}, "bytes_per_value": sizes}
+    ratios = {"json.dumps route / repr (target >= 40)": us["json.dumps(row.tolist()) per row"] / us["tensorb64.json_rows(repr)"]}
+    if orjson is not None:
+        orj = us["orjson.dumps(row, OPT_SERIALIZE_NUMPY) per row"]
+        ratios["orjson / shortest (target >= 2.5)"] = orj / us["tensorb64.json_rows(shortest)"]
+        ratios["orjson / repr (target >= 1)"] = orj / us["tensorb64.json_rows(repr)"]
+    out["ratios"] = ratios
     return out
 
 
@@ -661,13 +699,20 @@ def header_lines(m: dict) -> list:
     ]
 
 
-def overhead_lines(o: dict) -> list:
-    us = o["us"]
+def small_call_lines(o: dict) -> list:
     return [
-        "Python-layer overhead at 1x384 float32 (median µs per call, same memory):",
-        *(f"  {k:<42} {v:8.2f}" for k, v in us.items()),
-        f"  => encode_rows overhead above _native.encode_rows on the same memory: tensor {o['overhead_tensor_us']:.2f} µs, ndarray {o['overhead_ndarray_us']:.2f} µs",
-        f"  => encode_rows(tensor) above the binding's in-place tensor call: {o['overhead_tensor_vs_encode_tensor_us']:.2f} µs",
+        "Small calls (one request's embedding; median µs per call, interleaved, same process):",
+        *(f"  {k:<50} {v:8.2f}" for k, v in o["us"].items()),
+        *(f"  => {k}: {v:.2f}" for k, v in o["ratios"].items()),
+    ]
+
+
+def float_text_lines(o: dict) -> list:
+    return [
+        f"Float rows as JSON text, B={o['B']} D={o['D']} float32 N(0, 0.05), one thread (median µs per batch; ns per value):",
+        *(f"  {k:<50} {v:10.1f} µs {o['ns_per_value'][k]:8.1f} ns/value" for k, v in o["us"].items()),
+        f"  bytes per value (comma included): repr {o['bytes_per_value']['repr']:.2f}, shortest {o['bytes_per_value']['shortest']:.2f}",
+        *(f"  => {k}: {v:.2f}" for k, v in o["ratios"].items()),
     ]
 
 
@@ -777,10 +822,10 @@ def case_specs(mode: str) -> list:
 
 def config(mode: str) -> dict:
     if mode == "smoke":
-        return {"rounds": 3, "sample_s": 0.0005, "budget_s": 0.01, "struct_max": STRUCT_MAX_VALUES_QUICK, "overhead_rounds": 3}
+        return {"rounds": 3, "sample_s": 0.0005, "budget_s": 0.01, "struct_max": STRUCT_MAX_VALUES_QUICK, "small_call_rounds": 3}
     if mode == "full":
-        return {"rounds": 31, "sample_s": 0.005, "budget_s": 2.5, "struct_max": STRUCT_MAX_VALUES_FULL, "overhead_rounds": 41}
-    return {"rounds": 21, "sample_s": 0.003, "budget_s": 1.0, "struct_max": STRUCT_MAX_VALUES_QUICK, "overhead_rounds": 21}
+        return {"rounds": 31, "sample_s": 0.005, "budget_s": 2.5, "struct_max": STRUCT_MAX_VALUES_FULL, "small_call_rounds": 41}
+    return {"rounds": 21, "sample_s": 0.003, "budget_s": 1.0, "struct_max": STRUCT_MAX_VALUES_QUICK, "small_call_rounds": 21}
 
 
 def main(argv=None) -> int:
@@ -829,7 +874,8 @@ def main(argv=None) -> int:
             last = cases[-1]
             ours = next((r for r in last["results"] if r["path"].startswith("tensorb64 rows") and "us" in r), None)
             print(f"  done {last['input']:>8}->{last['output']:<7} B={last['B']:<4} D={last['D']:<4}" + (f" threads={last['threads']}" if last.get("threads") else "") + (f"  tensorb64 rows {ours['us']:.1f} µs" if ours else ""), file=sys.stderr, flush=True)
-    overhead = measure_overhead(torch, cfg) if args.section != "body" else None
+    small_calls = measure_small_calls(torch, pybase64, cfg) if args.section != "body" else None
+    float_text = measure_float_text(torch, {**cfg, "smoke": mode == "smoke"}, orjson) if args.section != "rows" else None
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     body_cases = run_body_section(torch, pybase64, orjson, {**cfg, "smoke": mode == "smoke"}, log) if args.section != "rows" else []
     elapsed = time.perf_counter() - started
@@ -847,10 +893,10 @@ def main(argv=None) -> int:
             one, many = r.get("tensorb64 rows threads=1", {}), r.get(f"tensorb64 rows threads={c['threads']}", {})
             if "us" in one and "us" in many:
                 print(f"threads={c['threads']} at B={c['B']} D={c['D']} {c['input']}: {one['us'] / many['us']:.2f}× the speed of threads=1 ({machine['usable_cores']} usable cores)")
-    if overhead is not None:
-        print()
-        for line in overhead_lines(overhead):
-            print(line)
+    for section, lines in ((small_calls, small_call_lines), (float_text, float_text_lines)):
+        if section is not None:
+            print()
+            print("\n".join(lines(section)))
     if body_cases:
         print("\nThe response body (µs/call: median of interleaved rounds; minflt/call: minor page faults per call; "
               "× response_body: the path's time over response_body's, same case):")
@@ -868,7 +914,7 @@ def main(argv=None) -> int:
     print(f"\n{len(cases)} cases, {len(body_cases)} body cases in {elapsed:.1f} s; load average before {_load(machine['load_1min'])}, after {_load(machine['load_1min_after'])}")
 
     errors = [e for c in cases for e in c["errors"]] + [e for c in body_cases for e in c["errors"]]
-    report = {"machine": machine, "mode": mode, "config": cfg, "cases": cases, "overhead": overhead, "body_cases": body_cases,
+    report = {"machine": machine, "mode": mode, "config": cfg, "cases": cases, "small_calls": small_calls, "float_text": float_text, "body_cases": body_cases,
               "elapsed_s": elapsed, "errors": errors}
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
@@ -885,8 +931,9 @@ def main(argv=None) -> int:
                 f.write(markdown_table(cases) + "\n\n")
                 for n in notes:
                     f.write(f"* {n}\n")
-            if overhead is not None:
-                f.write("\n" + "\n".join("    " + line for line in overhead_lines(overhead)) + "\n")
+            for section, lines in ((small_calls, small_call_lines), (float_text, float_text_lines)):
+                if section is not None:
+                    f.write("\n" + "\n".join("    " + line for line in lines(section)) + "\n")
             if body_cases:
                 f.write("\n## The response body\n\n")
                 for state, description, _ in allocator_states():
