@@ -800,8 +800,8 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
 // Raises the ValueError for a row that has a NaN or an infinity.
 [[noreturn]] void refuse_non_finite(const tb::float_text_result& result) {
     raise(PyExc_ValueError, "row " + std::to_string(result.row) + ", column " + std::to_string(result.column) +
-                                " is NaN or infinite, which JSON cannot represent (json.dumps with allow_nan=False "
-                                "refuses it too); send such embeddings as base64");
+                                " is NaN or infinite: NaN and infinity have no JSON text (json.dumps with "
+                                "allow_nan=False refuses them too); use encoding_format='base64' for such values");
 }
 
 PyObject* check_finite_entry(PyObject*, PyObject* x) {

@@ -11,8 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include <cstdlib>
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
+#include <unistd.h>
 #define TENSORB64_HAVE_ATFORK 1
 #endif
 
@@ -52,7 +55,6 @@ public:
         pending_.erase(std::remove(pending_.begin(), pending_.end(), &b), pending_.end());
     }
 
-private:
     // Claims and runs parts of `b` until none is left.
     void work_on(batch& b) {
         for (;;) {
@@ -64,10 +66,28 @@ private:
         }
     }
 
+    // Stops and joins the threads (at exit: a process ends with none of its threads left behind,
+    // which keeps leak checkers quiet). No batch may be running.
+    void shutdown() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread& t : threads_) t.join();
+        threads_.clear();
+    }
+
+#if defined(TENSORB64_HAVE_ATFORK)
+    const pid_t creator = getpid();  // a forked child inherits this object but none of its threads
+#endif
+
+private:
     void worker() {
         std::unique_lock<std::mutex> lock(mutex_);
         for (;;) {
-            wake_.wait(lock, [&] { return !pending_.empty(); });
+            wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+            if (pending_.empty()) return;  // stopping
             batch& b = *pending_.front();
             if (b.next.load(std::memory_order_relaxed) >= b.parts) {
                 pending_.pop_front();  // every part claimed: the batch's caller waits for the rest
@@ -94,7 +114,8 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<batch*> pending_;
-    std::vector<std::thread> threads_;  // detached in spirit: the pool lives as long as the process
+    std::vector<std::thread> threads_;
+    bool stopping_ = false;  // guarded by mutex_
 };
 
 std::atomic<pool*> the_pool{nullptr};
@@ -106,17 +127,25 @@ pool& get_pool() {
     std::lock_guard<std::mutex> lock(creation);
     p = the_pool.load(std::memory_order_relaxed);
     if (p == nullptr) {
-        // Never destroyed: its threads wait on it until the process exits.
+        // Never destroyed (a thread may still be using it while statics are torn down); its
+        // threads are joined at exit.
         p = new pool();
-#if defined(TENSORB64_HAVE_ATFORK)
         static const bool registered = [] {
+#if defined(TENSORB64_HAVE_ATFORK)
             // A forked child has none of the parent's threads (and maybe a locked mutex): it
             // gets a new pool of its own on first use; the parent's is abandoned there.
             pthread_atfork(nullptr, nullptr, [] { the_pool.store(nullptr, std::memory_order_relaxed); });
+#endif
+            std::atexit([] {
+                pool* current = the_pool.load(std::memory_order_acquire);
+#if defined(TENSORB64_HAVE_ATFORK)
+                if (current != nullptr && current->creator != getpid()) return;  // not ours to join
+#endif
+                if (current != nullptr) current->shutdown();
+            });
             return true;
         }();
         (void)registered;
-#endif
         the_pool.store(p, std::memory_order_release);
     }
     return *p;

@@ -1084,7 +1084,7 @@ void test_response_body() {
     char out[8] = {'\x7f'};
     bool threw = false;
     try {
-        tb::write_base64_data({zeros, 1, 1, 8, 8, le(tb::dtype::float8_e4m3fn)}, le(tb::dtype::float32), 0, out);
+        tb::write_base64_data({zeros, 1, 1, 8, 8, le(tb::dtype::float32)}, le(tb::dtype::float64), 0, out);
     } catch (const std::invalid_argument&) {
         threw = true;
     }
