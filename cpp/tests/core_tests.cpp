@@ -25,12 +25,14 @@
 //   * the response body's data entries: exact sizes (indices of every digit count, up to
 //     SIZE_MAX; 0 rows; empty rows; overflow refused), the text against a reference written
 //     here, nothing written past the size, threads > 1 equal to 1, conversions refused first.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -611,6 +613,113 @@ void differential(const char* when, bool full, unsigned max_misalignment) {
 
 // row_output::bytes writes exactly the bytes whose base64 row_output::base64 writes, at every
 // level, for every conversion and byte order, across block boundaries, into rows laid end to end.
+// Integers widen to float32 rounding to nearest even, in integer arithmetic: against the host's
+// own conversion (which rounds so in the default FP environment), at the ties and extremes.
+template <class Int>
+void check_integer_widening(const std::vector<Int>& values, tb::dtype type) {
+    std::vector<unsigned char> bytes(values.size() * sizeof(Int));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    std::vector<unsigned char> expected;
+    for (Int v : values) {
+        const float f = static_cast<float>(v);
+        unsigned char b[4];
+        std::memcpy(b, &f, 4);
+        if (tb::host_byte_order == tb::byte_order::big) std::reverse(b, b + 4);
+        expected.insert(expected.end(), b, b + 4);
+    }
+    CHECK_EQ_STR(reference_base64(expected), encode(bytes, {type, tb::host_byte_order}, le(tb::dtype::float32)),
+                 tb::to_string(type));
+}
+
+void test_integer_sources() {
+    using limits64 = std::numeric_limits<std::int64_t>;
+    check_integer_widening<std::int64_t>({0, 1, -1, (1LL << 24) + 1, (1LL << 24) + 3, (1LL << 24) + (1LL << 16) + 1,
+                                          limits64::max(), limits64::min(), -((1LL << 40) + (1LL << 16) + 1)},
+                                         tb::dtype::int64);
+    check_integer_widening<std::uint64_t>({0, 1, ~0ull, (1ull << 63) + (1ull << 39) + 1, (1ull << 63) + (1ull << 39)},
+                                          tb::dtype::uint64);
+    check_integer_widening<std::int32_t>({0, -7, 2147483647, -2147483647 - 1, 16777217, 16777219}, tb::dtype::int32);
+    check_integer_widening<std::uint32_t>({0, 4294967295u, 16777217u}, tb::dtype::uint32);
+    check_integer_widening<std::int16_t>({0, -32768, 32767}, tb::dtype::int16);
+    check_integer_widening<std::uint16_t>({0, 65535}, tb::dtype::uint16);
+    check_integer_widening<std::int8_t>({0, -128, 127}, tb::dtype::int8);
+    check_integer_widening<std::uint8_t>({0, 255}, tb::dtype::uint8);
+    // bool: any non-zero byte is true, as torch and numpy read it.
+    CHECK_EQ_STR(encode({0, 1, 2}, {tb::dtype::bool8, tb::host_byte_order}, le(tb::dtype::float32)),
+                 reference_base64({0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0x80, 0x3f}), "bool");
+}
+
+// Rows indexed by several dimensions (a permuted 3-D array) equal the same rows copied out.
+void test_multi_dimensional_rows() {
+    // A [2][3][4] float32 array read as its permutation [3][2][4]: row (i, j) is source row (j, i).
+    std::vector<float> data(24);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i) * 0.5f - 3.0f;
+    const std::size_t shape[] = {3, 2};
+    const std::ptrdiff_t strides[] = {4 * 4, 12 * 4};
+    tb::strided_rows rows{data.data(), 6, 4, 0, 4, {tb::dtype::float32, tb::host_byte_order}};
+    rows.row_dims = 2;
+    rows.row_shape = shape;
+    rows.row_strides = strides;
+    for (unsigned threads : {1u, 2u, 5u}) {
+        std::vector<std::string> out(6, std::string(24, '\0'));
+        std::vector<char*> outputs;
+        for (auto& o : out) outputs.push_back(&o[0]);
+        tb::encode_rows(rows, le(tb::dtype::float32), outputs.data(), threads);
+        for (std::size_t i = 0; i < 3; ++i) {
+            for (std::size_t j = 0; j < 2; ++j) {
+                const float* row = data.data() + j * 12 + i * 4;
+                std::vector<unsigned char> bytes(16);
+                std::memcpy(bytes.data(), row, 16);
+                if (tb::host_byte_order == tb::byte_order::big) {
+                    for (std::size_t k = 0; k < 16; k += 4) std::reverse(bytes.begin() + k, bytes.begin() + k + 4);
+                }
+                CHECK_EQ_STR(reference_base64(bytes), out[i * 2 + j], "N-D row");
+            }
+        }
+    }
+}
+
+// Float rows: the same text whatever the thread count, and a NaN reported where it is.
+void test_float_rows() {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    const std::size_t n_rows = 9, n = 300;
+    std::vector<float> data(n_rows * n);
+    for (float& v : data) v = normal(rng);
+    const tb::strided_rows rows{data.data(), n_rows, n, static_cast<std::ptrdiff_t>(n * 4), 4,
+                                {tb::dtype::float32, tb::host_byte_order}};
+    for (tb::float_format format : {tb::float_format::repr, tb::float_format::shortest}) {
+        std::size_t bound = 0;
+        CHECK(tb::float_data_bound(n_rows, n, tb::dtype::float32, format, 7, &bound));
+        std::string one(bound, '\0'), three(bound, '\0');
+        char* end_one = nullptr;
+        char* end_three = nullptr;
+        CHECK(tb::write_float_data(rows, format, 7, &one[0], &end_one, 1).finite);
+        CHECK(tb::write_float_data(rows, format, 7, &three[0], &end_three, 3).finite);
+        one.resize(static_cast<std::size_t>(end_one - one.data()));
+        three.resize(static_cast<std::size_t>(end_three - three.data()));
+        CHECK_EQ_STR(one, three, "float data, threads 3 against 1");
+        CHECK(one.rfind("{\"object\":\"embedding\",\"index\":7,\"embedding\":[", 0) == 0);
+        CHECK(one.back() == '}');
+    }
+    data[4 * n + 17] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<std::string> out(n_rows);
+    std::vector<char*> outputs;
+    std::vector<std::size_t> lengths(n_rows);
+    std::size_t bound = 0;
+    CHECK(tb::float_row_bound(n, tb::dtype::float32, tb::float_format::repr, &bound));
+    for (auto& o : out) {
+        o.assign(bound, '\0');
+        outputs.push_back(&o[0]);
+    }
+    for (unsigned threads : {1u, 4u}) {
+        const tb::float_text_result bad = tb::write_float_rows(rows, tb::float_format::repr, outputs.data(), lengths.data(), threads);
+        CHECK(!bad.finite && bad.row == 4 && bad.column == 17);
+    }
+    const tb::float_text_result found = tb::find_non_finite(rows);
+    CHECK(!found.finite && found.row == 4 && found.column == 17);
+}
+
 void test_bytes_output() {
     level_guard guard;
     const std::vector<std::size_t> lengths = {0, 1, 2, 3, 5, 47, 48, 49, 767, 768, 769, 1537};
@@ -1122,6 +1231,9 @@ int main(int argc, char** argv) {
 #endif
         timed("differential", [&] { differential("differential", !quick, quick ? 7 : 63); });
         timed("bytes output", test_bytes_output);
+        timed("integer sources", test_integer_sources);
+        timed("multi-dimensional rows", test_multi_dimensional_rows);
+        timed("float rows", test_float_rows);
         timed("decode", test_decode);
         timed("under FTZ/DAZ, rounding upward", test_hostile_fp_environment);
         timed("response body data", test_response_body);
