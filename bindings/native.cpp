@@ -481,6 +481,31 @@ tb::strided_rows rows_of(input_array& in) {
     return rows;
 }
 
+// The whole array as one row, when all its dimensions merge into one (a C-contiguous array, or
+// any evenly strided one); otherwise its rows, as rows_of gives them.
+tb::strided_rows as_one_row(input_array& in) {
+    std::size_t count = 1;
+    std::ptrdiff_t stride = 0;
+    bool merges = true;
+    for (std::size_t d = in.ndim; d-- > 0;) {  // innermost first
+        if (in.shape[d] == 1) continue;
+        if (count == 1) {
+            stride = in.strides[d];
+        } else if (in.strides[d] != stride * static_cast<std::ptrdiff_t>(count)) {
+            merges = false;
+        }
+        count *= in.shape[d];
+    }
+    if (!merges || count == 0) return rows_of(in);
+    tb::strided_rows row{};
+    row.data = in.data;
+    row.rows = 1;
+    row.row_length = count;
+    row.element_stride = count == 1 ? 0 : stride;
+    row.format = in.format;
+    return row;
+}
+
 void check_convertible(const tb::strided_rows& source, tb::element_format target) {
     if (!tb::can_convert(source.format.type, target.type)) {
         raise(PyExc_ValueError, "cannot encode "s + tb::to_string(source.format.type) + " elements as " +
@@ -696,7 +721,7 @@ PyObject* encode_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
         const tb::element_format target{output_dtype(call.dtype), byte_order(call.byteorder)};
         input_array in;
         read_input(call.x, in);
-        return rows_to_one_str(rows_of(in), target);
+        return rows_to_one_str(as_one_row(in), target);
     });
 }
 
@@ -779,7 +804,10 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
         check_convertible(source, target);
         const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
         const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
-        std::size_t data_size = 0;
+        // First per row (a size that cannot exist is named with its row count), then exactly.
+        std::size_t per_row = 0, data_size = 0;
+        if (!tb::base64_data_size(1, source.row_length, target.type, 0, &per_row)) per_row = SIZE_MAX;
+        checked_total(source.rows, per_row, "response body");
         if (!tb::base64_data_size(source.rows, source.row_length, target.type, call.first_index, &data_size)) {
             data_size = SIZE_MAX;
         }
@@ -870,7 +898,9 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
         const tb::strided_rows source = rows_of(in);
         const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
         const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
-        std::size_t bound = 0;
+        std::size_t per_row = 0, bound = 0;
+        if (!tb::float_data_bound(1, source.row_length, source.format.type, format, 0, &per_row)) per_row = SIZE_MAX;
+        checked_total(source.rows, per_row, "response body");
         if (!tb::float_data_bound(source.rows, source.row_length, source.format.type, format, call.first_index, &bound)) {
             bound = SIZE_MAX;
         }

@@ -21,17 +21,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch_behaviour
 
 import tensorb64
-import torch_behaviour
-from oracles import struct_reference, tensor_from_bits, torch_reference
 from tensorb64 import openai
+from oracles import struct_reference, tensor_from_bits, torch_reference
 
 torch = pytest.importorskip("torch", reason="torch is the oracle and the source of shrunk-storage tensors")
 
 HERE = Path(__file__).parent
 OUTPUT_DTYPES = ["float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
 BYTEORDERS = ["little", "big"]
+# Outputs compared with the installed torch only where it casts as torch 2.13 does (the
+# package's documented bytes); elsewhere skipped naming the torch version and the behaviour.
+OUTPUT_PARAMS = torch_behaviour.output_params(OUTPUT_DTYPES)
+COMPARED_OUTPUT_DTYPES = torch_behaviour.compared_outputs(OUTPUT_DTYPES)
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 
@@ -191,7 +195,7 @@ def int_values(np_dtype) -> np.ndarray:
 
 @pytest.mark.usefixtures("each_simd_level")
 @pytest.mark.parametrize("source", ["torch", "numpy"])
-@pytest.mark.parametrize("out_dtype", OUTPUT_DTYPES)
+@pytest.mark.parametrize("out_dtype", OUTPUT_PARAMS)
 @pytest.mark.parametrize("in_dtype", INT_DTYPES + [torch.bool], ids=str)
 def test_integer_and_bool_sources_convert_like_torch(in_dtype, out_dtype, source):
     if in_dtype == torch.bool:
@@ -219,7 +223,7 @@ def test_named_integer_edges_convert_like_torch():
     for dtype, value in cases:
         t = torch.tensor([value] * 70, dtype=dtype) if dtype != getattr(torch, "uint64", None) else \
             torch.from_numpy(np.full(70, value, np.uint64))
-        for out_dtype in OUTPUT_DTYPES:
+        for out_dtype in COMPARED_OUTPUT_DTYPES:
             for byteorder in BYTEORDERS:
                 assert_like_torch(t, t, out_dtype, byteorder)
                 assert_like_torch(t.numpy(), t, out_dtype, byteorder)
@@ -233,7 +237,7 @@ FP8 = [torch.float8_e4m3fn, torch.float8_e5m2]
 
 
 @pytest.mark.usefixtures("each_simd_level")
-@pytest.mark.parametrize("out_dtype", OUTPUT_DTYPES)
+@pytest.mark.parametrize("out_dtype", OUTPUT_PARAMS)
 @pytest.mark.parametrize("in_dtype", FP8, ids=str)
 def test_float8_tensors_convert_like_torch(in_dtype, out_dtype):
     t = tensor_from_bits(np.arange(256, dtype=np.uint8), in_dtype)  # every bit pattern: NaNs, infs, subnormals
@@ -268,7 +272,7 @@ needs_ml_dtypes = pytest.mark.skipif(ml_dtypes is None, reason="ml_dtypes is not
 
 @needs_ml_dtypes
 @pytest.mark.usefixtures("each_simd_level")
-@pytest.mark.parametrize("out_dtype", OUTPUT_DTYPES)
+@pytest.mark.parametrize("out_dtype", OUTPUT_PARAMS)
 @pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
 def test_ml_dtypes_arrays_convert_like_torch(name, out_dtype):
     np_dtype = getattr(ml_dtypes, name)
@@ -346,7 +350,7 @@ def test_nd_and_integer_numpy_inputs_are_not_copied():
     size = x.nbytes
     for name, f in [("encode_body", tensorb64.encode_body), ("encode", tensorb64.encode),
                     ("encode_rows", tensorb64.encode_rows)]:
-        peak = _peak(lambda: f(x, dtype="fp8_e4m3"))
+        peak = _peak(lambda f=f: f(x, dtype="fp8_e4m3"))
         assert peak < 0.5 * size, f"{name} of a permuted 3-D float32 array peaked at {peak / size:.2f}x its input"
     ints = np.ones((512, 8192), np.int32)  # converted in the core's pass, no float32 copy
     peak = _peak(lambda: tensorb64.encode_body(ints, dtype="fp8_e4m3"))
@@ -528,7 +532,9 @@ def test_unsupported_torch_dtypes_name_the_dtype():
         if dtype is None:
             continue
         try:
-            t = torch.empty(4, dtype=dtype)
+            with warnings.catch_warnings():  # complex32: torch warns that its support is experimental
+                warnings.simplefilter("ignore", UserWarning)
+                t = torch.empty(4, dtype=dtype)
         except (RuntimeError, TypeError, NotImplementedError):
             try:
                 t = torch.zeros(8, dtype=torch.uint8).view(dtype)

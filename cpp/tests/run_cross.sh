@@ -3,6 +3,8 @@
 #   run_cross.sh native    the host's g++ (x86-64: with the AVX2 and AVX-512 kernels; aarch64: NEON)
 #   run_cross.sh s390x     s390x-linux-gnu-g++, run under qemu-s390x (a big-endian host)
 #   run_cross.sh aarch64   aarch64-linux-gnu-g++, run under qemu-aarch64 (the NEON kernel)
+#   run_cross.sh westmere  the host's g++ (x86-64), run under qemu-x86_64 -cpu Westmere: a CPU with
+#                          no AVX, where dispatch must pick scalar and nothing may use AVX
 #   run_cross.sh bench     the host's g++, builds and runs kernel_bench instead of the tests
 # Extra arguments go to core_tests (--quick: misalignments 0..7, sampled lengths), which runs after
 # dispatch_tests (made-up CPUs), and to float_text_tests (--quick: 2^18 random patterns), or to
@@ -11,7 +13,7 @@
 # the sources and each kernel's instruction-set flags are the ones written there, and nowhere else.
 set -euo pipefail
 
-arch="${1:?usage: run_cross.sh native|s390x|aarch64|bench [args...]}"
+arch="${1:?usage: run_cross.sh native|s390x|aarch64|westmere|bench [args...]}"
 shift
 cpp="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/tensorb64-cross.XXXXXX")"
@@ -27,10 +29,12 @@ case "$arch" in
     cxx=s390x-linux-gnu-g++; host=s390x; runner=(qemu-s390x) ;;
   aarch64)
     cxx=aarch64-linux-gnu-g++; host=aarch64; runner=(qemu-aarch64) ;;
+  westmere)
+    cxx="${CXX:-g++}"; host=x86_64; runner=(qemu-x86_64 -cpu Westmere) ;;
   *)
-    echo "run_cross.sh: unknown ARCH '$arch' (native, s390x, aarch64 or bench)" >&2; exit 2 ;;
+    echo "run_cross.sh: unknown ARCH '$arch' (native, s390x, aarch64, westmere or bench)" >&2; exit 2 ;;
 esac
-for tool in "$cxx" cmake "${runner[@]}"; do
+for tool in "$cxx" cmake ${runner[0]:+"${runner[0]}"}; do
   command -v "$tool" >/dev/null || { echo "run_cross.sh: $tool not found" >&2; exit 3; }
 done
 

@@ -34,6 +34,8 @@ def readable(x):
     if isinstance(x, np.ndarray):
         return _readable_array(x)
     if isinstance(x, (list, tuple)):
+        if x and torch is not None and all(isinstance(item, torch.Tensor) for item in x):
+            return readable(torch.stack([item.detach().to("cpu") for item in x]))  # rows of tensors
         return _readable_array(_array_of_numbers(x, torch))
     if isinstance(x, (str, bytes, bytearray)):
         hint = "" if isinstance(x, str) else " (for raw float32 bytes use numpy.frombuffer(data, '<f4'))"
@@ -48,6 +50,8 @@ def readable(x):
 
 
 _TORCH_CODES: dict = {}
+# Tensor types that stand for a tensor without holding its data (torch.compile's tracing).
+_NO_MEMORY_TENSOR_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})
 
 
 def _register_torch(torch) -> None:
@@ -65,6 +69,9 @@ def _register_torch(torch) -> None:
 
 def _readable_tensor(t, torch):
     """A plain CPU tensor with the values of `t`, converted only where the binding cannot read it."""
+    if type(t).__name__ in _NO_MEMORY_TENSOR_TYPES:
+        raise TypeError(f"a {type(t).__name__} cannot be encoded: it has no memory to read (it only traces "
+                        "shapes and dtypes); pass a real tensor")
     if type(t) is not torch.Tensor:
         # A subclass's methods may say anything (a __torch_function__ can change dtype or
         # strides): read the plain tensor over the same storage, with torch functions disabled.
@@ -79,11 +86,14 @@ def _readable_tensor(t, torch):
     if dtype.is_complex:
         raise TypeError(f"complex tensors are not supported ({dtype}); pass the real part or a real dtype")
     if dtype not in _TORCH_CODES:
-        if dtype.is_floating_point:  # other float8 variants: exactly as tensor.to(torch.float32)
+        unsupported = TypeError(f"tensors of dtype {dtype} are not supported; expected a floating point, integer "
+                                "or bool dtype that torch can convert to float32")
+        if not dtype.is_floating_point:
+            raise unsupported
+        try:  # other float8 variants: exactly as tensor.to(torch.float32)
             t = t.to(torch.float32)
-        else:
-            raise TypeError(f"tensors of dtype {dtype} are not supported; expected a floating point, integer or "
-                            "bool dtype")
+        except (RuntimeError, NotImplementedError):  # float4_e2m1fn_x2 and the like: no conversion
+            raise unsupported from None
     if t.device.type != "cpu":
         # Cross the bus in the tensor's own dtype: a bf16 tensor moves half the bytes of float32.
         t = t.detach().to("cpu")
@@ -120,8 +130,6 @@ def _array_of_numbers(x, torch):
     is not a number, ValueError for ragged rows."""
     if len(x) == 0:
         return np.empty((0, 0), dtype=np.float32)  # an empty batch: no rows (as torch.empty(0, d))
-    if torch is not None and all(isinstance(item, torch.Tensor) for item in x):
-        return readable(torch.stack([item.detach().to("cpu") for item in x]))[0]
     try:
         a = np.array(x)
     except (ValueError, TypeError) as e:

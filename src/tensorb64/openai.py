@@ -46,7 +46,9 @@ def _rows(embeddings):
     if isinstance(embeddings, np.ndarray) or (torch is not None and isinstance(embeddings, torch.Tensor)):
         x = embeddings
     else:
-        x = np.asarray(readable(embeddings)[0])  # a list's array, or a view of a buffer
+        x = readable(embeddings)[0]  # a list's array (or stacked tensors), or a buffer
+        if not (torch is not None and isinstance(x, torch.Tensor)):
+            x = np.asarray(x)
     if x.ndim not in (1, 2):
         raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
     _native.row_shape(x)  # refuses what every encoder refuses, in the same words
