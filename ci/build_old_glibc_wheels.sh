@@ -12,8 +12,9 @@
 #
 # Why Zig: `zig c++ -target <arch>-linux-gnu.2.17` compiles against glibc 2.17's symbol versions
 # whatever the host's glibc is, and cross-compiles with the same binary. It links LLVM's libc++,
-# libc++abi and libunwind statically into the extension; the link hides their symbols
-# internals by the C++ library's ABI ("libcpp_abi1" versus "libstdcpp_..."), so this module never
+# libc++abi and libunwind statically into the extension; a version script hides their symbols
+# (nothing but PyInit__native is exported), and pybind11 keys the internals it shares between
+# modules by the C++ library's ABI ("libcpp_abi1" versus "libstdcpp_..."), so this module never
 # shares C++ objects with pybind11 modules built against libstdc++ (torch's). See ci/WHEELS.md.
 set -euo pipefail
 
