@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import tensorb64
-from tensorb64 import _native
 
 pytestmark = pytest.mark.usefixtures("each_simd_level")
 

@@ -132,7 +132,7 @@ def _inputs():
 
 def _encodings(arrays) -> list:
     out = []
-    for source, values in arrays.items():
+    for _source, values in arrays.items():
         rows = np.resize(values, (3, len(values) - 1))  # odd lengths: the kernels' tails too
         for dtype in OUTPUT_DTYPES:
             for byteorder in ("little", "big"):

@@ -22,8 +22,6 @@ import numpy as np
 import pytest
 
 import tensorb64
-from tensorb64 import _native
-from tensor_like import TensorLike
 
 torch = pytest.importorskip("torch")
 

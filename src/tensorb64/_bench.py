@@ -43,7 +43,6 @@ import time
 import numpy as np
 
 import tensorb64
-from tensorb64 import _native
 
 EXTRA_HINT = 'install the benchmark dependencies with: pip install "tensorb64[bench]"'
 
