@@ -56,7 +56,8 @@ std::string repr_of(PyObject* object) {
     }
     Py_ssize_t size = 0;
     const char* utf8 = PyUnicode_AsUTF8AndSize(text, &size);
-    std::string result = utf8 != nullptr ? std::string(utf8, static_cast<std::size_t>(size)) : "<unprintable>";
+    std::string result =
+        utf8 != nullptr ? std::string(utf8, static_cast<std::size_t>(size)) : "<unprintable>";
     if (utf8 == nullptr) PyErr_Clear();
     Py_DECREF(text);
     if (result.size() > 80) result = result.substr(0, 77) + "...";
@@ -97,10 +98,10 @@ struct registry {
     PyObject* byteorders = nullptr;     // dict: byteorder name -> 0 (little) or 1 (big)
     PyObject* float_formats = nullptr;  // dict: float_format name -> tensorb64::float_format code
     PyObject* ndarray_type = nullptr;   // numpy.ndarray
-    PyObject* readable = nullptr;       // _inputs.readable: x -> (readable object, dtype code or None)
-    PyObject* tensor_type = nullptr;    // torch.Tensor, once the Python layer has seen torch
-    PyObject* torch_dtypes = nullptr;   // dict: torch.dtype -> core dtype code
-    std::string dtype_names;            // "float32, float16, ..." for messages
+    PyObject* readable = nullptr;  // _inputs.readable: x -> (readable object, dtype code or None)
+    PyObject* tensor_type = nullptr;   // torch.Tensor, once the Python layer has seen torch
+    PyObject* torch_dtypes = nullptr;  // dict: torch.dtype -> core dtype code
+    std::string dtype_names;           // "float32, float16, ..." for messages
     std::string byteorder_names;
     std::string float_format_names;
 } names;
@@ -133,21 +134,27 @@ int lookup_code(PyObject* dict, PyObject* name) {
 }
 
 tb::dtype output_dtype(PyObject* name) {
-    const int code = name == nullptr ? static_cast<int>(tb::dtype::float32) : lookup_code(names.output_dtypes, name);
-    if (code < 0) raise(PyExc_ValueError, "unknown dtype " + repr_of(name) + "; expected one of " + names.dtype_names);
+    const int code = name == nullptr ? static_cast<int>(tb::dtype::float32)
+                                     : lookup_code(names.output_dtypes, name);
+    if (code < 0)
+        raise(PyExc_ValueError,
+              "unknown dtype " + repr_of(name) + "; expected one of " + names.dtype_names);
     return static_cast<tb::dtype>(code);
 }
 
 tb::byte_order byte_order(PyObject* name) {
     const int code = name == nullptr ? 0 : lookup_code(names.byteorders, name);
-    if (code < 0) raise(PyExc_ValueError, "unknown byteorder " + repr_of(name) + "; expected " + names.byteorder_names);
+    if (code < 0)
+        raise(PyExc_ValueError,
+              "unknown byteorder " + repr_of(name) + "; expected " + names.byteorder_names);
     return code == 0 ? tb::byte_order::little : tb::byte_order::big;
 }
 
 tb::float_format float_format(PyObject* name) {
     const int code = name == nullptr ? 0 : lookup_code(names.float_formats, name);
     if (code < 0) {
-        raise(PyExc_ValueError, "unknown float_format " + repr_of(name) + "; expected " + names.float_format_names);
+        raise(PyExc_ValueError,
+              "unknown float_format " + repr_of(name) + "; expected " + names.float_format_names);
     }
     return static_cast<tb::float_format>(code);
 }
@@ -203,9 +210,15 @@ bool buffer_format(const char* format, Py_ssize_t itemsize, tb::element_format* 
     if (format == nullptr) format = "B";
     tb::byte_order order = tb::host_byte_order;
     switch (*format) {
-        case '<': order = tb::byte_order::little; ++format; break;
+        case '<':
+            order = tb::byte_order::little;
+            ++format;
+            break;
         case '>':
-        case '!': order = tb::byte_order::big; ++format; break;
+        case '!':
+            order = tb::byte_order::big;
+            ++format;
+            break;
         case '@':
         case '=': ++format; break;
         default: break;
@@ -214,22 +227,36 @@ bool buffer_format(const char* format, Py_ssize_t itemsize, tb::element_format* 
     const char code = format[0];
     tb::dtype type;
     if (std::strchr("efd", code) != nullptr) {
-        if (itemsize == 2) type = tb::dtype::float16;
-        else if (itemsize == 4) type = tb::dtype::float32;
-        else if (itemsize == 8) type = tb::dtype::float64;
-        else return false;
+        if (itemsize == 2)
+            type = tb::dtype::float16;
+        else if (itemsize == 4)
+            type = tb::dtype::float32;
+        else if (itemsize == 8)
+            type = tb::dtype::float64;
+        else
+            return false;
     } else if (std::strchr("bhilqn", code) != nullptr) {
-        if (itemsize == 1) type = tb::dtype::int8;
-        else if (itemsize == 2) type = tb::dtype::int16;
-        else if (itemsize == 4) type = tb::dtype::int32;
-        else if (itemsize == 8) type = tb::dtype::int64;
-        else return false;
+        if (itemsize == 1)
+            type = tb::dtype::int8;
+        else if (itemsize == 2)
+            type = tb::dtype::int16;
+        else if (itemsize == 4)
+            type = tb::dtype::int32;
+        else if (itemsize == 8)
+            type = tb::dtype::int64;
+        else
+            return false;
     } else if (std::strchr("BHILQN", code) != nullptr) {
-        if (itemsize == 1) type = tb::dtype::uint8;
-        else if (itemsize == 2) type = tb::dtype::uint16;
-        else if (itemsize == 4) type = tb::dtype::uint32;
-        else if (itemsize == 8) type = tb::dtype::uint64;
-        else return false;
+        if (itemsize == 1)
+            type = tb::dtype::uint8;
+        else if (itemsize == 2)
+            type = tb::dtype::uint16;
+        else if (itemsize == 4)
+            type = tb::dtype::uint32;
+        else if (itemsize == 8)
+            type = tb::dtype::uint64;
+        else
+            return false;
     } else if (code == '?' && itemsize == 1) {
         type = tb::dtype::bool8;
     } else {
@@ -243,12 +270,14 @@ bool buffer_format(const char* format, Py_ssize_t itemsize, tb::element_format* 
 // array.array) must hold floats, since a byte buffer there is far more often raw bytes passed
 // by mistake than integers. False (no error set) for what the Python layer must handle.
 bool read_buffer(PyObject* x, int source_override, input_array& in) {
-    const bool is_ndarray = PyObject_TypeCheck(x, reinterpret_cast<PyTypeObject*>(names.ndarray_type));
+    const bool is_ndarray =
+        PyObject_TypeCheck(x, reinterpret_cast<PyTypeObject*>(names.ndarray_type));
     if (!is_ndarray && source_override < 0) {
         if (!PyObject_CheckBuffer(x) || PyBytes_Check(x) || PyByteArray_Check(x)) return false;
     }
     if (PyObject_GetBuffer(x, &in.view, PyBUF_RECORDS_RO) != 0) {
-        PyErr_Clear();  // a dtype numpy cannot export (bfloat16, object, ...): the Python layer explains
+        PyErr_Clear();  // a dtype numpy cannot export (bfloat16, object, ...): the Python layer
+                        // explains
         return false;
     }
     in.has_view = true;
@@ -257,14 +286,15 @@ bool read_buffer(PyObject* x, int source_override, input_array& in) {
     if (source_override >= 0) {
         format.type = static_cast<tb::dtype>(source_override);
         if (tb::dtype_size(format.type) != static_cast<std::size_t>(in.view.itemsize)) return false;
-    } else if (!is_ndarray && format.type != tb::dtype::float16 && format.type != tb::dtype::float32 &&
-               format.type != tb::dtype::float64) {
+    } else if (!is_ndarray && format.type != tb::dtype::float16 &&
+               format.type != tb::dtype::float32 && format.type != tb::dtype::float64) {
         return false;
     }
     if (in.view.ndim < 0 || static_cast<std::size_t>(in.view.ndim) > tb::max_dims) return false;
     in.data = in.view.buf;
     in.ndim = static_cast<std::size_t>(in.view.ndim);
-    if (in.view.shape == nullptr && in.ndim != 0) {  // allowed for a 1-D exporter: len bytes of items
+    if (in.view.shape == nullptr &&
+        in.ndim != 0) {  // allowed for a 1-D exporter: len bytes of items
         in.ndim = 1;
         in.shape[0] = static_cast<std::size_t>(in.view.len / in.view.itemsize);
         in.strides[0] = in.view.itemsize;
@@ -319,7 +349,8 @@ bool byte_extent(const input_array& in, std::ptrdiff_t* low, std::ptrdiff_t* hig
             return true;  // no element at all: nothing is read
         }
         const std::ptrdiff_t stride = in.strides[d];
-        if (in.shape[d] > static_cast<std::size_t>(limit) || stride < -limit || stride > limit) return false;
+        if (in.shape[d] > static_cast<std::size_t>(limit) || stride < -limit || stride > limit)
+            return false;
         const auto steps = static_cast<std::ptrdiff_t>(in.shape[d] - 1);
         const std::ptrdiff_t magnitude = stride < 0 ? -stride : stride;
         if (magnitude != 0 && steps > limit / magnitude) return false;
@@ -364,7 +395,8 @@ bool read_tensor(PyObject* x, input_array& in) {
     }
     ref shape(PyObject_GetAttr(x, shape_name));
     ref strides(call_method(x, stride_name));
-    if (!shape || !strides || !storage || !offset || !PyTuple_Check(shape.get()) || !PyTuple_Check(strides.get()) ||
+    if (!shape || !strides || !storage || !offset || !PyTuple_Check(shape.get()) ||
+        !PyTuple_Check(strides.get()) ||
         PyTuple_GET_SIZE(shape.get()) != PyTuple_GET_SIZE(strides.get()) ||
         PyTuple_GET_SIZE(shape.get()) > static_cast<Py_ssize_t>(tb::max_dims)) {
         PyErr_Clear();
@@ -381,8 +413,10 @@ bool read_tensor(PyObject* x, input_array& in) {
     in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
     const auto size = static_cast<std::ptrdiff_t>(tb::dtype_size(in.format.type));
     // The offset in bytes, if it lies within the storage (checked below, when anything is read).
-    const bool offset_inside = elements_before >= 0 && static_cast<std::size_t>(elements_before) <= capacity / size;
-    const std::size_t data = base + (offset_inside ? static_cast<std::size_t>(elements_before * size) : 0);
+    const bool offset_inside =
+        elements_before >= 0 && static_cast<std::size_t>(elements_before) <= capacity / size;
+    const std::size_t data =
+        base + (offset_inside ? static_cast<std::size_t>(elements_before * size) : 0);
     in.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape.get()));
     for (std::size_t d = 0; d < in.ndim; ++d) {
         std::ptrdiff_t extent = 0, stride = 0;
@@ -390,7 +424,9 @@ bool read_tensor(PyObject* x, input_array& in) {
             !as_ssize(PyTuple_GET_ITEM(strides.get(), d), &stride) || extent < 0 ||
             stride > std::numeric_limits<std::ptrdiff_t>::max() / 16 ||
             stride < std::numeric_limits<std::ptrdiff_t>::min() / 16) {
-            raise(PyExc_ValueError, "the tensor's shape and strides reach outside its storage (they are out of range)");
+            raise(
+                PyExc_ValueError,
+                "the tensor's shape and strides reach outside its storage (they are out of range)");
         }
         in.shape[d] = static_cast<std::size_t>(extent);
         in.strides[d] = stride * size;
@@ -412,7 +448,8 @@ bool read_tensor(PyObject* x, input_array& in) {
 }
 
 bool read_in_place(PyObject* x, int source_override, input_array& in) {
-    if (names.tensor_type != nullptr && Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(names.tensor_type)) {
+    if (names.tensor_type != nullptr &&
+        Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(names.tensor_type)) {
         return read_tensor(x, in);
     }
     return read_buffer(x, source_override, in);
@@ -435,11 +472,12 @@ void read_input(PyObject* x, input_array& in) {
     }
     PyObject* object = PyTuple_GET_ITEM(converted.get(), 0);
     PyObject* override_code = PyTuple_GET_ITEM(converted.get(), 1);
-    const int source_override = override_code == Py_None ? -1 : static_cast<int>(PyLong_AsLong(override_code));
+    const int source_override =
+        override_code == Py_None ? -1 : static_cast<int>(PyLong_AsLong(override_code));
     if (!read_in_place(object, source_override, in)) {
         if (PyErr_Occurred()) throw python_error{};
-        raise(PyExc_TypeError, "cannot read " + repr_of(object) + " (converted from a " + Py_TYPE(x)->tp_name +
-                                   "); this is a bug in tensorb64");
+        raise(PyExc_TypeError, "cannot read " + repr_of(object) + " (converted from a " +
+                                   Py_TYPE(x)->tp_name + "); this is a bug in tensorb64");
     }
     in.owner = ref(converted.release());  // keeps the converted object alive
 }
@@ -461,7 +499,8 @@ tb::strided_rows rows_of(input_array& in) {
     for (std::size_t d = 0; d + 1 < in.ndim; ++d) {
         rows.rows *= in.shape[d];  // cannot overflow: the elements exist in memory
         if (in.shape[d] == 1) continue;
-        if (kept > 0 && in.strides[kept - 1] == in.strides[d] * static_cast<std::ptrdiff_t>(in.shape[d])) {
+        if (kept > 0 &&
+            in.strides[kept - 1] == in.strides[d] * static_cast<std::ptrdiff_t>(in.shape[d])) {
             in.shape[kept - 1] *= in.shape[d];
             in.strides[kept - 1] = in.strides[d];
         } else {
@@ -508,8 +547,8 @@ tb::strided_rows as_one_row(input_array& in) {
 
 void check_convertible(const tb::strided_rows& source, tb::element_format target) {
     if (!tb::can_convert(source.format.type, target.type)) {
-        raise(PyExc_ValueError, "cannot encode "s + tb::to_string(source.format.type) + " elements as " +
-                                    tb::to_string(target.type));
+        raise(PyExc_ValueError, "cannot encode "s + tb::to_string(source.format.type) +
+                                    " elements as " + tb::to_string(target.type));
     }
 }
 
@@ -521,7 +560,8 @@ std::size_t physical_memory() {
 #if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
         const long pages = sysconf(_SC_PHYS_PAGES);
         const long page = sysconf(_SC_PAGESIZE);
-        if (pages > 0 && page > 0 && static_cast<std::size_t>(pages) <= SIZE_MAX / static_cast<std::size_t>(page)) {
+        if (pages > 0 && page > 0 &&
+            static_cast<std::size_t>(pages) <= SIZE_MAX / static_cast<std::size_t>(page)) {
             return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
         }
 #endif
@@ -540,9 +580,10 @@ std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* wha
         const double bytes = static_cast<double>(rows) * static_cast<double>(per_row);
         char size[64];
         std::snprintf(size, sizeof size, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-        raise(PyExc_MemoryError, "the "s + what + " would take " + size + " (" + std::to_string(rows) +
-                                     " rows), more than this machine's memory" +
-                                     (memory != 0 ? " (" + std::to_string(memory >> 20) + " MiB)" : ""));
+        raise(PyExc_MemoryError,
+              "the "s + what + " would take " + size + " (" + std::to_string(rows) +
+                  " rows), more than this machine's memory" +
+                  (memory != 0 ? " (" + std::to_string(memory >> 20) + " MiB)" : ""));
     }
     return total;
 }
@@ -550,8 +591,10 @@ std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* wha
 std::size_t row_text_length(const tb::strided_rows& source, tb::element_format target) {
     const std::size_t size = tb::dtype_size(target.type);
     std::size_t length = 0;
-    if (source.row_length > SIZE_MAX / size || !tb::encoded_size(source.row_length * size, &length)) {
-        raise(PyExc_MemoryError, "a row of " + std::to_string(source.row_length) + " values is too long to encode");
+    if (source.row_length > SIZE_MAX / size ||
+        !tb::encoded_size(source.row_length * size, &length)) {
+        raise(PyExc_MemoryError,
+              "a row of " + std::to_string(source.row_length) + " values is too long to encode");
     }
     return length;
 }
@@ -559,8 +602,8 @@ std::size_t row_text_length(const tb::strided_rows& source, tb::element_format t
 // Below this much output, releasing and retaking the GIL costs more than it lets others run.
 constexpr std::size_t release_gil_above = 64 * 1024;
 
-void run_kernel(const tb::strided_rows& source, tb::element_format target, char* const* outputs, unsigned threads,
-                tb::row_output output, std::size_t total) {
+void run_kernel(const tb::strided_rows& source, tb::element_format target, char* const* outputs,
+                unsigned threads, tb::row_output output, std::size_t total) {
     if (total < release_gil_above) {
         tb::encode_rows(source, target, outputs, threads, output);
         return;
@@ -571,7 +614,8 @@ void run_kernel(const tb::strided_rows& source, tb::element_format target, char*
 }
 
 // One base64 str per row, written in place by the kernel.
-PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target, unsigned threads) {
+PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target,
+                       unsigned threads) {
     check_convertible(source, target);
     const std::size_t length = row_text_length(source, target);
     const std::size_t total = checked_total(source.rows, length, "base64 text");
@@ -595,7 +639,8 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
     const std::size_t row_bytes = checked_total(source.row_length, size, "input's bytes");
     const std::size_t bytes = checked_total(source.rows, row_bytes, "input's bytes");
     std::size_t length = 0;
-    if (!tb::encoded_size(bytes, &length)) raise(PyExc_MemoryError, "the input is too large to encode");
+    if (!tb::encoded_size(bytes, &length))
+        raise(PyExc_MemoryError, "the input is too large to encode");
     checked_total(1, length, "base64 text");
     ref text(PyUnicode_New(static_cast<Py_ssize_t>(length), 127));
     if (!text) throw python_error{};
@@ -611,7 +656,8 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
         // one temporary of the converted bytes, then their text. The only full-size temporary.
         std::vector<unsigned char> converted(bytes);
         std::vector<char*> outputs(source.rows);
-        for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = reinterpret_cast<char*>(converted.data()) + r * row_bytes;
+        for (std::size_t r = 0; r < source.rows; ++r)
+            outputs[r] = reinterpret_cast<char*>(converted.data()) + r * row_bytes;
         run_kernel(source, target, outputs.data(), 1, tb::row_output::bytes, bytes);
         tb::strided_rows flat{};
         flat.data = converted.data();
@@ -626,9 +672,11 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
 }
 
 // The converted bytes of every row, one after another, in one bytes object.
-PyObject* rows_to_bytes(const tb::strided_rows& source, tb::element_format target, unsigned threads) {
+PyObject* rows_to_bytes(const tb::strided_rows& source, tb::element_format target,
+                        unsigned threads) {
     check_convertible(source, target);
-    const std::size_t row_bytes = checked_total(source.row_length, tb::dtype_size(target.type), "body");
+    const std::size_t row_bytes =
+        checked_total(source.row_length, tb::dtype_size(target.type), "body");
     const std::size_t total = checked_total(source.rows, row_bytes, "body");
     ref body(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total)));
     if (!body) throw python_error{};
@@ -653,15 +701,16 @@ struct call_args {
 // The keywords an entry point takes besides threads=.
 enum class options { encoding, float_text };
 
-void parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool takes_threads,
-                call_args* out, options taken = options::encoding) {
+void parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                bool takes_threads, call_args* out, options taken = options::encoding) {
     static PyObject* const float_format_key = PyUnicode_InternFromString("float_format");
     static PyObject* const dtype_key = PyUnicode_InternFromString("dtype");
     static PyObject* const byteorder_key = PyUnicode_InternFromString("byteorder");
     static PyObject* const threads_key = PyUnicode_InternFromString("threads");
     if (nargs != 1) {
-        raise(PyExc_TypeError, function + " takes exactly one positional argument (the embeddings), got "s +
-                                   std::to_string(nargs));
+        raise(PyExc_TypeError,
+              function + " takes exactly one positional argument (the embeddings), got "s +
+                  std::to_string(nargs));
     }
     out->x = args[0];
     const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
@@ -682,8 +731,8 @@ void parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs, P
                 continue;
             }
             PyErr_Clear();
-            raise(PyExc_TypeError, function + " got an unexpected keyword argument "s + repr_of(key) +
-                                       "; it takes float_format= and threads=");
+            raise(PyExc_TypeError, function + " got an unexpected keyword argument "s +
+                                       repr_of(key) + "; it takes float_format= and threads=");
         }
         if (is(dtype_key)) {
             out->dtype = value;
@@ -693,8 +742,9 @@ void parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs, P
             out->threads = value;
         } else {
             PyErr_Clear();
-            raise(PyExc_TypeError, function + " got an unexpected keyword argument "s + repr_of(key) +
-                                       "; it takes dtype=, byteorder=" + (takes_threads ? " and threads=" : ""));
+            raise(PyExc_TypeError,
+                  function + " got an unexpected keyword argument "s + repr_of(key) +
+                      "; it takes dtype=, byteorder=" + (takes_threads ? " and threads=" : ""));
         }
     }
 }
@@ -734,7 +784,9 @@ PyObject* encode_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
         input_array in;
         read_input(call.x, in);
         if (in.ndim == 0) {
-            raise(PyExc_ValueError, "encode_rows needs an input with at least one dimension; use encode() for a single value");
+            raise(PyExc_ValueError,
+                  "encode_rows needs an input with at least one dimension; use encode() for a "
+                  "single value");
         }
         return rows_to_strs(rows_of(in), target, threads);
     });
@@ -749,7 +801,8 @@ PyObject* row_bytes_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
         const unsigned threads = thread_count(call.threads);
         input_array in;
         read_input(call.x, in);
-        if (in.ndim == 0) raise(PyExc_ValueError, "encode_body needs an input with at least one dimension");
+        if (in.ndim == 0)
+            raise(PyExc_ValueError, "encode_body needs an input with at least one dimension");
         const tb::strided_rows rows = rows_of(in);
         ref body(rows_to_bytes(rows, target, threads));
         return Py_BuildValue("(Onn)", body.get(), static_cast<Py_ssize_t>(rows.rows),
@@ -764,7 +817,8 @@ PyObject* row_shape_entry(PyObject*, PyObject* x) {
         read_input(x, in);
         if (in.ndim == 0) raise(PyExc_ValueError, "embeddings need at least one dimension");
         const tb::strided_rows rows = rows_of(in);
-        return Py_BuildValue("(nn)", static_cast<Py_ssize_t>(rows.rows), static_cast<Py_ssize_t>(rows.row_length));
+        return Py_BuildValue("(nn)", static_cast<Py_ssize_t>(rows.rows),
+                             static_cast<Py_ssize_t>(rows.row_length));
     });
 }
 
@@ -779,14 +833,18 @@ struct body_args {
     unsigned threads;
 };
 
-body_args parse_body_args(const char* function, PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected) {
+body_args parse_body_args(const char* function, PyObject* const* args, Py_ssize_t nargs,
+                          Py_ssize_t expected) {
     if (nargs != expected) {
-        raise(PyExc_TypeError, function + " takes "s + std::to_string(expected) + " arguments, got " + std::to_string(nargs));
+        raise(PyExc_TypeError, function + " takes "s + std::to_string(expected) +
+                                   " arguments, got " + std::to_string(nargs));
     }
     body_args parsed{args[0], args[nargs - 4], args[nargs - 3], 0, thread_count(args[nargs - 1])};
-    if (!PyBytes_Check(parsed.head) || !PyBytes_Check(parsed.tail)) raise(PyExc_TypeError, "head and tail must be bytes");
+    if (!PyBytes_Check(parsed.head) || !PyBytes_Check(parsed.tail))
+        raise(PyExc_TypeError, "head and tail must be bytes");
     parsed.first_index = PyLong_AsSize_t(args[nargs - 2]);
-    if (parsed.first_index == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw python_error{};
+    if (parsed.first_index == static_cast<std::size_t>(-1) && PyErr_Occurred())
+        throw python_error{};
     return parsed;
 }
 
@@ -806,19 +864,23 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
         const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
         // First per row (a size that cannot exist is named with its row count), then exactly.
         std::size_t per_row = 0, data_size = 0;
-        if (!tb::base64_data_size(1, source.row_length, target.type, 0, &per_row)) per_row = SIZE_MAX;
+        if (!tb::base64_data_size(1, source.row_length, target.type, 0, &per_row))
+            per_row = SIZE_MAX;
         checked_total(source.rows, per_row, "response body");
-        if (!tb::base64_data_size(source.rows, source.row_length, target.type, call.first_index, &data_size)) {
+        if (!tb::base64_data_size(source.rows, source.row_length, target.type, call.first_index,
+                                  &data_size)) {
             data_size = SIZE_MAX;
         }
-        const std::size_t size = checked_total(1, checked_total(1, data_size, "response body") + head_size + tail_size,
-                                               "response body");
+        const std::size_t size =
+            checked_total(1, checked_total(1, data_size, "response body") + head_size + tail_size,
+                          "response body");
         ref body(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size)));
         if (!body) throw python_error{};
         char* out = PyBytes_AS_STRING(body.get());
         std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
         PyThreadState* state = size >= release_gil_above ? PyEval_SaveThread() : nullptr;
-        char* end = tb::write_base64_data(source, target, call.first_index, out + head_size, call.threads);
+        char* end =
+            tb::write_base64_data(source, target, call.first_index, out + head_size, call.threads);
         if (state != nullptr) PyEval_RestoreThread(state);
         std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
         return body.release();
@@ -827,9 +889,10 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
 
 // Raises the ValueError for a row that has a NaN or an infinity.
 [[noreturn]] void refuse_non_finite(const tb::float_text_result& result) {
-    raise(PyExc_ValueError, "row " + std::to_string(result.row) + ", column " + std::to_string(result.column) +
-                                " is NaN or infinite: NaN and infinity have no JSON text (json.dumps with "
-                                "allow_nan=False refuses them too); use encoding_format='base64' for such values");
+    raise(PyExc_ValueError,
+          "row " + std::to_string(result.row) + ", column " + std::to_string(result.column) +
+              " is NaN or infinite: NaN and infinity have no JSON text (json.dumps with "
+              "allow_nan=False refuses them too); use encoding_format='base64' for such values");
 }
 
 PyObject* check_finite_entry(PyObject*, PyObject* x) {
@@ -855,10 +918,12 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
         const unsigned threads = thread_count(call.threads);
         input_array in;
         read_input(call.x, in);
-        if (in.ndim == 0) raise(PyExc_ValueError, "json_rows needs an input with at least one dimension");
+        if (in.ndim == 0)
+            raise(PyExc_ValueError, "json_rows needs an input with at least one dimension");
         const tb::strided_rows source = rows_of(in);
         std::size_t bound = 0;
-        if (!tb::float_row_bound(source.row_length, source.format.type, format, &bound)) bound = SIZE_MAX;
+        if (!tb::float_row_bound(source.row_length, source.format.type, format, &bound))
+            bound = SIZE_MAX;
         checked_total(source.rows, bound, "float text");
         ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
         if (!list) throw python_error{};
@@ -872,14 +937,16 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
         }
         const bool release = source.rows * source.row_length >= 4096;  // ~80 µs of digits
         PyThreadState* state = release ? PyEval_SaveThread() : nullptr;
-        const tb::float_text_result result = tb::write_float_rows(source, format, outputs.data(), lengths.data(), threads);
+        const tb::float_text_result result =
+            tb::write_float_rows(source, format, outputs.data(), lengths.data(), threads);
         if (state != nullptr) PyEval_RestoreThread(state);
         if (!result.finite) refuse_non_finite(result);
         for (std::size_t r = 0; r < source.rows; ++r) {
             PyObject* text = PyList_GET_ITEM(list.get(), static_cast<Py_ssize_t>(r));
             // The list holds the only reference: the bytes may be resized (and moved) in place.
             PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), nullptr);
-            if (_PyBytes_Resize(&text, static_cast<Py_ssize_t>(lengths[r])) != 0) throw python_error{};
+            if (_PyBytes_Resize(&text, static_cast<Py_ssize_t>(lengths[r])) != 0)
+                throw python_error{};
             PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);
         }
         return list.release();
@@ -899,60 +966,71 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
         const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
         const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
         std::size_t per_row = 0, bound = 0;
-        if (!tb::float_data_bound(1, source.row_length, source.format.type, format, 0, &per_row)) per_row = SIZE_MAX;
+        if (!tb::float_data_bound(1, source.row_length, source.format.type, format, 0, &per_row))
+            per_row = SIZE_MAX;
         checked_total(source.rows, per_row, "response body");
-        if (!tb::float_data_bound(source.rows, source.row_length, source.format.type, format, call.first_index, &bound)) {
+        if (!tb::float_data_bound(source.rows, source.row_length, source.format.type, format,
+                                  call.first_index, &bound)) {
             bound = SIZE_MAX;
         }
-        const std::size_t size = checked_total(1, checked_total(1, bound, "response body") + head_size + tail_size,
-                                               "response body");
+        const std::size_t size = checked_total(
+            1, checked_total(1, bound, "response body") + head_size + tail_size, "response body");
         PyObject* body = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
         if (body == nullptr) throw python_error{};
         ref owner(body);
         char* out = PyBytes_AS_STRING(body);
         std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
         char* end = nullptr;
-        PyThreadState* state = source.rows * source.row_length >= 4096 ? PyEval_SaveThread() : nullptr;
-        const tb::float_text_result result =
-            tb::write_float_data(source, format, call.first_index, out + head_size, &end, call.threads);
+        PyThreadState* state =
+            source.rows * source.row_length >= 4096 ? PyEval_SaveThread() : nullptr;
+        const tb::float_text_result result = tb::write_float_data(
+            source, format, call.first_index, out + head_size, &end, call.threads);
         if (state != nullptr) PyEval_RestoreThread(state);
         if (!result.finite) refuse_non_finite(result);
         std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
         body = owner.release();
-        if (_PyBytes_Resize(&body, static_cast<Py_ssize_t>(end + tail_size - out)) != 0) throw python_error{};
+        if (_PyBytes_Resize(&body, static_cast<Py_ssize_t>(end + tail_size - out)) != 0)
+            throw python_error{};
         return body;
     });
 }
 
 PyMethodDef fast_methods[] = {
-    {"encode", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(encode_entry)), METH_FASTCALL | METH_KEYWORDS,
+    {"encode", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(encode_entry)),
+     METH_FASTCALL | METH_KEYWORDS,
      "encode(x, *, dtype='float32', byteorder='little')\n--\n\n"
      "The whole input, flattened in C order, as one base64 str."},
     {"encode_rows", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(encode_rows_entry)),
      METH_FASTCALL | METH_KEYWORDS,
      "encode_rows(x, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
-     "One base64 str per row: a 1-D input is one row; an N-D input has all its leading dimensions as rows."},
+     "One base64 str per row: a 1-D input is one row; an N-D input has all its leading dimensions "
+     "as rows."},
     {"row_bytes", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(row_bytes_entry)),
      METH_FASTCALL | METH_KEYWORDS,
      "row_bytes(x, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
      "(body, rows, row_length): every row's converted bytes end to end, and the rows' shape."},
-    {"_response_body_base64", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(response_body_base64_entry)),
+    {"_response_body_base64",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(response_body_base64_entry)),
      METH_FASTCALL,
      "_response_body_base64(x, dtype, byteorder, head, tail, first_index, threads, /)\n--\n\n"
      "head + the data entries of every row as base64 + tail, in one bytes object."},
     {"json_rows", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(json_rows_entry)),
      METH_FASTCALL | METH_KEYWORDS,
      "json_rows(x, *, float_format='repr', threads=1)\n--\n\n"
-     "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', ':')) in 'repr' "
+     "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', "
+     "':')) in 'repr' "
      "mode; the fewest digits that read back to the same float32 in 'shortest' mode."},
-    {"_response_body_float", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(response_body_float_entry)),
+    {"_response_body_float",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(response_body_float_entry)),
      METH_FASTCALL,
      "_response_body_float(x, float_format, head, tail, first_index, threads, /)\n--\n\n"
      "head + the data entries of every row as JSON number arrays + tail, in one bytes object."},
     {"_check_finite", check_finite_entry, METH_O,
-     "_check_finite(x, /)\n--\n\nThe ValueError naming the row and column of x's first NaN or infinity, if any."},
+     "_check_finite(x, /)\n--\n\nThe ValueError naming the row and column of x's first NaN or "
+     "infinity, if any."},
     {"_check_threads", check_threads_entry, METH_O,
-     "_check_threads(threads, /)\n--\n\nthreads as an int, or the ValueError every entry point raises for it."},
+     "_check_threads(threads, /)\n--\n\nthreads as an int, or the ValueError every entry point "
+     "raises for it."},
     {"row_shape", row_shape_entry, METH_O,
      "row_shape(x, /)\n--\n\n(rows, row_length) of an input as the encoders see its rows."},
     {nullptr, nullptr, 0, nullptr},
@@ -960,7 +1038,8 @@ PyMethodDef fast_methods[] = {
 
 std::vector<std::string> available_levels() {
     std::vector<std::string> levels;
-    for (tb::simd_level level : tb::available_simd_levels()) levels.emplace_back(tb::to_string(level));
+    for (tb::simd_level level : tb::available_simd_levels())
+        levels.emplace_back(tb::to_string(level));
     return levels;
 }
 
@@ -1008,14 +1087,18 @@ struct input_text {
         const Py_UCS4 c = PyUnicode_READ(kind, data, i);
         marked[static_cast<std::size_t>(i)] = static_cast<char>(c < 0x80 ? c : 0x80);
     }
-    const tensorb64::decode_result r = tensorb64::check_base64(marked.data(), marked.size(), stored);
+    const tensorb64::decode_result r =
+        tensorb64::check_base64(marked.data(), marked.size(), stored);
     const auto at = static_cast<Py_ssize_t>(r.offset);
     if (r.status == tensorb64::decode_status::bad_character && r.character == 0x80) {
         char code[16];
-        std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(PyUnicode_READ(kind, data, at)));
-        const py::str character(py::reinterpret_steal<py::object>(PyUnicode_Substring(text, at, at + 1)));
-        throw py::value_error("invalid base64: non-ASCII character " + py::repr(character).cast<std::string>() +
-                              " (" + code + ") at offset " + std::to_string(r.offset) +
+        std::snprintf(code, sizeof code, "U+%04X",
+                      static_cast<unsigned>(PyUnicode_READ(kind, data, at)));
+        const py::str character(
+            py::reinterpret_steal<py::object>(PyUnicode_Substring(text, at, at + 1)));
+        throw py::value_error("invalid base64: non-ASCII character " +
+                              py::repr(character).cast<std::string>() + " (" + code +
+                              ") at offset " + std::to_string(r.offset) +
                               " (the alphabet is A-Z, a-z, 0-9, '+' and '/', with '=' padding)");
     }
     throw py::value_error(tensorb64::to_string(r));
@@ -1036,8 +1119,9 @@ void read_text(const py::handle& object, tensorb64::dtype stored, bool base64, i
     if (PyObject_GetBuffer(o, &text->buffer.view, PyBUF_SIMPLE) != 0) {
         if (PyObject_CheckBuffer(o)) throw py::error_already_set();  // e.g. not contiguous: say so
         PyErr_Clear();
-        throw py::type_error(std::string(base64 ? "expected a base64 str or bytes" : "expected bytes") +
-                             ", got " + Py_TYPE(o)->tp_name);
+        throw py::type_error(
+            std::string(base64 ? "expected a base64 str or bytes" : "expected bytes") + ", got " +
+            Py_TYPE(o)->tp_name);
     }
     text->buffer.held = true;
     text->data = static_cast<const char*>(text->buffer.view.buf);
@@ -1053,14 +1137,16 @@ tensorb64::dtype dtype_of(int code) {
 }
 
 tensorb64::byte_order byte_order_of(int code) {
-    if (code != static_cast<int>(tensorb64::byte_order::little) && code != static_cast<int>(tensorb64::byte_order::big)) {
+    if (code != static_cast<int>(tensorb64::byte_order::little) &&
+        code != static_cast<int>(tensorb64::byte_order::big)) {
         throw py::value_error("unknown byte order code " + std::to_string(code));
     }
     return static_cast<tensorb64::byte_order>(code);
 }
 
 void check(const tensorb64::decode_result& result) {
-    if (result.status != tensorb64::decode_status::ok) throw py::value_error(tensorb64::to_string(result));
+    if (result.status != tensorb64::decode_status::ok)
+        throw py::value_error(tensorb64::to_string(result));
 }
 
 // Below this many characters, releasing the GIL costs more than it lets others do.
@@ -1095,12 +1181,14 @@ void add_functions(py::module_& m) {
         "stored bytes. ValueError naming what is wrong, and where.");
     m.def(
         "decode_into",
-        [](const py::object& data, const py::object& out, int dtype, int byteorder, bool widen, bool base64) {
+        [](const py::object& data, const py::object& out, int dtype, int byteorder, bool widen,
+           bool base64) {
             const tensorb64::element_format stored{dtype_of(dtype), byte_order_of(byteorder)};
             input_text text;
             read_text(data, stored.type, base64, &text);
             held_buffer output;
-            if (PyObject_GetBuffer(out.ptr(), &output.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+            if (PyObject_GetBuffer(out.ptr(), &output.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) !=
+                0) {
                 throw py::error_already_set();
             }
             output.held = true;
@@ -1109,8 +1197,10 @@ void add_functions(py::module_& m) {
             {
                 std::optional<py::gil_scoped_release> release;
                 if (text.size > release_gil_above) release.emplace();
-                result = base64 ? tensorb64::decode_base64(text.data, text.size, stored, widen, output.view.buf, out_bytes)
-                                : tensorb64::convert_elements(text.data, text.size, stored, widen, output.view.buf, out_bytes);
+                result = base64 ? tensorb64::decode_base64(text.data, text.size, stored, widen,
+                                                           output.view.buf, out_bytes)
+                                : tensorb64::convert_elements(text.data, text.size, stored, widen,
+                                                              output.view.buf, out_bytes);
             }
             check(result);
         },
@@ -1157,9 +1247,10 @@ PYBIND11_MODULE(_native, m) {
             names.dtype_names = joined_keys(output_dtypes.ptr(), false);
             names.byteorder_names = joined_keys(byteorders.ptr(), true);
         },
-        py::arg("output_dtypes"), py::arg("byteorders"), py::arg("float_formats"), py::arg("ndarray_type"),
-        py::arg("readable"),
-        "Hands the binding the Python layer's registry of names and its input converter (once, at import).");
+        py::arg("output_dtypes"), py::arg("byteorders"), py::arg("float_formats"),
+        py::arg("ndarray_type"), py::arg("readable"),
+        "Hands the binding the Python layer's registry of names and its input converter (once, at "
+        "import).");
     m.def(
         "_configure_torch",
         [](const py::object& tensor_type, const py::dict& torch_dtypes) {
@@ -1168,15 +1259,18 @@ PYBIND11_MODULE(_native, m) {
         },
         py::arg("tensor_type"), py::arg("torch_dtypes"),
         "Tells the binding torch.Tensor and the core code of each torch dtype it reads in place.");
-    m.def("simd_level", [] { return std::string(tb::to_string(tb::active_simd_level())); },
-          "The SIMD level of the kernel in use.");
-    m.def("available_simd_levels", &available_levels, "The SIMD levels this CPU can run, lowest first.");
+    m.def(
+        "simd_level", [] { return std::string(tb::to_string(tb::active_simd_level())); },
+        "The SIMD level of the kernel in use.");
+    m.def("available_simd_levels", &available_levels,
+          "The SIMD levels this CPU can run, lowest first.");
     m.def(
         "_set_simd_level",
         [](const std::string& name) {
             tb::simd_level level;
             if (!tb::parse_simd_level(name, &level)) {
-                throw py::value_error("unknown SIMD level '" + name + "'; expected scalar, avx2, avx512 or neon");
+                throw py::value_error("unknown SIMD level '" + name +
+                                      "'; expected scalar, avx2, avx512 or neon");
             }
             try {
                 tb::force_simd_level(level);

@@ -18,7 +18,8 @@ const std::vector<format_pair>& pairs() {
     return p;
 }
 
-std::string encode_at(const unsigned char* data, std::size_t n, std::ptrdiff_t stride, const format_pair& p) {
+std::string encode_at(const unsigned char* data, std::size_t n, std::ptrdiff_t stride,
+                      const format_pair& p) {
     const std::size_t length = encoded_length(n, p.to.type);
     exact_buffer out(length);
     char* outputs[] = {reinterpret_cast<char*>(out.data)};
@@ -57,15 +58,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
         if (level == tb::simd_level::scalar) continue;
         tb::force_simd_level(level);
         if (encode_at(first, n, stride, p) != expected) {
-            std::fprintf(stderr, "%s != scalar: %s -> %s, n=%zu stride=%td misalign=%zu\n", tb::to_string(level),
-                         tb::to_string(p.from.type), tb::to_string(p.to.type), n, stride, misalign);
+            std::fprintf(stderr, "%s != scalar: %s -> %s, n=%zu stride=%td misalign=%zu\n",
+                         tb::to_string(level), tb::to_string(p.from.type), tb::to_string(p.to.type),
+                         n, stride, misalign);
             std::abort();
         }
     }
     tb::force_simd_level(initial);
 
     std::vector<unsigned char> decoded;
-    if (expected.size() != encoded_length(n, p.to.type) || !strict_decode(expected.data(), expected.size(), &decoded) ||
+    if (expected.size() != encoded_length(n, p.to.type) ||
+        !strict_decode(expected.data(), expected.size(), &decoded) ||
         decoded.size() != n * tb::dtype_size(p.to.type)) {
         std::fprintf(stderr, "not canonical base64 of the right length\n");
         std::abort();
@@ -75,7 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
             for (std::size_t k = 0; k < esize; ++k) {
                 const std::size_t from_k = p.from.order == p.to.order ? k : esize - 1 - k;
                 if (decoded[i * esize + k] != input[3 + i * esize + from_k]) {
-                    std::fprintf(stderr, "identity round trip differs at element %zu byte %zu\n", i, k);
+                    std::fprintf(stderr, "identity round trip differs at element %zu byte %zu\n", i,
+                                 k);
                     std::abort();
                 }
             }

@@ -20,7 +20,8 @@ namespace tb = tensorb64;
 struct exact_buffer {
     unsigned char* data;
     std::size_t size;
-    explicit exact_buffer(std::size_t bytes) : data(static_cast<unsigned char*>(std::malloc(bytes ? bytes : 1))), size(bytes) {
+    explicit exact_buffer(std::size_t bytes)
+        : data(static_cast<unsigned char*>(std::malloc(bytes ? bytes : 1))), size(bytes) {
         if (data == nullptr) std::abort();
     }
     exact_buffer(const exact_buffer&) = delete;
@@ -30,7 +31,8 @@ struct exact_buffer {
 };
 
 inline std::string textbook_base64(const unsigned char* p, std::size_t n) {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::string out;
     for (std::size_t i = 0; i < n; i += 3) {
         const std::uint32_t a = p[i], b = i + 1 < n ? p[i + 1] : 0, c = i + 2 < n ? p[i + 2] : 0;
@@ -73,8 +75,9 @@ inline bool strict_decode(const char* s, std::size_t n, std::vector<unsigned cha
     return true;
 }
 
-inline constexpr tb::dtype all_dtypes[] = {tb::dtype::float32, tb::dtype::float16, tb::dtype::bfloat16,
-                                           tb::dtype::float64, tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2};
+inline constexpr tb::dtype all_dtypes[] = {tb::dtype::float32,       tb::dtype::float16,
+                                           tb::dtype::bfloat16,      tb::dtype::float64,
+                                           tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2};
 
 struct format_pair {
     tb::element_format from, to;

@@ -21,7 +21,8 @@ inline constexpr char base64_alphabet[] =
 // translation units compiled with different flags is safe (only code is not).
 inline constexpr std::array<std::array<char, 2>, 4096> base64_pairs = [] {
     std::array<std::array<char, 2>, 4096> pairs{};
-    for (unsigned i = 0; i < 4096; ++i) pairs[i] = {base64_alphabet[i >> 6], base64_alphabet[i & 63]};
+    for (unsigned i = 0; i < 4096; ++i)
+        pairs[i] = {base64_alphabet[i >> 6], base64_alphabet[i & 63]};
     return pairs;
 }();
 

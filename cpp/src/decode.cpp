@@ -33,12 +33,15 @@ struct decode_table {
     constexpr decode_table() : value() {
         for (int i = 0; i < 256; ++i) value[i] = invalid;
         const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        for (int i = 0; i < 64; ++i) value[static_cast<unsigned char>(alphabet[i])] = static_cast<unsigned char>(i);
+        for (int i = 0; i < 64; ++i)
+            value[static_cast<unsigned char>(alphabet[i])] = static_cast<unsigned char>(i);
     }
 };
 constexpr decode_table table;
 
-inline unsigned char value_of(char c) noexcept { return table.value[static_cast<unsigned char>(c)]; }
+inline unsigned char value_of(char c) noexcept {
+    return table.value[static_cast<unsigned char>(c)];
+}
 
 // Text decoded per block: a multiple of 4 characters whose bytes (3/4 of them) are a whole
 // number of elements of every size (1, 2, 4, 8); with its widened float32 values, ~15 KiB of
@@ -136,7 +139,8 @@ std::size_t output_size(std::size_t elements, dtype stored, bool widen) noexcept
 }
 
 // Puts `n` stored elements, host-ordered in `raw`, into `out` as their float32 bits.
-void widen_block(dtype stored, const unsigned char* raw, std::size_t n, unsigned char* out) noexcept {
+void widen_block(dtype stored, const unsigned char* raw, std::size_t n,
+                 unsigned char* out) noexcept {
     std::uint32_t wide[block_bytes];  // n <= block_bytes (one-byte elements)
     scalar_ops::widen(stored, raw, n, wide);
     std::memcpy(out, wide, n * 4);  // memcpy: `out` may be unaligned
@@ -147,8 +151,7 @@ void widen_block(dtype stored, const unsigned char* raw, std::size_t n, unsigned
 std::string to_string(const decode_result& result) {
     const std::string at = " at offset " + std::to_string(result.offset);
     switch (result.status) {
-        case decode_status::ok:
-            return "ok";
+        case decode_status::ok: return "ok";
         case decode_status::bad_length:
             return "invalid base64: length " + std::to_string(result.offset) +
                    " is not a multiple of 4";
@@ -156,9 +159,10 @@ std::string to_string(const decode_result& result) {
             char hex[8];
             std::snprintf(hex, sizeof hex, "0x%02x", result.character);
             const unsigned char c = result.character;
-            const std::string shown = c > 0x20 && c < 0x7f
-                                          ? "'" + std::string(1, static_cast<char>(c)) + "' (" + hex + ")"
-                                          : std::string(hex);
+            const std::string shown =
+                c > 0x20 && c < 0x7f
+                    ? "'" + std::string(1, static_cast<char>(c)) + "' (" + hex + ")"
+                    : std::string(hex);
             return "invalid base64: bad character " + shown + at +
                    " (the alphabet is A-Z, a-z, 0-9, '+' and '/', with '=' padding)";
         }
@@ -193,8 +197,8 @@ decode_result decoded_elements(const char* text, std::size_t length, dtype store
     return {};
 }
 
-decode_result decode_base64(const char* text, std::size_t length, element_format stored,
-                            bool widen, void* out, std::size_t out_bytes) noexcept {
+decode_result decode_base64(const char* text, std::size_t length, element_format stored, bool widen,
+                            void* out, std::size_t out_bytes) noexcept {
     std::size_t elements = 0;
     const decode_result sized = decoded_elements(text, length, stored.type, &elements);
     if (sized.status != decode_status::ok) return sized;

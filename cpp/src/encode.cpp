@@ -48,17 +48,18 @@ bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept {
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
                  unsigned threads, row_output output) {
     if (!can_convert(source.format.type, target.type)) {
-        throw std::invalid_argument(std::string("cannot convert ") +
-                                    to_string(source.format.type) + " to " +
-                                    to_string(target.type));
+        throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
+                                    " to " + to_string(target.type));
     }
     const encode_rows_fn kernel = active_kernel();
     const std::size_t row_bytes = source.row_length * dtype_size(target.type);
     std::size_t row_text = 0;
     encoded_size(row_bytes, &row_text);
-    const std::size_t total_output = (output == row_output::base64 ? row_text : row_bytes) * source.rows;
-    const std::size_t parts = std::min<std::size_t>(
-        {std::max(threads, 1u), source.rows, std::max<std::size_t>(total_output / min_output_per_thread, 1)});
+    const std::size_t total_output =
+        (output == row_output::base64 ? row_text : row_bytes) * source.rows;
+    const std::size_t parts =
+        std::min<std::size_t>({std::max(threads, 1u), source.rows,
+                               std::max<std::size_t>(total_output / min_output_per_thread, 1)});
     if (parts <= 1) {
         kernel(row_job{source, target, outputs, output});
         return;

@@ -23,9 +23,10 @@ namespace {
 constexpr std::size_t block_elements = 512;
 
 // Copies `n` elements of `size` bytes, `stride` apart, into `out`, in host byte order.
-void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size, bool swap,
-            unsigned char* out) noexcept {
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
+void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size,
+            bool swap, unsigned char* out) noexcept {
+    for (std::size_t i = 0; i < n; ++i)
+        std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
     if (swap && size > 1) swap_elements(out, n, size);
 }
 
@@ -48,8 +49,8 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
     *out++ = '[';
     for (std::size_t done = 0; done < source.row_length; done += block_elements) {
         const std::size_t k = std::min(block_elements, source.row_length - done);
-        gather(row + static_cast<std::ptrdiff_t>(done) * source.element_stride, k, source.element_stride, size, swap,
-               raw);
+        gather(row + static_cast<std::ptrdiff_t>(done) * source.element_stride, k,
+               source.element_stride, size, swap, raw);
         if (type == dtype::float64) {  // the doubles themselves
             for (std::size_t i = 0; i < k; ++i) {
                 std::uint64_t bits;
@@ -69,7 +70,8 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
                 *column = done + i;
                 return nullptr;
             }
-            out = shortest ? write_shortest_f32(wide[i], out) : write_repr(f32_bits_to_f64_bits(wide[i]), out);
+            out = shortest ? write_shortest_f32(wide[i], out)
+                           : write_repr(f32_bits_to_f64_bits(wide[i]), out);
             *out++ = ',';
         }
     }
@@ -88,8 +90,8 @@ float_text_result find_non_finite(const strided_rows& source) noexcept {
         const unsigned char* row = row_address(source, r);
         for (std::size_t done = 0; done < source.row_length; done += block_elements) {
             const std::size_t k = std::min(block_elements, source.row_length - done);
-            gather(row + static_cast<std::ptrdiff_t>(done) * source.element_stride, k, source.element_stride, size,
-                   swap, raw);
+            gather(row + static_cast<std::ptrdiff_t>(done) * source.element_stride, k,
+                   source.element_stride, size, swap, raw);
             for (std::size_t i = 0; i < k; ++i) {
                 bool finite;
                 if (type == dtype::float64) {
@@ -107,16 +109,18 @@ float_text_result find_non_finite(const strided_rows& source) noexcept {
     return {true, 0, 0};
 }
 
-bool float_row_bound(std::size_t row_length, dtype source, float_format format, std::size_t* bytes) noexcept {
+bool float_row_bound(std::size_t row_length, dtype source, float_format format,
+                     std::size_t* bytes) noexcept {
     const std::size_t per_value = float_value_bound(source, format);
     if (row_length > (std::numeric_limits<std::size_t>::max() - 2) / per_value) return false;
     *bytes = 2 + row_length * per_value;
     return true;
 }
 
-float_text_result write_float_rows(const strided_rows& source, float_format format, char* const* outputs,
-                                   std::size_t* lengths, unsigned threads) {
-    const std::size_t parts = std::min<std::size_t>(std::max(threads, 1u), std::max<std::size_t>(source.rows, 1));
+float_text_result write_float_rows(const strided_rows& source, float_format format,
+                                   char* const* outputs, std::size_t* lengths, unsigned threads) {
+    const std::size_t parts =
+        std::min<std::size_t>(std::max(threads, 1u), std::max<std::size_t>(source.rows, 1));
     const std::size_t per_part = (source.rows + parts - 1) / parts;
     std::vector<float_text_result> results(parts, float_text_result{true, 0, 0});
     run_parts(parts, [&](std::size_t part) {

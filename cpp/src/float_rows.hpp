@@ -1,4 +1,5 @@
-// Internal: one row as JSON number text (float_rows.cpp), for the row writers and the response body.
+// Internal: one row as JSON number text (float_rows.cpp), for the row writers and the response
+// body.
 #pragma once
 
 #include <cstddef>

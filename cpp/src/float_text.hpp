@@ -54,7 +54,8 @@ constexpr std::size_t kShortestF32MaxText = 19;
 
 // The bytes a JSON row of `n` values may need, at most `max_value_chars` each ("[" v "," ... "]"),
 // in `*bytes`; false if that overflows size_t.
-inline bool json_row_max_bytes(std::size_t n, std::size_t max_value_chars, std::size_t* bytes) noexcept {
+inline bool json_row_max_bytes(std::size_t n, std::size_t max_value_chars,
+                               std::size_t* bytes) noexcept {
     const std::size_t per_value = max_value_chars + 1;
     if (n > (SIZE_MAX - 2) / per_value) return false;
     *bytes = 2 + n * per_value;
@@ -151,7 +152,8 @@ struct decimal64 {
 
 // The paper's r_o' for the 126-bit g = g1 2^63 + g0: floor(g cp / 2^127), its last bit set when
 // the division was not exact (rounding to odd keeps the comparisons below exact).
-inline std::uint64_t round_to_odd_64(std::uint64_t g1, std::uint64_t g0, std::uint64_t cp) noexcept {
+inline std::uint64_t round_to_odd_64(std::uint64_t g1, std::uint64_t g0,
+                                     std::uint64_t cp) noexcept {
     const std::uint64_t x1 = mul_high(g0, cp);
     const std::uint64_t y0 = g1 * cp;
     const std::uint64_t y1 = mul_high(g1, cp);
@@ -316,9 +318,9 @@ constexpr char kTwoDigits[201] =
 template <int Words>
 struct digit_words {
     char lead;
-    std::uint64_t tail[Words];  // digits 2..9 (and 10..17), then '0's
-    std::uint64_t first8;       // digits 1..8
-    std::uint64_t from9[Words]; // digits 9..16 (and 17, then '0's)
+    std::uint64_t tail[Words];   // digits 2..9 (and 10..17), then '0's
+    std::uint64_t first8;        // digits 1..8
+    std::uint64_t from9[Words];  // digits 9..16 (and 17, then '0's)
 };
 
 // Python's layout (see the top of this file). Writes at most 5 + 8 + 8 * Words bytes at out (the
@@ -492,7 +494,8 @@ inline char* write_json_row_f32(const std::uint32_t* bits, std::size_t n, bool s
 
 // The same for float64 values: repr in both modes (a double's shortest text is its repr).
 // Writes at most json_row_max_bytes(n, kReprMaxBytes) bytes.
-inline char* write_json_row_f64(const std::uint64_t* bits, std::size_t n, char* out, std::size_t* bad) noexcept {
+inline char* write_json_row_f64(const std::uint64_t* bits, std::size_t n, char* out,
+                                std::size_t* bad) noexcept {
     *out++ = '[';
     if (n == 0) {
         *out = ']';

@@ -115,9 +115,11 @@ inline std::uint32_t integer_to_f32(Int value) noexcept {
         const std::uint32_t mantissa = static_cast<std::uint32_t>(magnitude << (23 - top));
         return sign | (static_cast<std::uint32_t>(top + 127) << 23) | (mantissa & 0x7fffffu);
     }
-    // 24 significant bits, rounded; a carry out of the mantissa moves into the exponent as it should.
+    // 24 significant bits, rounded; a carry out of the mantissa moves into the exponent as it
+    // should.
     const std::uint64_t rounded = shift_round_even(magnitude, static_cast<unsigned>(top - 23));
-    return sign | ((static_cast<std::uint32_t>(top + 127) << 23) + static_cast<std::uint32_t>(rounded) - 0x800000u);
+    return sign | ((static_cast<std::uint32_t>(top + 127) << 23) +
+                   static_cast<std::uint32_t>(rounded) - 0x800000u);
 }
 
 // ---- narrowing from float32 bits ----
@@ -175,8 +177,8 @@ inline std::uint8_t f32_to_e5m2(std::uint32_t f) noexcept {
 
 // The bfloat16 NaN that torch produces from a NaN of `source` type.
 inline std::uint16_t bf16_nan_from(dtype source) noexcept {
-    const bool via_float16_path = source == dtype::float16 || source == dtype::float8_e4m3fn ||
-                                  source == dtype::float8_e5m2;
+    const bool via_float16_path =
+        source == dtype::float16 || source == dtype::float8_e4m3fn || source == dtype::float8_e5m2;
     return via_float16_path ? 0x7fc0 : 0xffff;
 }
 

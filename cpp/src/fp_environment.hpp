@@ -37,7 +37,8 @@ class ieee_fp_environment {
 public:
     // RMode (bits 23:22) = round to nearest even; FZ (bit 24) and FZ16 (bit 19) off.
     ieee_fp_environment() noexcept : caller_(read()) {
-        write(caller_ & ~((std::uint64_t{3} << 22) | (std::uint64_t{1} << 24) | (std::uint64_t{1} << 19)));
+        write(caller_ &
+              ~((std::uint64_t{3} << 22) | (std::uint64_t{1} << 24) | (std::uint64_t{1} << 19)));
     }
     ~ieee_fp_environment() { write(caller_); }
     ieee_fp_environment(const ieee_fp_environment&) = delete;

@@ -42,11 +42,11 @@ inline __m256i encode_24(__m256i in) noexcept {
     __m256i cls = _mm256_subs_epu8(indices, _mm256_set1_epi8(51));
     const __m256i upper = _mm256_cmpgt_epi8(_mm256_set1_epi8(26), indices);
     cls = _mm256_or_si256(cls, _mm256_and_si256(upper, _mm256_set1_epi8(13)));
-    const __m256i offsets = _mm256_setr_epi8(
-        'a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
-        '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0,  //
-        'a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
-        '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
+    const __m256i offsets =
+        _mm256_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                         '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0,  //
+                         'a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                         '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
     return _mm256_add_epi8(indices, _mm256_shuffle_epi8(offsets, cls));
 }
 
@@ -82,7 +82,8 @@ struct avx2_ops {
 
     // float16 and bfloat16 to float32 text without a staging buffer: 6 elements widen to 24
     // bytes, moved to the low 12 bytes of each lane where encode_24 takes them.
-    static bool widen_base64(dtype from, const unsigned char* raw, std::size_t n, char* out) noexcept {
+    static bool widen_base64(dtype from, const unsigned char* raw, std::size_t n,
+                             char* out) noexcept {
         std::size_t done;
         if (from == dtype::bfloat16) {
             done = widen_base64_loop(raw, n, out, [](__m128i h) {
@@ -121,16 +122,19 @@ struct avx2_ops {
         switch (from) {
             case dtype::bfloat16:
                 for (; i + 8 <= n; i += 8) {
-                    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw + 2 * i));
+                    const __m128i h =
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw + 2 * i));
                     const __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
                     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), w);
                 }
                 break;
             case dtype::float16:
                 // vcvtph2ps is exact, quiets NaNs keeping their payload (as f16_to_f32 does), and
-                // is not affected by MXCSR.DAZ: float16 subnormals come out as the normals they are.
+                // is not affected by MXCSR.DAZ: float16 subnormals come out as the normals they
+                // are.
                 for (; i + 8 <= n; i += 8) {
-                    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw + 2 * i));
+                    const __m128i h =
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw + 2 * i));
                     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
                                         _mm256_castps_si256(_mm256_cvtph_ps(h)));
                 }
@@ -144,8 +148,7 @@ struct avx2_ops {
                     _mm_storeu_ps(reinterpret_cast<float*>(out + i), _mm256_cvtpd_ps(d));
                 }
                 break;
-            default:
-                break;
+            default: break;
         }
         scalar_ops::widen(from, raw + i * dtype_size(from), n - i, out + i);
     }
@@ -156,13 +159,14 @@ struct avx2_ops {
         switch (to) {
             case dtype::float16:
                 // vcvtps2ph with an explicit round-to-nearest-even: overflow gives +-inf, NaNs keep
-                // sign and top of payload and are quieted, as in f32_to_f16. MXCSR.FTZ is ignored by
-                // this instruction, and DAZ could only turn a float32 subnormal input into a zero of
-                // the same sign, which is what rounding it to float16 gives anyway.
+                // sign and top of payload and are quieted, as in f32_to_f16. MXCSR.FTZ is ignored
+                // by this instruction, and DAZ could only turn a float32 subnormal input into a
+                // zero of the same sign, which is what rounding it to float16 gives anyway.
                 for (; i + 8 <= n; i += 8) {
                     const __m256 f = _mm256_loadu_ps(reinterpret_cast<const float*>(in + i));
-                    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i),
-                                     _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                    _mm_storeu_si128(
+                        reinterpret_cast<__m128i*>(out + 2 * i),
+                        _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
                 }
                 break;
             case dtype::bfloat16: {
@@ -174,9 +178,11 @@ struct avx2_ops {
                     for (int h = 0; h < 2; ++h) {
                         const __m256i f =
                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 8 * h));
-                        const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
+                        const __m256i odd =
+                            _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
                         const __m256i rounded = _mm256_srli_epi32(
-                            _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), odd), 16);
+                            _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), odd),
+                            16);
                         const __m256i is_nan = _mm256_cmpgt_epi32(
                             _mm256_and_si256(f, _mm256_set1_epi32(0x7fffffff)), infinity);
                         halves[h] = _mm256_blendv_epi8(rounded, nan, is_nan);
@@ -188,8 +194,7 @@ struct avx2_ops {
                 }
                 break;
             }
-            default:
-                break;
+            default: break;
         }
         scalar_ops::narrow(in + i, n - i, to, from, out + i * dtype_size(to));
     }

@@ -38,12 +38,11 @@ struct base64_tables {
 };
 
 inline base64_tables make_tables() noexcept {
-    return {_mm512_setr_epi32(0x01020001, 0x04050304, 0x07080607, 0x0a0b090a, 0x0d0e0c0d,
-                              0x10110f10, 0x13141213, 0x16171516, 0x191a1819, 0x1c1d1b1c,
-                              0x1f201e1f, 0x22232122, 0x25262425, 0x28292728, 0x2b2c2a2b,
-                              0x2e2f2d2e),
-            _mm512_set1_epi64(0x3036242a1016040a),
-            _mm512_loadu_si512(base64_alphabet)};
+    return {
+        _mm512_setr_epi32(0x01020001, 0x04050304, 0x07080607, 0x0a0b090a, 0x0d0e0c0d, 0x10110f10,
+                          0x13141213, 0x16171516, 0x191a1819, 0x1c1d1b1c, 0x1f201e1f, 0x22232122,
+                          0x25262425, 0x28292728, 0x2b2c2a2b, 0x2e2f2d2e),
+        _mm512_set1_epi64(0x3036242a1016040a), _mm512_loadu_si512(base64_alphabet)};
 }
 
 // 48 input bytes (the low 48 of `in`) -> 64 characters.
@@ -93,7 +92,8 @@ struct avx512_ops {
 
     // float16 and bfloat16 to float32 text without a staging buffer: 12 elements widen to 48
     // bytes, exactly what encode_48 takes.
-    static bool widen_base64(dtype from, const unsigned char* raw, std::size_t n, char* out) noexcept {
+    static bool widen_base64(dtype from, const unsigned char* raw, std::size_t n,
+                             char* out) noexcept {
         if (from == dtype::bfloat16) {
             widen_base64_loop(raw, n, out, [](__m256i h) {
                 return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
@@ -148,14 +148,13 @@ struct avx512_ops {
                 // +-inf past the float32 range, subnormal results kept, NaNs quieted keeping the
                 // top of the payload, all like f64_to_f32.
                 for (std::size_t i = 0; i < n; i += 8) {
-                    const __mmask8 m = n - i >= 8 ? __mmask8(0xff) : static_cast<__mmask8>((1u << (n - i)) - 1);
+                    const __mmask8 m =
+                        n - i >= 8 ? __mmask8(0xff) : static_cast<__mmask8>((1u << (n - i)) - 1);
                     const __m512d d = _mm512_maskz_loadu_pd(m, raw + 8 * i);
                     _mm256_mask_storeu_ps(out + i, m, _mm512_cvtpd_ps(d));
                 }
                 return;
-            default:
-                scalar_ops::widen(from, raw, n, out);
-                return;
+            default: scalar_ops::widen(from, raw, n, out); return;
         }
     }
 
@@ -164,14 +163,15 @@ struct avx512_ops {
         switch (to) {
             case dtype::float16:
                 // vcvtps2ph with an explicit round-to-nearest-even: overflow gives +-inf, NaNs keep
-                // sign and top of payload and are quieted, as in f32_to_f16. MXCSR.FTZ is ignored by
-                // this instruction; DAZ could only turn a float32 subnormal into a zero of the same
-                // sign, which is what rounding it to float16 gives anyway.
+                // sign and top of payload and are quieted, as in f32_to_f16. MXCSR.FTZ is ignored
+                // by this instruction; DAZ could only turn a float32 subnormal into a zero of the
+                // same sign, which is what rounding it to float16 gives anyway.
                 for (std::size_t i = 0; i < n; i += 16) {
                     const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : low_bits16(n - i);
                     const __m512 f = _mm512_maskz_loadu_ps(m, in + i);
-                    _mm256_mask_storeu_epi16(out + 2 * i, m,
-                                             _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                    _mm256_mask_storeu_epi16(
+                        out + 2 * i, m,
+                        _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
                 }
                 return;
             case dtype::bfloat16: {
@@ -194,9 +194,7 @@ struct avx512_ops {
                 }
                 return;
             }
-            default:
-                scalar_ops::narrow(in, n, to, from, out);
-                return;
+            default: scalar_ops::narrow(in, n, to, from, out); return;
         }
     }
 };

@@ -39,8 +39,10 @@ struct neon_ops : scalar_ops {
             const uint8x16_t a = bytes.val[0], b = bytes.val[1], c = bytes.val[2];
             uint8x16x4_t chars;
             chars.val[0] = vqtbl4q_u8(table, vshrq_n_u8(a, 2));
-            chars.val[1] = vqtbl4q_u8(table, vandq_u8(vorrq_u8(vshlq_n_u8(a, 4), vshrq_n_u8(b, 4)), six_bits));
-            chars.val[2] = vqtbl4q_u8(table, vandq_u8(vorrq_u8(vshlq_n_u8(b, 2), vshrq_n_u8(c, 6)), six_bits));
+            chars.val[1] =
+                vqtbl4q_u8(table, vandq_u8(vorrq_u8(vshlq_n_u8(a, 4), vshrq_n_u8(b, 4)), six_bits));
+            chars.val[2] =
+                vqtbl4q_u8(table, vandq_u8(vorrq_u8(vshlq_n_u8(b, 2), vshrq_n_u8(c, 6)), six_bits));
             chars.val[3] = vqtbl4q_u8(table, vandq_u8(c, six_bits));
             vst4q_u8(reinterpret_cast<std::uint8_t*>(out), chars);
             in += 48;
@@ -56,7 +58,8 @@ struct neon_ops : scalar_ops {
         switch (from) {
             case dtype::bfloat16:
                 for (; i + 8 <= n; i += 8) {
-                    const uint16x8_t h = vld1q_u16(reinterpret_cast<const std::uint16_t*>(raw + 2 * i));
+                    const uint16x8_t h =
+                        vld1q_u16(reinterpret_cast<const std::uint16_t*>(raw + 2 * i));
                     vst1q_u32(out + i, vshll_n_u16(vget_low_u16(h), 16));
                     vst1q_u32(out + i + 4, vshll_high_n_u16(h, 16));
                 }
@@ -76,12 +79,12 @@ struct neon_ops : scalar_ops {
                 // top of the payload, like f64_to_f32.
                 for (; i + 4 <= n; i += 4) {
                     const auto* p = reinterpret_cast<const double*>(raw + 8 * i);
-                    const float32x4_t f = vcvt_high_f32_f64(vcvt_f32_f64(vld1q_f64(p)), vld1q_f64(p + 2));
+                    const float32x4_t f =
+                        vcvt_high_f32_f64(vcvt_f32_f64(vld1q_f64(p)), vld1q_f64(p + 2));
                     vst1q_u32(out + i, vreinterpretq_u32_f32(f));
                 }
                 break;
-            default:
-                break;
+            default: break;
         }
         scalar_ops::widen(from, raw + i * dtype_size(from), n - i, out + i);
     }
@@ -97,7 +100,8 @@ struct neon_ops : scalar_ops {
                     const float32x4_t lo = vreinterpretq_f32_u32(vld1q_u32(in + i));
                     const float32x4_t hi = vreinterpretq_f32_u32(vld1q_u32(in + i + 4));
                     const float16x8_t h = vcvt_high_f16_f32(vcvt_f16_f32(lo), hi);
-                    vst1q_u16(reinterpret_cast<std::uint16_t*>(out + 2 * i), vreinterpretq_u16_f16(h));
+                    vst1q_u16(reinterpret_cast<std::uint16_t*>(out + 2 * i),
+                              vreinterpretq_u16_f16(h));
                 }
                 break;
             case dtype::bfloat16: {
@@ -122,8 +126,7 @@ struct neon_ops : scalar_ops {
                 }
                 break;
             }
-            default:
-                break;
+            default: break;
         }
         scalar_ops::narrow(in + i, n - i, to, from, out + i * dtype_size(to));
     }

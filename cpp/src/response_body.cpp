@@ -88,7 +88,8 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
     }
     std::size_t row_bytes = 0, text = 0, wrapped = 0, all_rows = 0, digits = 0, total = 0;
     constexpr std::size_t wrapper = prefix_length + middle_length + suffix_length;
-    if (rows - 1 > std::numeric_limits<std::size_t>::max() - first_index) return false;  // last index
+    if (rows - 1 > std::numeric_limits<std::size_t>::max() - first_index)
+        return false;  // last index
     if (!multiply(row_length, dtype_size(target), &row_bytes) || !encoded_size(row_bytes, &text) ||
         !add(text, wrapper, &wrapped) || !multiply(wrapped, rows, &all_rows) ||
         !digits_of_range(first_index, first_index + (rows - 1), &digits) ||
@@ -102,9 +103,8 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
 char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
                         char* out, unsigned threads) {
     if (!can_convert(source.format.type, target.type)) {
-        throw std::invalid_argument(std::string("cannot convert ") +
-                                    to_string(source.format.type) + " to " +
-                                    to_string(target.type));
+        throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
+                                    " to " + to_string(target.type));
     }
     std::size_t size = 0, text = 0;
     if (!base64_data_size(source.rows, source.row_length, target.type, first_index, &size)) {
@@ -133,7 +133,8 @@ bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, fl
     // Every entry bounded by the widest index's digits, so that each thread's share of the rows
     // can start at a known offset.
     if (rows != 0 && rows - 1 > std::numeric_limits<std::size_t>::max() - first_index) return false;
-    const std::size_t wrapper = prefix_length + (sizeof float_entry_middle - 1) + 1 + 1;  // `}` and `,`
+    const std::size_t wrapper =
+        prefix_length + (sizeof float_entry_middle - 1) + 1 + 1;  // `}` and `,`
     if (!float_row_bound(row_length, source, format, &entry) ||
         !add(entry, wrapper + digit_count(first_index + (rows == 0 ? 0 : rows - 1)), &entry) ||
         !multiply(entry, rows, &all)) {
@@ -143,15 +144,19 @@ bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, fl
     return true;
 }
 
-float_text_result write_float_data(const strided_rows& source, float_format format, std::size_t first_index,
-                                   char* out, char** end, unsigned threads) {
+float_text_result write_float_data(const strided_rows& source, float_format format,
+                                   std::size_t first_index, char* out, char** end,
+                                   unsigned threads) {
     std::size_t total = 0;
-    if (!float_data_bound(source.rows, source.row_length, source.format.type, format, first_index, &total)) {
+    if (!float_data_bound(source.rows, source.row_length, source.format.type, format, first_index,
+                          &total)) {
         throw std::length_error("response body data: its size does not fit in a size_t");
     }
     const std::size_t entry_bound = source.rows == 0 ? 0 : total / source.rows;
-    // Writes rows [first, first + count) from `at`; returns the end, or where a value was not finite.
-    const auto write_rows = [&](std::size_t first, std::size_t count, char* at, float_text_result* bad) -> char* {
+    // Writes rows [first, first + count) from `at`; returns the end, or where a value was not
+    // finite.
+    const auto write_rows = [&](std::size_t first, std::size_t count, char* at,
+                                float_text_result* bad) -> char* {
         for (std::size_t r = first; r < first + count; ++r) {
             if (r != 0) *at++ = ',';
             std::memcpy(at, entry_prefix, prefix_length);
@@ -170,7 +175,8 @@ float_text_result write_float_data(const strided_rows& source, float_format form
     };
     // Contiguous runs of rows, one per thread; each writes from its own share of the bound, and
     // the shares are then moved together. ~20 ns a value: a thread pays off from a few rows.
-    const std::size_t parts = std::min<std::size_t>(std::max(threads, 1u), std::max<std::size_t>(source.rows, 1));
+    const std::size_t parts =
+        std::min<std::size_t>(std::max(threads, 1u), std::max<std::size_t>(source.rows, 1));
     const std::size_t per_part = (source.rows + parts - 1) / std::max<std::size_t>(parts, 1);
     std::vector<char*> ends(parts, nullptr);
     std::vector<float_text_result> results(parts, float_text_result{true, 0, 0});

@@ -1,6 +1,7 @@
-// The one-pass row encoder (base64 text, or the converted bytes themselves), assembled from a kernel's building blocks (`Ops`, shaped like
-// scalar_ops). Each kernel translation unit instantiates it with its own Ops, so the whole loop
-// is compiled with that kernel's flags and has internal linkage.
+// The one-pass row encoder (base64 text, or the converted bytes themselves), assembled from a
+// kernel's building blocks (`Ops`, shaped like scalar_ops). Each kernel translation unit
+// instantiates it with its own Ops, so the whole loop is compiled with that kernel's flags and has
+// internal linkage.
 //
 // A row is encoded directly from the caller's memory when no conversion is needed. Otherwise it
 // goes through in blocks of `block_elements`: gathered (strides, byte order) and widened to
@@ -25,8 +26,8 @@ static_assert(block_elements % 3 == 0, "blocks must end on base64 group boundari
 
 // Copies `n` elements of `size` bytes, `stride` bytes apart, into `out`, reversing the bytes of
 // each when `swap` is set.
-inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride,
-                   std::size_t size, bool swap, unsigned char* out) noexcept {
+inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size,
+                   bool swap, unsigned char* out) noexcept {
     if (stride == static_cast<std::ptrdiff_t>(size)) {
         std::memcpy(out, src, n * size);
     } else {
@@ -54,7 +55,7 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
         if (as_base64) {
             Ops::base64(bytes, size, out);
             out += size / 3 * 4;  // exact for every block but the last, which ends the row
-        } else if (size != 0) {  // an empty row may have no memory at all (memcpy of null is UB)
+        } else if (size != 0) {   // an empty row may have no memory at all (memcpy of null is UB)
             std::memcpy(out, bytes, size);
             out += size;
         }
@@ -93,7 +94,8 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
                 Ops::narrow(wide, k, target.type, from.type, narrow);
                 converted = narrow;
             }
-            if (target.order != host_byte_order && out_size > 1) swap_elements(converted, k, out_size);
+            if (target.order != host_byte_order && out_size > 1)
+                swap_elements(converted, k, out_size);
             bytes = converted;
         }
         emit(bytes, k * out_size);

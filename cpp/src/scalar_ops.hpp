@@ -22,17 +22,18 @@ struct scalar_ops {
     static void widen(dtype from, const unsigned char* raw, std::size_t n,
                       std::uint32_t* out) noexcept {
         switch (from) {
-            case dtype::float32:
-                std::memcpy(out, raw, n * 4);
-                return;
+            case dtype::float32: std::memcpy(out, raw, n * 4); return;
             case dtype::float16:
-                for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load<std::uint16_t>(raw, i));
+                for (std::size_t i = 0; i < n; ++i)
+                    out[i] = f16_to_f32(load<std::uint16_t>(raw, i));
                 return;
             case dtype::bfloat16:
-                for (std::size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load<std::uint16_t>(raw, i));
+                for (std::size_t i = 0; i < n; ++i)
+                    out[i] = bf16_to_f32(load<std::uint16_t>(raw, i));
                 return;
             case dtype::float64:
-                for (std::size_t i = 0; i < n; ++i) out[i] = f64_to_f32(load<std::uint64_t>(raw, i));
+                for (std::size_t i = 0; i < n; ++i)
+                    out[i] = f64_to_f32(load<std::uint64_t>(raw, i));
                 return;
             case dtype::float8_e4m3fn:
                 for (std::size_t i = 0; i < n; ++i) out[i] = e4m3fn_to_f32(raw[i]);
@@ -55,7 +56,8 @@ struct scalar_ops {
     }
 
     template <class Int>
-    static void widen_integers(const unsigned char* raw, std::size_t n, std::uint32_t* out) noexcept {
+    static void widen_integers(const unsigned char* raw, std::size_t n,
+                               std::uint32_t* out) noexcept {
         for (std::size_t i = 0; i < n; ++i) out[i] = integer_to_f32(load<Int>(raw, i));
     }
 
@@ -75,7 +77,8 @@ struct scalar_ops {
                 return;
             case dtype::bfloat16: {
                 const std::uint16_t nan = bf16_nan_from(from);
-                for (std::size_t i = 0; i < n; ++i) store<std::uint16_t>(out, i, f32_to_bf16(in[i], nan));
+                for (std::size_t i = 0; i < n; ++i)
+                    store<std::uint16_t>(out, i, f32_to_bf16(in[i], nan));
                 return;
             }
             case dtype::float8_e4m3fn:

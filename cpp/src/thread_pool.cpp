@@ -31,7 +31,7 @@ struct batch {
     std::size_t parts;
     std::atomic<std::size_t> next{0};
     std::size_t completed = 0;  // guarded by the pool's mutex
-    std::size_t workers = 0;  // pool threads inside work_on(*this), guarded by the pool's mutex
+    std::size_t workers = 0;    // pool threads inside work_on(*this), guarded by the pool's mutex
     std::condition_variable finished;
 };
 
@@ -134,7 +134,8 @@ pool& get_pool() {
 #if defined(TENSORB64_HAVE_ATFORK)
             // A forked child has none of the parent's threads (and maybe a locked mutex): it
             // gets a new pool of its own on first use; the parent's is abandoned there.
-            pthread_atfork(nullptr, nullptr, [] { the_pool.store(nullptr, std::memory_order_relaxed); });
+            pthread_atfork(nullptr, nullptr,
+                           [] { the_pool.store(nullptr, std::memory_order_relaxed); });
 #endif
             std::atexit([] {
                 pool* current = the_pool.load(std::memory_order_acquire);

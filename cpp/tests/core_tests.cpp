@@ -63,36 +63,38 @@ void report_failure(const char* file, int line, const std::string& what) {
     if (reported == 30) std::fprintf(stderr, "(further failures not shown)\n");
 }
 
-#define CHECK(cond)                                                      \
-    do {                                                                 \
-        if (cond) {                                                      \
-            ++passed;                                                    \
-        } else {                                                         \
-            report_failure(__FILE__, __LINE__, "CHECK(" #cond ")");     \
-        }                                                                \
+#define CHECK(cond)                                                 \
+    do {                                                            \
+        if (cond) {                                                 \
+            ++passed;                                               \
+        } else {                                                    \
+            report_failure(__FILE__, __LINE__, "CHECK(" #cond ")"); \
+        }                                                           \
     } while (0)
 
-#define CHECK_EQ_STR(actual, expected, context)                                               \
-    do {                                                                                      \
-        const std::string a_ = (actual);                                                      \
-        const std::string e_ = (expected);                                                    \
-        if (a_ == e_) {                                                                       \
-            ++passed;                                                                         \
-        } else {                                                                              \
-            std::size_t at_ = 0;                                                              \
-            while (at_ < a_.size() && at_ < e_.size() && a_[at_] == e_[at_]) ++at_;           \
-            report_failure(__FILE__, __LINE__,                                                \
-                           std::string(context) + ": got \"" + a_.substr(0, 80) +             \
-                               "\" expected \"" + e_.substr(0, 80) + "\" (first difference " \
-                               "at char " + std::to_string(at_) + " of " +                    \
-                               std::to_string(e_.size()) + ")");                              \
-        }                                                                                     \
+#define CHECK_EQ_STR(actual, expected, context)                                                 \
+    do {                                                                                        \
+        const std::string a_ = (actual);                                                        \
+        const std::string e_ = (expected);                                                      \
+        if (a_ == e_) {                                                                         \
+            ++passed;                                                                           \
+        } else {                                                                                \
+            std::size_t at_ = 0;                                                                \
+            while (at_ < a_.size() && at_ < e_.size() && a_[at_] == e_[at_]) ++at_;             \
+            report_failure(__FILE__, __LINE__,                                                  \
+                           std::string(context) + ": got \"" + a_.substr(0, 80) +               \
+                               "\" expected \"" + e_.substr(0, 80) +                            \
+                               "\" (first difference "                                          \
+                               "at char " +                                                     \
+                               std::to_string(at_) + " of " + std::to_string(e_.size()) + ")"); \
+        }                                                                                       \
     } while (0)
 
 const tb::dtype all_dtypes[] = {
-    tb::dtype::float32, tb::dtype::float16, tb::dtype::bfloat16, tb::dtype::float64, tb::dtype::float8_e4m3fn,
-    tb::dtype::float8_e5m2, tb::dtype::int8, tb::dtype::uint8, tb::dtype::int16, tb::dtype::uint16,
-    tb::dtype::int32, tb::dtype::uint32, tb::dtype::int64, tb::dtype::uint64, tb::dtype::bool8};
+    tb::dtype::float32,       tb::dtype::float16,     tb::dtype::bfloat16, tb::dtype::float64,
+    tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2, tb::dtype::int8,     tb::dtype::uint8,
+    tb::dtype::int16,         tb::dtype::uint16,      tb::dtype::int32,    tb::dtype::uint32,
+    tb::dtype::int64,         tb::dtype::uint64,      tb::dtype::bool8};
 const tb::byte_order both_orders[] = {tb::byte_order::little, tb::byte_order::big};
 
 const char* name(tb::dtype t) {
@@ -112,7 +114,8 @@ const char* name(tb::byte_order o) { return o == tb::byte_order::little ? "littl
 
 // The textbook 6-bit-at-a-time encoder.
 std::string reference_base64(const std::vector<unsigned char>& in) {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::string out;
     std::size_t i = 0;
     for (; i + 3 <= in.size(); i += 3) {
@@ -131,7 +134,8 @@ std::string reference_base64(const std::vector<unsigned char>& in) {
 }
 
 // Appends the `size` low bytes of `value` in the given byte order (independent of the host's).
-void put(std::vector<unsigned char>& out, std::uint64_t value, std::size_t size, tb::byte_order order) {
+void put(std::vector<unsigned char>& out, std::uint64_t value, std::size_t size,
+         tb::byte_order order) {
     for (std::size_t b = 0; b < size; ++b) {
         const std::size_t shift = 8 * (order == tb::byte_order::little ? b : size - 1 - b);
         out.push_back(static_cast<unsigned char>(value >> shift));
@@ -150,8 +154,9 @@ std::uint32_t reference_f16_to_f32(std::uint16_t h) {
     const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16;
     const unsigned exponent = (h >> 10) & 31, mantissa = h & 0x3ff;
     if (exponent == 31) return sign | 0x7f800000u | (mantissa ? 0x400000u | (mantissa << 13) : 0u);
-    const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24)
-                                           : std::ldexp(1024 + mantissa, static_cast<int>(exponent) - 25);
+    const double magnitude = exponent == 0
+                                 ? std::ldexp(mantissa, -24)
+                                 : std::ldexp(1024 + mantissa, static_cast<int>(exponent) - 25);
     const float f = static_cast<float>(magnitude);  // exact: every float16 is a float32
     std::uint32_t bits;
     std::memcpy(&bits, &f, 4);
@@ -192,8 +197,8 @@ std::vector<std::string> encode_strided(const void* data, std::size_t rows, std:
 std::string encode(const std::vector<unsigned char>& bytes, tb::element_format from,
                    tb::element_format to) {
     const std::size_t size = tb::dtype_size(from.type);
-    return encode_strided(bytes.data(), 1, bytes.size() / size, 0, static_cast<std::ptrdiff_t>(size),
-                          from, to)[0];
+    return encode_strided(bytes.data(), 1, bytes.size() / size, 0,
+                          static_cast<std::ptrdiff_t>(size), from, to)[0];
 }
 
 constexpr tb::element_format le(tb::dtype t) { return {t, tb::byte_order::little}; }
@@ -202,8 +207,12 @@ constexpr tb::element_format be(tb::dtype t) { return {t, tb::byte_order::big}; 
 // ---- tests ---------------------------------------------------------------------------------
 
 void test_rfc4648() {
-    const char* vectors[][2] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                {"foo", "Zm9v"},  {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+    const char* vectors[][2] = {{"", ""},
+                                {"f", "Zg=="},
+                                {"fo", "Zm8="},
+                                {"foo", "Zm9v"},
+                                {"foob", "Zm9vYg=="},
+                                {"fooba", "Zm9vYmE="},
                                 {"foobar", "Zm9vYmFy"}};
     level_guard guard;
     std::mt19937_64 rng(4648);
@@ -213,7 +222,8 @@ void test_rfc4648() {
         for (auto& v : vectors) {
             const std::vector<unsigned char> bytes(v[0], v[0] + std::strlen(v[0]));
             // float8_e4m3fn to itself copies the raw bytes: the byte-level kernel.
-            CHECK_EQ_STR(encode(bytes, le(tb::dtype::float8_e4m3fn), le(tb::dtype::float8_e4m3fn)), v[1], ctx);
+            CHECK_EQ_STR(encode(bytes, le(tb::dtype::float8_e4m3fn), le(tb::dtype::float8_e4m3fn)),
+                         v[1], ctx);
         }
         for (std::size_t n = 0; n <= 300; ++n) {
             std::vector<unsigned char> bytes(n);
@@ -246,7 +256,8 @@ void test_float32_goldens() {
             for (tb::byte_order source : both_orders) {
                 const auto bytes = serialize(g.bits, 4, source);
                 const tb::element_format from{tb::dtype::float32, source};
-                CHECK_EQ_STR(encode(bytes, from, le(tb::dtype::float32)), g.little, ctx + " to little");
+                CHECK_EQ_STR(encode(bytes, from, le(tb::dtype::float32)), g.little,
+                             ctx + " to little");
                 CHECK_EQ_STR(encode(bytes, from, be(tb::dtype::float32)), g.big, ctx + " to big");
             }
         }
@@ -344,7 +355,8 @@ void test_golden_conversions(const char* when) {
         tb::force_simd_level(level);
         const std::string ctx = std::string(when) + " " + tb::to_string(level);
         for (tb::byte_order order : both_orders) {
-            CHECK_EQ_STR(encode(serialize(f16_all, 2, order), {tb::dtype::float16, order}, le(tb::dtype::float32)),
+            CHECK_EQ_STR(encode(serialize(f16_all, 2, order), {tb::dtype::float16, order},
+                                le(tb::dtype::float32)),
                          reference_base64(serialize(f32_of_f16, 4, tb::byte_order::little)),
                          ctx + " every float16 -> float32");
             const auto source = serialize(repeated(f32s, 5), 4, order);
@@ -361,10 +373,11 @@ void test_golden_conversions(const char* when) {
             CHECK_EQ_STR(encode(source, from, le(tb::dtype::float8_e5m2)),
                          reference_base64(serialize(repeated(e5m2s, 5), 1, tb::byte_order::little)),
                          ctx + " float32 -> float8_e5m2");
-            CHECK_EQ_STR(encode(serialize(repeated(f64s, 5), 8, order), {tb::dtype::float64, order},
-                                be(tb::dtype::float32)),
-                         reference_base64(serialize(repeated(f32_of_f64, 5), 4, tb::byte_order::big)),
-                         ctx + " float64 -> float32");
+            CHECK_EQ_STR(
+                encode(serialize(repeated(f64s, 5), 8, order), {tb::dtype::float64, order},
+                       be(tb::dtype::float32)),
+                reference_base64(serialize(repeated(f32_of_f64, 5), 4, tb::byte_order::big)),
+                ctx + " float64 -> float32");
         }
         // bfloat16 widening is a shift that keeps NaNs as they are; float16 NaNs become 0x7fc0 in
         // bfloat16 (formats.hpp).
@@ -373,10 +386,11 @@ void test_golden_conversions(const char* when) {
                      reference_base64(serialize({0x3f800000, 0x7fa10000, 0xffff0000, 0x00010000}, 4,
                                                 tb::byte_order::little)),
                      ctx + " bfloat16 -> float32");
-        CHECK_EQ_STR(encode(serialize({0x7c01, 0xfe00, 0x3c00}, 2, tb::byte_order::little),
-                            le(tb::dtype::float16), le(tb::dtype::bfloat16)),
-                     reference_base64(serialize({0x7fc0, 0x7fc0, 0x3f80}, 2, tb::byte_order::little)),
-                     ctx + " float16 NaN -> bfloat16");
+        CHECK_EQ_STR(
+            encode(serialize({0x7c01, 0xfe00, 0x3c00}, 2, tb::byte_order::little),
+                   le(tb::dtype::float16), le(tb::dtype::bfloat16)),
+            reference_base64(serialize({0x7fc0, 0x7fc0, 0x3f80}, 2, tb::byte_order::little)),
+            ctx + " float16 NaN -> bfloat16");
     }
 }
 
@@ -413,14 +427,17 @@ void test_strides() {
         }
         // Zero element stride: one value repeated. Zero and negative row strides.
         const std::vector<unsigned char> one = serialize({0x3f800000}, 4, tb::byte_order::little);
-        const std::string ones = reference_base64(serialize(std::vector<std::uint64_t>(n, 0x3f800000), 4,
-                                                            tb::byte_order::little));
-        CHECK_EQ_STR(encode_strided(one.data(), 1, n, 0, 0, le(tb::dtype::float32), le(tb::dtype::float32))[0],
+        const std::string ones = reference_base64(
+            serialize(std::vector<std::uint64_t>(n, 0x3f800000), 4, tb::byte_order::little));
+        CHECK_EQ_STR(encode_strided(one.data(), 1, n, 0, 0, le(tb::dtype::float32),
+                                    le(tb::dtype::float32))[0],
                      ones, ctx + " zero element stride");
         const std::vector<unsigned char> half = serialize({0x3c00}, 2, tb::byte_order::little);
-        CHECK_EQ_STR(encode_strided(half.data(), 1, n, 0, 0, le(tb::dtype::float16), le(tb::dtype::float32))[0],
+        CHECK_EQ_STR(encode_strided(half.data(), 1, n, 0, 0, le(tb::dtype::float16),
+                                    le(tb::dtype::float32))[0],
                      ones, ctx + " zero element stride, float16");
-        const auto same = encode_strided(one.data(), 3, 1, 0, 4, le(tb::dtype::float32), le(tb::dtype::float32));
+        const auto same =
+            encode_strided(one.data(), 3, 1, 0, 4, le(tb::dtype::float32), le(tb::dtype::float32));
         CHECK(same.size() == 3 && same[0] == "AACAPw==" && same[2] == "AACAPw==");
 
         // Rows: a 64 x 300 float16 matrix read bottom-up (negative row stride), as 2 threads.
@@ -430,13 +447,15 @@ void test_strides() {
         const auto bytes = serialize(matrix, 2, tb::byte_order::little);
         const unsigned char* last_row = bytes.data() + (rows - 1) * cols * 2;
         for (unsigned threads : {1u, 2u}) {
-            const auto out = encode_strided(last_row, rows, cols, -static_cast<std::ptrdiff_t>(cols * 2), 2,
-                                            le(tb::dtype::float16), le(tb::dtype::float32), threads);
+            const auto out =
+                encode_strided(last_row, rows, cols, -static_cast<std::ptrdiff_t>(cols * 2), 2,
+                               le(tb::dtype::float16), le(tb::dtype::float32), threads);
             bool all_equal = out.size() == rows;
             for (std::size_t r = 0; r < rows && all_equal; ++r) {
                 std::vector<std::uint64_t> row;
                 for (std::size_t c = 0; c < cols; ++c) {
-                    row.push_back(reference_f16_to_f32(static_cast<std::uint16_t>(matrix[(rows - 1 - r) * cols + c])));
+                    row.push_back(reference_f16_to_f32(
+                        static_cast<std::uint16_t>(matrix[(rows - 1 - r) * cols + c])));
                 }
                 all_equal = out[r] == reference_base64(serialize(row, 4, tb::byte_order::little));
             }
@@ -505,8 +524,7 @@ std::uint64_t random_bits(tb::dtype type, std::mt19937_64& rng) {
             return sign | (exponent << 52) | mantissa;
         }
         case tb::dtype::float8_e4m3fn:
-        case tb::dtype::float8_e5m2:
-            return r & 0xff;
+        case tb::dtype::float8_e5m2: return r & 0xff;
     }
     return 0;
 }
@@ -534,7 +552,8 @@ std::vector<combo> all_combos() {
         for (tb::dtype to : all_dtypes) {
             if (!tb::can_convert(from, to)) continue;
             for (tb::byte_order fo : both_orders) {
-                for (tb::byte_order to_order : both_orders) combos.push_back({{from, fo}, {to, to_order}});
+                for (tb::byte_order to_order : both_orders)
+                    combos.push_back({{from, fo}, {to, to_order}});
             }
         }
     }
@@ -556,18 +575,21 @@ void differential(const char* when, bool full, unsigned max_misalignment) {
     for (std::size_t n = 0; n <= max_n; ++n) every[n] = n;
 
     std::vector<unsigned char> buffer(64 + 64 + max_n * 8 + 64);
-    unsigned char* aligned = buffer.data() + (64 - reinterpret_cast<std::uintptr_t>(buffer.data()) % 64);
+    unsigned char* aligned =
+        buffer.data() + (64 - reinterpret_cast<std::uintptr_t>(buffer.data()) % 64);
     std::vector<char> actual_out;
     long compared = 0;
 
     for (const combo& c : all_combos()) {
-        std::mt19937_64 rng(1000 + static_cast<unsigned>(c.from.type) * 16 + static_cast<unsigned>(c.to.type));
+        std::mt19937_64 rng(1000 + static_cast<unsigned>(c.from.type) * 16 +
+                            static_cast<unsigned>(c.to.type));
         std::vector<std::uint64_t> values(max_n);
         for (auto& v : values) v = random_bits(c.from.type, rng);
         const std::size_t size = tb::dtype_size(c.from.type);
         const std::vector<unsigned char> bytes = serialize(values, size, c.from.order);
-        const bool identity = c.from.type == tb::dtype::float32 && c.to.type == tb::dtype::float32 &&
-                              c.from.order == tb::byte_order::little && c.to.order == tb::byte_order::little;
+        const bool identity =
+            c.from.type == tb::dtype::float32 && c.to.type == tb::dtype::float32 &&
+            c.from.order == tb::byte_order::little && c.to.order == tb::byte_order::little;
         const std::vector<std::size_t>& lengths = identity && full ? every : sampled;
         // The scalar text of each length (scalar does not care about alignment), then each
         // level at each misalignment. Levels are switched per combination, not per encoding:
@@ -579,8 +601,9 @@ void differential(const char* when, bool full, unsigned max_misalignment) {
             tb::encoded_size(lengths[i] * tb::dtype_size(c.to.type), &length);
             expected[i].assign(length, '\0');
             char* out = &expected[i][0];
-            tb::encode_rows({bytes.data(), 1, lengths[i], 0, static_cast<std::ptrdiff_t>(size), c.from},
-                            c.to, &out);
+            tb::encode_rows(
+                {bytes.data(), 1, lengths[i], 0, static_cast<std::ptrdiff_t>(size), c.from}, c.to,
+                &out);
         }
         for (tb::simd_level level : available) {
             if (level == tb::simd_level::scalar) continue;
@@ -592,17 +615,19 @@ void differential(const char* when, bool full, unsigned max_misalignment) {
                     const std::size_t n = lengths[i], length = expected[i].size();
                     actual_out.assign(out_offset + length + 1, '\0');
                     char* out = actual_out.data() + out_offset;
-                    tb::encode_rows({aligned + misalignment, 1, n, 0, static_cast<std::ptrdiff_t>(size), c.from},
+                    tb::encode_rows({aligned + misalignment, 1, n, 0,
+                                     static_cast<std::ptrdiff_t>(size), c.from},
                                     c.to, &out);
                     ++compared;
                     if (std::memcmp(out, expected[i].data(), length) == 0 && out[length] == '\0') {
                         ++passed;
                     } else {
                         report_failure(__FILE__, __LINE__,
-                                       std::string(when) + ": " + tb::to_string(level) + " != scalar for " +
-                                           name(c.from.type) + "/" + name(c.from.order) + " -> " +
-                                           name(c.to.type) + "/" + name(c.to.order) + ", n=" +
-                                           std::to_string(n) + ", misalignment " + std::to_string(misalignment));
+                                       std::string(when) + ": " + tb::to_string(level) +
+                                           " != scalar for " + name(c.from.type) + "/" +
+                                           name(c.from.order) + " -> " + name(c.to.type) + "/" +
+                                           name(c.to.order) + ", n=" + std::to_string(n) +
+                                           ", misalignment " + std::to_string(misalignment));
                     }
                 }
             }
@@ -627,18 +652,22 @@ void check_integer_widening(const std::vector<Int>& values, tb::dtype type) {
         if (tb::host_byte_order == tb::byte_order::big) std::reverse(b, b + 4);
         expected.insert(expected.end(), b, b + 4);
     }
-    CHECK_EQ_STR(reference_base64(expected), encode(bytes, {type, tb::host_byte_order}, le(tb::dtype::float32)),
+    CHECK_EQ_STR(reference_base64(expected),
+                 encode(bytes, {type, tb::host_byte_order}, le(tb::dtype::float32)),
                  tb::to_string(type));
 }
 
 void test_integer_sources() {
     using limits64 = std::numeric_limits<std::int64_t>;
-    check_integer_widening<std::int64_t>({0, 1, -1, (1LL << 24) + 1, (1LL << 24) + 3, (1LL << 24) + (1LL << 16) + 1,
-                                          limits64::max(), limits64::min(), -((1LL << 40) + (1LL << 16) + 1)},
-                                         tb::dtype::int64);
-    check_integer_widening<std::uint64_t>({0, 1, ~0ull, (1ull << 63) + (1ull << 39) + 1, (1ull << 63) + (1ull << 39)},
-                                          tb::dtype::uint64);
-    check_integer_widening<std::int32_t>({0, -7, 2147483647, -2147483647 - 1, 16777217, 16777219}, tb::dtype::int32);
+    check_integer_widening<std::int64_t>(
+        {0, 1, -1, (1LL << 24) + 1, (1LL << 24) + 3, (1LL << 24) + (1LL << 16) + 1, limits64::max(),
+         limits64::min(), -((1LL << 40) + (1LL << 16) + 1)},
+        tb::dtype::int64);
+    check_integer_widening<std::uint64_t>(
+        {0, 1, ~0ull, (1ull << 63) + (1ull << 39) + 1, (1ull << 63) + (1ull << 39)},
+        tb::dtype::uint64);
+    check_integer_widening<std::int32_t>({0, -7, 2147483647, -2147483647 - 1, 16777217, 16777219},
+                                         tb::dtype::int32);
     check_integer_widening<std::uint32_t>({0, 4294967295u, 16777217u}, tb::dtype::uint32);
     check_integer_widening<std::int16_t>({0, -32768, 32767}, tb::dtype::int16);
     check_integer_widening<std::uint16_t>({0, 65535}, tb::dtype::uint16);
@@ -671,7 +700,8 @@ void test_multi_dimensional_rows() {
                 std::vector<unsigned char> bytes(16);
                 std::memcpy(bytes.data(), row, 16);
                 if (tb::host_byte_order == tb::byte_order::big) {
-                    for (std::size_t k = 0; k < 16; k += 4) std::reverse(bytes.begin() + k, bytes.begin() + k + 4);
+                    for (std::size_t k = 0; k < 16; k += 4)
+                        std::reverse(bytes.begin() + k, bytes.begin() + k + 4);
                 }
                 CHECK_EQ_STR(reference_base64(bytes), out[i * 2 + j], "N-D row");
             }
@@ -686,8 +716,9 @@ void test_float_rows() {
     const std::size_t n_rows = 9, n = 300;
     std::vector<float> data(n_rows * n);
     for (float& v : data) v = normal(rng);
-    const tb::strided_rows rows{data.data(), n_rows, n, static_cast<std::ptrdiff_t>(n * 4), 4,
-                                {tb::dtype::float32, tb::host_byte_order}};
+    const tb::strided_rows rows{data.data(), n_rows,
+                                n,           static_cast<std::ptrdiff_t>(n * 4),
+                                4,           {tb::dtype::float32, tb::host_byte_order}};
     for (tb::float_format format : {tb::float_format::repr, tb::float_format::shortest}) {
         std::size_t bound = 0;
         CHECK(tb::float_data_bound(n_rows, n, tb::dtype::float32, format, 7, &bound));
@@ -713,7 +744,8 @@ void test_float_rows() {
         outputs.push_back(&o[0]);
     }
     for (unsigned threads : {1u, 4u}) {
-        const tb::float_text_result bad = tb::write_float_rows(rows, tb::float_format::repr, outputs.data(), lengths.data(), threads);
+        const tb::float_text_result bad = tb::write_float_rows(
+            rows, tb::float_format::repr, outputs.data(), lengths.data(), threads);
         CHECK(!bad.finite && bad.row == 4 && bad.column == 17);
     }
     const tb::float_text_result found = tb::find_non_finite(rows);
@@ -726,25 +758,31 @@ void test_bytes_output() {
     for (tb::simd_level level : levels()) {
         tb::force_simd_level(level);
         for (const combo& c : all_combos()) {
-            std::mt19937_64 rng(7 + static_cast<unsigned>(c.from.type) * 16 + static_cast<unsigned>(c.to.type));
+            std::mt19937_64 rng(7 + static_cast<unsigned>(c.from.type) * 16 +
+                                static_cast<unsigned>(c.to.type));
             for (std::size_t n : lengths) {
                 std::vector<std::uint64_t> values(2 * n);
                 for (auto& v : values) v = random_bits(c.from.type, rng);
                 const std::size_t size = tb::dtype_size(c.from.type);
                 const std::vector<unsigned char> bytes = serialize(values, size, c.from.order);
-                const std::vector<std::string> text = encode_strided(
-                    bytes.data(), 2, n, static_cast<std::ptrdiff_t>(n * size), static_cast<std::ptrdiff_t>(size), c.from, c.to);
+                const std::vector<std::string> text =
+                    encode_strided(bytes.data(), 2, n, static_cast<std::ptrdiff_t>(n * size),
+                                   static_cast<std::ptrdiff_t>(size), c.from, c.to);
                 const std::size_t row_bytes = n * tb::dtype_size(c.to.type);
                 std::vector<unsigned char> body(2 * row_bytes + 64, 0x7f);
-                char* outputs[2] = {reinterpret_cast<char*>(body.data()), reinterpret_cast<char*>(body.data() + row_bytes)};
-                tb::encode_rows({bytes.data(), 2, n, static_cast<std::ptrdiff_t>(n * size), static_cast<std::ptrdiff_t>(size), c.from},
+                char* outputs[2] = {reinterpret_cast<char*>(body.data()),
+                                    reinterpret_cast<char*>(body.data() + row_bytes)};
+                tb::encode_rows({bytes.data(), 2, n, static_cast<std::ptrdiff_t>(n * size),
+                                 static_cast<std::ptrdiff_t>(size), c.from},
                                 c.to, outputs, 1, tb::row_output::bytes);
                 for (int r = 0; r < 2; ++r) {
-                    const std::vector<unsigned char> row(body.begin() + r * row_bytes, body.begin() + (r + 1) * row_bytes);
+                    const std::vector<unsigned char> row(body.begin() + r * row_bytes,
+                                                         body.begin() + (r + 1) * row_bytes);
                     CHECK_EQ_STR(reference_base64(row), text[r], "bytes output");
                 }
                 bool untouched = true;
-                for (std::size_t i = 2 * row_bytes; i < body.size(); ++i) untouched &= body[i] == 0x7f;
+                for (std::size_t i = 2 * row_bytes; i < body.size(); ++i)
+                    untouched &= body[i] == 0x7f;
                 CHECK(untouched);
             }
         }
@@ -766,7 +804,8 @@ struct hostile_fp_environment {
         return v;
     }
     static void write(std::uint64_t v) { __asm__ volatile("msr fpcr, %0" : : "r"(v)); }
-    static constexpr std::uint64_t hostile_bits = (1u << 24) | (1u << 19) | (1u << 22);  // FZ | FZ16 | RMode = +inf
+    static constexpr std::uint64_t hostile_bits =
+        (1u << 24) | (1u << 19) | (1u << 22);  // FZ | FZ16 | RMode = +inf
     std::uint64_t saved = read();
 #else
 #endif
@@ -801,7 +840,8 @@ struct guarded_region {
         base = static_cast<unsigned char*>(
             mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         if (base == MAP_FAILED) throw std::runtime_error("mmap failed");
-        if (mprotect(base + size, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
+        if (mprotect(base + size, page, PROT_NONE) != 0)
+            throw std::runtime_error("mprotect failed");
     }
     ~guarded_region() { munmap(base, size + page); }
     unsigned char* end() const { return base + size; }
@@ -825,7 +865,8 @@ void test_no_access_past_the_ends() {
                 std::size_t length = 0;
                 tb::encoded_size(n * tb::dtype_size(c.to.type), &length);
                 char* out = reinterpret_cast<char*>(output.end() - length);
-                tb::encode_rows({source, 1, n, 0, static_cast<std::ptrdiff_t>(size), c.from}, c.to, &out);
+                tb::encode_rows({source, 1, n, 0, static_cast<std::ptrdiff_t>(size), c.from}, c.to,
+                                &out);
                 // Reaching this line is the test: a read or write past either end would have
                 // faulted. The text itself is checked by the differential test.
                 CHECK(length == 0 || out[length - 1] != '\0');
@@ -842,7 +883,8 @@ void test_simd_level_api() {
     CHECK(tb::parse_simd_level("scalar", &parsed) && parsed == tb::simd_level::scalar);
     CHECK(tb::parse_simd_level("avx512", &parsed) && parsed == tb::simd_level::avx512);
     CHECK(!tb::parse_simd_level("sse9", &parsed));
-    for (tb::simd_level level : {tb::simd_level::avx2, tb::simd_level::avx512, tb::simd_level::neon}) {
+    for (tb::simd_level level :
+         {tb::simd_level::avx2, tb::simd_level::avx512, tb::simd_level::neon}) {
         bool has = false;
         for (tb::simd_level a : available) has |= a == level;
         if (has) continue;
@@ -857,7 +899,8 @@ void test_simd_level_api() {
     bool threw = false;
     char* out = nullptr;
     try {
-        tb::encode_rows({nullptr, 0, 0, 0, 4, le(tb::dtype::float32)}, le(tb::dtype::float64), &out);
+        tb::encode_rows({nullptr, 0, 0, 0, 4, le(tb::dtype::float32)}, le(tb::dtype::float64),
+                        &out);
     } catch (const std::invalid_argument&) {
         threw = true;
     }
@@ -870,78 +913,87 @@ void test_simd_level_api() {
     CHECK(!tb::encoded_size(SIZE_MAX, &length));
 }
 
-
 // ---- decoding ------------------------------------------------------------------------------
 
 // float32 bits of every float8 code, from torch 2.13: torch.arange(256, dtype=torch.uint8)
 // .view(dtype).to(torch.float32) (e4m3fn NaNs widen to sign | 0x7ff00000, e5m2 NaNs are quieted).
 const std::uint32_t e4m3fn_goldens[256] = {
-    0x00000000u, 0x3b000000u, 0x3b800000u, 0x3bc00000u, 0x3c000000u, 0x3c200000u, 0x3c400000u, 0x3c600000u,
-    0x3c800000u, 0x3c900000u, 0x3ca00000u, 0x3cb00000u, 0x3cc00000u, 0x3cd00000u, 0x3ce00000u, 0x3cf00000u,
-    0x3d000000u, 0x3d100000u, 0x3d200000u, 0x3d300000u, 0x3d400000u, 0x3d500000u, 0x3d600000u, 0x3d700000u,
-    0x3d800000u, 0x3d900000u, 0x3da00000u, 0x3db00000u, 0x3dc00000u, 0x3dd00000u, 0x3de00000u, 0x3df00000u,
-    0x3e000000u, 0x3e100000u, 0x3e200000u, 0x3e300000u, 0x3e400000u, 0x3e500000u, 0x3e600000u, 0x3e700000u,
-    0x3e800000u, 0x3e900000u, 0x3ea00000u, 0x3eb00000u, 0x3ec00000u, 0x3ed00000u, 0x3ee00000u, 0x3ef00000u,
-    0x3f000000u, 0x3f100000u, 0x3f200000u, 0x3f300000u, 0x3f400000u, 0x3f500000u, 0x3f600000u, 0x3f700000u,
-    0x3f800000u, 0x3f900000u, 0x3fa00000u, 0x3fb00000u, 0x3fc00000u, 0x3fd00000u, 0x3fe00000u, 0x3ff00000u,
-    0x40000000u, 0x40100000u, 0x40200000u, 0x40300000u, 0x40400000u, 0x40500000u, 0x40600000u, 0x40700000u,
-    0x40800000u, 0x40900000u, 0x40a00000u, 0x40b00000u, 0x40c00000u, 0x40d00000u, 0x40e00000u, 0x40f00000u,
-    0x41000000u, 0x41100000u, 0x41200000u, 0x41300000u, 0x41400000u, 0x41500000u, 0x41600000u, 0x41700000u,
-    0x41800000u, 0x41900000u, 0x41a00000u, 0x41b00000u, 0x41c00000u, 0x41d00000u, 0x41e00000u, 0x41f00000u,
-    0x42000000u, 0x42100000u, 0x42200000u, 0x42300000u, 0x42400000u, 0x42500000u, 0x42600000u, 0x42700000u,
-    0x42800000u, 0x42900000u, 0x42a00000u, 0x42b00000u, 0x42c00000u, 0x42d00000u, 0x42e00000u, 0x42f00000u,
-    0x43000000u, 0x43100000u, 0x43200000u, 0x43300000u, 0x43400000u, 0x43500000u, 0x43600000u, 0x43700000u,
-    0x43800000u, 0x43900000u, 0x43a00000u, 0x43b00000u, 0x43c00000u, 0x43d00000u, 0x43e00000u, 0x7ff00000u,
-    0x80000000u, 0xbb000000u, 0xbb800000u, 0xbbc00000u, 0xbc000000u, 0xbc200000u, 0xbc400000u, 0xbc600000u,
-    0xbc800000u, 0xbc900000u, 0xbca00000u, 0xbcb00000u, 0xbcc00000u, 0xbcd00000u, 0xbce00000u, 0xbcf00000u,
-    0xbd000000u, 0xbd100000u, 0xbd200000u, 0xbd300000u, 0xbd400000u, 0xbd500000u, 0xbd600000u, 0xbd700000u,
-    0xbd800000u, 0xbd900000u, 0xbda00000u, 0xbdb00000u, 0xbdc00000u, 0xbdd00000u, 0xbde00000u, 0xbdf00000u,
-    0xbe000000u, 0xbe100000u, 0xbe200000u, 0xbe300000u, 0xbe400000u, 0xbe500000u, 0xbe600000u, 0xbe700000u,
-    0xbe800000u, 0xbe900000u, 0xbea00000u, 0xbeb00000u, 0xbec00000u, 0xbed00000u, 0xbee00000u, 0xbef00000u,
-    0xbf000000u, 0xbf100000u, 0xbf200000u, 0xbf300000u, 0xbf400000u, 0xbf500000u, 0xbf600000u, 0xbf700000u,
-    0xbf800000u, 0xbf900000u, 0xbfa00000u, 0xbfb00000u, 0xbfc00000u, 0xbfd00000u, 0xbfe00000u, 0xbff00000u,
-    0xc0000000u, 0xc0100000u, 0xc0200000u, 0xc0300000u, 0xc0400000u, 0xc0500000u, 0xc0600000u, 0xc0700000u,
-    0xc0800000u, 0xc0900000u, 0xc0a00000u, 0xc0b00000u, 0xc0c00000u, 0xc0d00000u, 0xc0e00000u, 0xc0f00000u,
-    0xc1000000u, 0xc1100000u, 0xc1200000u, 0xc1300000u, 0xc1400000u, 0xc1500000u, 0xc1600000u, 0xc1700000u,
-    0xc1800000u, 0xc1900000u, 0xc1a00000u, 0xc1b00000u, 0xc1c00000u, 0xc1d00000u, 0xc1e00000u, 0xc1f00000u,
-    0xc2000000u, 0xc2100000u, 0xc2200000u, 0xc2300000u, 0xc2400000u, 0xc2500000u, 0xc2600000u, 0xc2700000u,
-    0xc2800000u, 0xc2900000u, 0xc2a00000u, 0xc2b00000u, 0xc2c00000u, 0xc2d00000u, 0xc2e00000u, 0xc2f00000u,
-    0xc3000000u, 0xc3100000u, 0xc3200000u, 0xc3300000u, 0xc3400000u, 0xc3500000u, 0xc3600000u, 0xc3700000u,
-    0xc3800000u, 0xc3900000u, 0xc3a00000u, 0xc3b00000u, 0xc3c00000u, 0xc3d00000u, 0xc3e00000u, 0xfff00000u,
+    0x00000000u, 0x3b000000u, 0x3b800000u, 0x3bc00000u, 0x3c000000u, 0x3c200000u, 0x3c400000u,
+    0x3c600000u, 0x3c800000u, 0x3c900000u, 0x3ca00000u, 0x3cb00000u, 0x3cc00000u, 0x3cd00000u,
+    0x3ce00000u, 0x3cf00000u, 0x3d000000u, 0x3d100000u, 0x3d200000u, 0x3d300000u, 0x3d400000u,
+    0x3d500000u, 0x3d600000u, 0x3d700000u, 0x3d800000u, 0x3d900000u, 0x3da00000u, 0x3db00000u,
+    0x3dc00000u, 0x3dd00000u, 0x3de00000u, 0x3df00000u, 0x3e000000u, 0x3e100000u, 0x3e200000u,
+    0x3e300000u, 0x3e400000u, 0x3e500000u, 0x3e600000u, 0x3e700000u, 0x3e800000u, 0x3e900000u,
+    0x3ea00000u, 0x3eb00000u, 0x3ec00000u, 0x3ed00000u, 0x3ee00000u, 0x3ef00000u, 0x3f000000u,
+    0x3f100000u, 0x3f200000u, 0x3f300000u, 0x3f400000u, 0x3f500000u, 0x3f600000u, 0x3f700000u,
+    0x3f800000u, 0x3f900000u, 0x3fa00000u, 0x3fb00000u, 0x3fc00000u, 0x3fd00000u, 0x3fe00000u,
+    0x3ff00000u, 0x40000000u, 0x40100000u, 0x40200000u, 0x40300000u, 0x40400000u, 0x40500000u,
+    0x40600000u, 0x40700000u, 0x40800000u, 0x40900000u, 0x40a00000u, 0x40b00000u, 0x40c00000u,
+    0x40d00000u, 0x40e00000u, 0x40f00000u, 0x41000000u, 0x41100000u, 0x41200000u, 0x41300000u,
+    0x41400000u, 0x41500000u, 0x41600000u, 0x41700000u, 0x41800000u, 0x41900000u, 0x41a00000u,
+    0x41b00000u, 0x41c00000u, 0x41d00000u, 0x41e00000u, 0x41f00000u, 0x42000000u, 0x42100000u,
+    0x42200000u, 0x42300000u, 0x42400000u, 0x42500000u, 0x42600000u, 0x42700000u, 0x42800000u,
+    0x42900000u, 0x42a00000u, 0x42b00000u, 0x42c00000u, 0x42d00000u, 0x42e00000u, 0x42f00000u,
+    0x43000000u, 0x43100000u, 0x43200000u, 0x43300000u, 0x43400000u, 0x43500000u, 0x43600000u,
+    0x43700000u, 0x43800000u, 0x43900000u, 0x43a00000u, 0x43b00000u, 0x43c00000u, 0x43d00000u,
+    0x43e00000u, 0x7ff00000u, 0x80000000u, 0xbb000000u, 0xbb800000u, 0xbbc00000u, 0xbc000000u,
+    0xbc200000u, 0xbc400000u, 0xbc600000u, 0xbc800000u, 0xbc900000u, 0xbca00000u, 0xbcb00000u,
+    0xbcc00000u, 0xbcd00000u, 0xbce00000u, 0xbcf00000u, 0xbd000000u, 0xbd100000u, 0xbd200000u,
+    0xbd300000u, 0xbd400000u, 0xbd500000u, 0xbd600000u, 0xbd700000u, 0xbd800000u, 0xbd900000u,
+    0xbda00000u, 0xbdb00000u, 0xbdc00000u, 0xbdd00000u, 0xbde00000u, 0xbdf00000u, 0xbe000000u,
+    0xbe100000u, 0xbe200000u, 0xbe300000u, 0xbe400000u, 0xbe500000u, 0xbe600000u, 0xbe700000u,
+    0xbe800000u, 0xbe900000u, 0xbea00000u, 0xbeb00000u, 0xbec00000u, 0xbed00000u, 0xbee00000u,
+    0xbef00000u, 0xbf000000u, 0xbf100000u, 0xbf200000u, 0xbf300000u, 0xbf400000u, 0xbf500000u,
+    0xbf600000u, 0xbf700000u, 0xbf800000u, 0xbf900000u, 0xbfa00000u, 0xbfb00000u, 0xbfc00000u,
+    0xbfd00000u, 0xbfe00000u, 0xbff00000u, 0xc0000000u, 0xc0100000u, 0xc0200000u, 0xc0300000u,
+    0xc0400000u, 0xc0500000u, 0xc0600000u, 0xc0700000u, 0xc0800000u, 0xc0900000u, 0xc0a00000u,
+    0xc0b00000u, 0xc0c00000u, 0xc0d00000u, 0xc0e00000u, 0xc0f00000u, 0xc1000000u, 0xc1100000u,
+    0xc1200000u, 0xc1300000u, 0xc1400000u, 0xc1500000u, 0xc1600000u, 0xc1700000u, 0xc1800000u,
+    0xc1900000u, 0xc1a00000u, 0xc1b00000u, 0xc1c00000u, 0xc1d00000u, 0xc1e00000u, 0xc1f00000u,
+    0xc2000000u, 0xc2100000u, 0xc2200000u, 0xc2300000u, 0xc2400000u, 0xc2500000u, 0xc2600000u,
+    0xc2700000u, 0xc2800000u, 0xc2900000u, 0xc2a00000u, 0xc2b00000u, 0xc2c00000u, 0xc2d00000u,
+    0xc2e00000u, 0xc2f00000u, 0xc3000000u, 0xc3100000u, 0xc3200000u, 0xc3300000u, 0xc3400000u,
+    0xc3500000u, 0xc3600000u, 0xc3700000u, 0xc3800000u, 0xc3900000u, 0xc3a00000u, 0xc3b00000u,
+    0xc3c00000u, 0xc3d00000u, 0xc3e00000u, 0xfff00000u,
 };
 const std::uint32_t e5m2_goldens[256] = {
-    0x00000000u, 0x37800000u, 0x38000000u, 0x38400000u, 0x38800000u, 0x38a00000u, 0x38c00000u, 0x38e00000u,
-    0x39000000u, 0x39200000u, 0x39400000u, 0x39600000u, 0x39800000u, 0x39a00000u, 0x39c00000u, 0x39e00000u,
-    0x3a000000u, 0x3a200000u, 0x3a400000u, 0x3a600000u, 0x3a800000u, 0x3aa00000u, 0x3ac00000u, 0x3ae00000u,
-    0x3b000000u, 0x3b200000u, 0x3b400000u, 0x3b600000u, 0x3b800000u, 0x3ba00000u, 0x3bc00000u, 0x3be00000u,
-    0x3c000000u, 0x3c200000u, 0x3c400000u, 0x3c600000u, 0x3c800000u, 0x3ca00000u, 0x3cc00000u, 0x3ce00000u,
-    0x3d000000u, 0x3d200000u, 0x3d400000u, 0x3d600000u, 0x3d800000u, 0x3da00000u, 0x3dc00000u, 0x3de00000u,
-    0x3e000000u, 0x3e200000u, 0x3e400000u, 0x3e600000u, 0x3e800000u, 0x3ea00000u, 0x3ec00000u, 0x3ee00000u,
-    0x3f000000u, 0x3f200000u, 0x3f400000u, 0x3f600000u, 0x3f800000u, 0x3fa00000u, 0x3fc00000u, 0x3fe00000u,
-    0x40000000u, 0x40200000u, 0x40400000u, 0x40600000u, 0x40800000u, 0x40a00000u, 0x40c00000u, 0x40e00000u,
-    0x41000000u, 0x41200000u, 0x41400000u, 0x41600000u, 0x41800000u, 0x41a00000u, 0x41c00000u, 0x41e00000u,
-    0x42000000u, 0x42200000u, 0x42400000u, 0x42600000u, 0x42800000u, 0x42a00000u, 0x42c00000u, 0x42e00000u,
-    0x43000000u, 0x43200000u, 0x43400000u, 0x43600000u, 0x43800000u, 0x43a00000u, 0x43c00000u, 0x43e00000u,
-    0x44000000u, 0x44200000u, 0x44400000u, 0x44600000u, 0x44800000u, 0x44a00000u, 0x44c00000u, 0x44e00000u,
-    0x45000000u, 0x45200000u, 0x45400000u, 0x45600000u, 0x45800000u, 0x45a00000u, 0x45c00000u, 0x45e00000u,
-    0x46000000u, 0x46200000u, 0x46400000u, 0x46600000u, 0x46800000u, 0x46a00000u, 0x46c00000u, 0x46e00000u,
-    0x47000000u, 0x47200000u, 0x47400000u, 0x47600000u, 0x7f800000u, 0x7fe00000u, 0x7fc00000u, 0x7fe00000u,
-    0x80000000u, 0xb7800000u, 0xb8000000u, 0xb8400000u, 0xb8800000u, 0xb8a00000u, 0xb8c00000u, 0xb8e00000u,
-    0xb9000000u, 0xb9200000u, 0xb9400000u, 0xb9600000u, 0xb9800000u, 0xb9a00000u, 0xb9c00000u, 0xb9e00000u,
-    0xba000000u, 0xba200000u, 0xba400000u, 0xba600000u, 0xba800000u, 0xbaa00000u, 0xbac00000u, 0xbae00000u,
-    0xbb000000u, 0xbb200000u, 0xbb400000u, 0xbb600000u, 0xbb800000u, 0xbba00000u, 0xbbc00000u, 0xbbe00000u,
-    0xbc000000u, 0xbc200000u, 0xbc400000u, 0xbc600000u, 0xbc800000u, 0xbca00000u, 0xbcc00000u, 0xbce00000u,
-    0xbd000000u, 0xbd200000u, 0xbd400000u, 0xbd600000u, 0xbd800000u, 0xbda00000u, 0xbdc00000u, 0xbde00000u,
-    0xbe000000u, 0xbe200000u, 0xbe400000u, 0xbe600000u, 0xbe800000u, 0xbea00000u, 0xbec00000u, 0xbee00000u,
-    0xbf000000u, 0xbf200000u, 0xbf400000u, 0xbf600000u, 0xbf800000u, 0xbfa00000u, 0xbfc00000u, 0xbfe00000u,
-    0xc0000000u, 0xc0200000u, 0xc0400000u, 0xc0600000u, 0xc0800000u, 0xc0a00000u, 0xc0c00000u, 0xc0e00000u,
-    0xc1000000u, 0xc1200000u, 0xc1400000u, 0xc1600000u, 0xc1800000u, 0xc1a00000u, 0xc1c00000u, 0xc1e00000u,
-    0xc2000000u, 0xc2200000u, 0xc2400000u, 0xc2600000u, 0xc2800000u, 0xc2a00000u, 0xc2c00000u, 0xc2e00000u,
-    0xc3000000u, 0xc3200000u, 0xc3400000u, 0xc3600000u, 0xc3800000u, 0xc3a00000u, 0xc3c00000u, 0xc3e00000u,
-    0xc4000000u, 0xc4200000u, 0xc4400000u, 0xc4600000u, 0xc4800000u, 0xc4a00000u, 0xc4c00000u, 0xc4e00000u,
-    0xc5000000u, 0xc5200000u, 0xc5400000u, 0xc5600000u, 0xc5800000u, 0xc5a00000u, 0xc5c00000u, 0xc5e00000u,
-    0xc6000000u, 0xc6200000u, 0xc6400000u, 0xc6600000u, 0xc6800000u, 0xc6a00000u, 0xc6c00000u, 0xc6e00000u,
-    0xc7000000u, 0xc7200000u, 0xc7400000u, 0xc7600000u, 0xff800000u, 0xffe00000u, 0xffc00000u, 0xffe00000u,
+    0x00000000u, 0x37800000u, 0x38000000u, 0x38400000u, 0x38800000u, 0x38a00000u, 0x38c00000u,
+    0x38e00000u, 0x39000000u, 0x39200000u, 0x39400000u, 0x39600000u, 0x39800000u, 0x39a00000u,
+    0x39c00000u, 0x39e00000u, 0x3a000000u, 0x3a200000u, 0x3a400000u, 0x3a600000u, 0x3a800000u,
+    0x3aa00000u, 0x3ac00000u, 0x3ae00000u, 0x3b000000u, 0x3b200000u, 0x3b400000u, 0x3b600000u,
+    0x3b800000u, 0x3ba00000u, 0x3bc00000u, 0x3be00000u, 0x3c000000u, 0x3c200000u, 0x3c400000u,
+    0x3c600000u, 0x3c800000u, 0x3ca00000u, 0x3cc00000u, 0x3ce00000u, 0x3d000000u, 0x3d200000u,
+    0x3d400000u, 0x3d600000u, 0x3d800000u, 0x3da00000u, 0x3dc00000u, 0x3de00000u, 0x3e000000u,
+    0x3e200000u, 0x3e400000u, 0x3e600000u, 0x3e800000u, 0x3ea00000u, 0x3ec00000u, 0x3ee00000u,
+    0x3f000000u, 0x3f200000u, 0x3f400000u, 0x3f600000u, 0x3f800000u, 0x3fa00000u, 0x3fc00000u,
+    0x3fe00000u, 0x40000000u, 0x40200000u, 0x40400000u, 0x40600000u, 0x40800000u, 0x40a00000u,
+    0x40c00000u, 0x40e00000u, 0x41000000u, 0x41200000u, 0x41400000u, 0x41600000u, 0x41800000u,
+    0x41a00000u, 0x41c00000u, 0x41e00000u, 0x42000000u, 0x42200000u, 0x42400000u, 0x42600000u,
+    0x42800000u, 0x42a00000u, 0x42c00000u, 0x42e00000u, 0x43000000u, 0x43200000u, 0x43400000u,
+    0x43600000u, 0x43800000u, 0x43a00000u, 0x43c00000u, 0x43e00000u, 0x44000000u, 0x44200000u,
+    0x44400000u, 0x44600000u, 0x44800000u, 0x44a00000u, 0x44c00000u, 0x44e00000u, 0x45000000u,
+    0x45200000u, 0x45400000u, 0x45600000u, 0x45800000u, 0x45a00000u, 0x45c00000u, 0x45e00000u,
+    0x46000000u, 0x46200000u, 0x46400000u, 0x46600000u, 0x46800000u, 0x46a00000u, 0x46c00000u,
+    0x46e00000u, 0x47000000u, 0x47200000u, 0x47400000u, 0x47600000u, 0x7f800000u, 0x7fe00000u,
+    0x7fc00000u, 0x7fe00000u, 0x80000000u, 0xb7800000u, 0xb8000000u, 0xb8400000u, 0xb8800000u,
+    0xb8a00000u, 0xb8c00000u, 0xb8e00000u, 0xb9000000u, 0xb9200000u, 0xb9400000u, 0xb9600000u,
+    0xb9800000u, 0xb9a00000u, 0xb9c00000u, 0xb9e00000u, 0xba000000u, 0xba200000u, 0xba400000u,
+    0xba600000u, 0xba800000u, 0xbaa00000u, 0xbac00000u, 0xbae00000u, 0xbb000000u, 0xbb200000u,
+    0xbb400000u, 0xbb600000u, 0xbb800000u, 0xbba00000u, 0xbbc00000u, 0xbbe00000u, 0xbc000000u,
+    0xbc200000u, 0xbc400000u, 0xbc600000u, 0xbc800000u, 0xbca00000u, 0xbcc00000u, 0xbce00000u,
+    0xbd000000u, 0xbd200000u, 0xbd400000u, 0xbd600000u, 0xbd800000u, 0xbda00000u, 0xbdc00000u,
+    0xbde00000u, 0xbe000000u, 0xbe200000u, 0xbe400000u, 0xbe600000u, 0xbe800000u, 0xbea00000u,
+    0xbec00000u, 0xbee00000u, 0xbf000000u, 0xbf200000u, 0xbf400000u, 0xbf600000u, 0xbf800000u,
+    0xbfa00000u, 0xbfc00000u, 0xbfe00000u, 0xc0000000u, 0xc0200000u, 0xc0400000u, 0xc0600000u,
+    0xc0800000u, 0xc0a00000u, 0xc0c00000u, 0xc0e00000u, 0xc1000000u, 0xc1200000u, 0xc1400000u,
+    0xc1600000u, 0xc1800000u, 0xc1a00000u, 0xc1c00000u, 0xc1e00000u, 0xc2000000u, 0xc2200000u,
+    0xc2400000u, 0xc2600000u, 0xc2800000u, 0xc2a00000u, 0xc2c00000u, 0xc2e00000u, 0xc3000000u,
+    0xc3200000u, 0xc3400000u, 0xc3600000u, 0xc3800000u, 0xc3a00000u, 0xc3c00000u, 0xc3e00000u,
+    0xc4000000u, 0xc4200000u, 0xc4400000u, 0xc4600000u, 0xc4800000u, 0xc4a00000u, 0xc4c00000u,
+    0xc4e00000u, 0xc5000000u, 0xc5200000u, 0xc5400000u, 0xc5600000u, 0xc5800000u, 0xc5a00000u,
+    0xc5c00000u, 0xc5e00000u, 0xc6000000u, 0xc6200000u, 0xc6400000u, 0xc6600000u, 0xc6800000u,
+    0xc6a00000u, 0xc6c00000u, 0xc6e00000u, 0xc7000000u, 0xc7200000u, 0xc7400000u, 0xc7600000u,
+    0xff800000u, 0xffe00000u, 0xffc00000u, 0xffe00000u,
 };
 
 // Decodes `text` as `stored`; the status, and the output as bytes (empty on an error).
@@ -979,7 +1031,8 @@ void test_decode() {
     for (std::size_t n = 0; n <= 300; ++n) {
         std::vector<unsigned char> data(n), got;
         for (auto& b : data) b = static_cast<unsigned char>(rng());
-        CHECK(decode_text(reference_base64(data), bytes_format, false, &got).status == tb::decode_status::ok);
+        CHECK(decode_text(reference_base64(data), bytes_format, false, &got).status ==
+              tb::decode_status::ok);
         CHECK(got == data);
     }
 
@@ -991,24 +1044,25 @@ void test_decode() {
         std::size_t offset;
     };
     const refusal refusals[] = {
-        {"abcd=", st::bad_padding, 4},       {"abcd==", st::bad_padding, 4},
-        {"AAAA====", st::bad_padding, 4},    {"ab==AAAA", st::bad_padding, 2},
-        {"ab=a", st::bad_padding, 2},        {"AA=A", st::bad_padding, 2},
-        {"=AAA", st::bad_padding, 0},        {"a===", st::bad_padding, 1},
-        {"abc==", st::bad_padding, 3},       {"ab===", st::bad_padding, 2},
+        {"abcd=", st::bad_padding, 4},      {"abcd==", st::bad_padding, 4},
+        {"AAAA====", st::bad_padding, 4},   {"ab==AAAA", st::bad_padding, 2},
+        {"ab=a", st::bad_padding, 2},       {"AA=A", st::bad_padding, 2},
+        {"=AAA", st::bad_padding, 0},       {"a===", st::bad_padding, 1},
+        {"abc==", st::bad_padding, 3},      {"ab===", st::bad_padding, 2},
         {"AAAA AAA", st::bad_character, 4}, {"AAA\n", st::bad_character, 3},
-        {"AA!A", st::bad_character, 2},      {"AAAA-_AA", st::bad_character, 4},
-        {"ab==\n", st::bad_character, 4},    {"AAAAA", st::bad_length, 5},
-        {"ab=", st::bad_length, 3},          {"Zg", st::bad_length, 2},
-        {"AB==", st::trailing_bits, 1},      {"ab==", st::trailing_bits, 1},
-        {"AAB=", st::trailing_bits, 2},      {"AAAAAAB=", st::trailing_bits, 6},
+        {"AA!A", st::bad_character, 2},     {"AAAA-_AA", st::bad_character, 4},
+        {"ab==\n", st::bad_character, 4},   {"AAAAA", st::bad_length, 5},
+        {"ab=", st::bad_length, 3},         {"Zg", st::bad_length, 2},
+        {"AB==", st::trailing_bits, 1},     {"ab==", st::trailing_bits, 1},
+        {"AAB=", st::trailing_bits, 2},     {"AAAAAAB=", st::trailing_bits, 6},
         {"AA!A=", st::bad_character, 2},  // a bad character wins over the length
     };
     for (const refusal& r : refusals) {
         std::vector<unsigned char> got;
         const tb::decode_result result = decode_text(r.text, bytes_format, false, &got);
         if (result.status != r.status || result.offset != r.offset) {
-            report_failure(__FILE__, __LINE__, std::string("decode of \"") + r.text + "\": " + tb::to_string(result));
+            report_failure(__FILE__, __LINE__,
+                           std::string("decode of \"") + r.text + "\": " + tb::to_string(result));
         } else {
             ++passed;
         }
@@ -1022,23 +1076,30 @@ void test_decode() {
         text[5000] = '*';
         const tb::decode_result r = decode_text(text, bytes_format, false, &got);
         CHECK(r.status == st::bad_character && r.offset == 5000 && r.character == '*');
-        CHECK_EQ_STR(tb::to_string(r), "invalid base64: bad character '*' (0x2a) at offset 5000 (the alphabet is "
-                     "A-Z, a-z, 0-9, '+' and '/', with '=' padding)", "bad character message");
+        CHECK_EQ_STR(tb::to_string(r),
+                     "invalid base64: bad character '*' (0x2a) at offset 5000 (the alphabet is "
+                     "A-Z, a-z, 0-9, '+' and '/', with '=' padding)",
+                     "bad character message");
         text[5000] = '=';
         CHECK(decode_text(text, bytes_format, false, &got).status == st::bad_padding);
-        CHECK(decode_text("AAAAAAA=", le(tb::dtype::float32), false, &got).status == st::not_whole_values);
+        CHECK(decode_text("AAAAAAA=", le(tb::dtype::float32), false, &got).status ==
+              st::not_whole_values);
         std::size_t elements = 0;
-        CHECK_EQ_STR(tb::to_string(tb::decoded_elements("AAAA", 4, tb::dtype::float16, &elements)),
-                     "decoded length 3 bytes is not a whole number of float16 values (2 bytes each)",
-                     "not whole values message");
+        CHECK_EQ_STR(
+            tb::to_string(tb::decoded_elements("AAAA", 4, tb::dtype::float16, &elements)),
+            "decoded length 3 bytes is not a whole number of float16 values (2 bytes each)",
+            "not whole values message");
         unsigned char small[4];
-        CHECK(tb::decode_base64("AAAAAA==", 8, bytes_format, false, small, 3).status == st::wrong_output_size);
+        CHECK(tb::decode_base64("AAAAAA==", 8, bytes_format, false, small, 3).status ==
+              st::wrong_output_size);
         CHECK(tb::decode_base64("AAAAAA==", 8, bytes_format, false, small, 4).status == st::ok);
-        CHECK(tb::decode_base64(nullptr, 0, le(tb::dtype::float32), true, nullptr, 0).status == st::ok);
+        CHECK(tb::decode_base64(nullptr, 0, le(tb::dtype::float32), true, nullptr, 0).status ==
+              st::ok);
     }
 
     // Byte orders and widening, against independent references; the output is in host order.
-    std::vector<std::uint64_t> f32_bits, f16_all, f16_wide, bf16_sample, bf16_wide, codes, e4_wide, e5_wide;
+    std::vector<std::uint64_t> f32_bits, f16_all, f16_wide, bf16_sample, bf16_wide, codes, e4_wide,
+        e5_wide;
     for (int i = 0; i < 1000; ++i) f32_bits.push_back(static_cast<std::uint32_t>(rng()));
     for (std::uint32_t h = 0; h < 65536; ++h) {
         f16_all.push_back(h);
@@ -1057,16 +1118,24 @@ void test_decode() {
         const auto text_of = [&](const std::vector<std::uint64_t>& v, std::size_t size) {
             return reference_base64(serialize(v, size, order));
         };
-        CHECK(decode_text(text_of(f32_bits, 4), {tb::dtype::float32, order}, false, &got).status == st::ok);
+        CHECK(decode_text(text_of(f32_bits, 4), {tb::dtype::float32, order}, false, &got).status ==
+              st::ok);
         CHECK(got == host_f32(f32_bits));
-        CHECK(decode_text(text_of(f32_bits, 4), {tb::dtype::float32, order}, true, &got).status == st::ok);
+        CHECK(decode_text(text_of(f32_bits, 4), {tb::dtype::float32, order}, true, &got).status ==
+              st::ok);
         CHECK(got == host_f32(f32_bits));
-        CHECK(decode_text(text_of(f16_all, 2), {tb::dtype::float16, order}, false, &got).status == st::ok);
+        CHECK(decode_text(text_of(f16_all, 2), {tb::dtype::float16, order}, false, &got).status ==
+              st::ok);
         CHECK(got == serialize(f16_all, 2, tb::host_byte_order));
-        CHECK(decode_text(text_of(f16_all, 2), {tb::dtype::float16, order}, true, &got).status == st::ok);
-        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(f16_wide)), ctx + " float16 -> float32");
-        CHECK(decode_text(text_of(bf16_sample, 2), {tb::dtype::bfloat16, order}, true, &got).status == st::ok);
-        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(bf16_wide)), ctx + " bfloat16 -> float32");
+        CHECK(decode_text(text_of(f16_all, 2), {tb::dtype::float16, order}, true, &got).status ==
+              st::ok);
+        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(f16_wide)),
+                     ctx + " float16 -> float32");
+        CHECK(
+            decode_text(text_of(bf16_sample, 2), {tb::dtype::bfloat16, order}, true, &got).status ==
+            st::ok);
+        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(bf16_wide)),
+                     ctx + " bfloat16 -> float32");
         // float8: every code, repeated across the block boundary
         std::vector<std::uint64_t> many, e4_many, e5_many;
         for (int i = 0; i < 20; ++i) {
@@ -1074,30 +1143,37 @@ void test_decode() {
             e4_many.insert(e4_many.end(), e4_wide.begin(), e4_wide.end());
             e5_many.insert(e5_many.end(), e5_wide.begin(), e5_wide.end());
         }
-        CHECK(decode_text(text_of(many, 1), {tb::dtype::float8_e4m3fn, order}, true, &got).status == st::ok);
-        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(e4_many)), ctx + " float8_e4m3fn -> float32");
-        CHECK(decode_text(text_of(many, 1), {tb::dtype::float8_e5m2, order}, true, &got).status == st::ok);
-        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(e5_many)), ctx + " float8_e5m2 -> float32");
+        CHECK(decode_text(text_of(many, 1), {tb::dtype::float8_e4m3fn, order}, true, &got).status ==
+              st::ok);
+        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(e4_many)),
+                     ctx + " float8_e4m3fn -> float32");
+        CHECK(decode_text(text_of(many, 1), {tb::dtype::float8_e5m2, order}, true, &got).status ==
+              st::ok);
+        CHECK_EQ_STR(reference_base64(got), reference_base64(host_f32(e5_many)),
+                     ctx + " float8_e5m2 -> float32");
 
         // convert_elements: the same conversions from raw bytes (vLLM's binary body).
         const auto raw = serialize(f16_all, 2, order);
         std::vector<unsigned char> wide(f16_all.size() * 4);
-        CHECK(tb::convert_elements(raw.data(), raw.size(), {tb::dtype::float16, order}, true, wide.data(),
-                                   wide.size()).status == st::ok);
+        CHECK(tb::convert_elements(raw.data(), raw.size(), {tb::dtype::float16, order}, true,
+                                   wide.data(), wide.size())
+                  .status == st::ok);
         CHECK(wide == host_f32(f16_wide));
         std::vector<unsigned char> same(raw.size());
-        CHECK(tb::convert_elements(raw.data(), raw.size(), {tb::dtype::float16, order}, false, same.data(),
-                                   same.size()).status == st::ok);
+        CHECK(tb::convert_elements(raw.data(), raw.size(), {tb::dtype::float16, order}, false,
+                                   same.data(), same.size())
+                  .status == st::ok);
         CHECK(same == serialize(f16_all, 2, tb::host_byte_order));
         const auto raw8 = serialize(many, 1, order);
         std::vector<unsigned char> wide8(raw8.size() * 4);
-        CHECK(tb::convert_elements(raw8.data(), raw8.size(), {tb::dtype::float8_e4m3fn, order}, true,
-                                   wide8.data(), wide8.size()).status == st::ok);
+        CHECK(tb::convert_elements(raw8.data(), raw8.size(), {tb::dtype::float8_e4m3fn, order},
+                                   true, wide8.data(), wide8.size())
+                  .status == st::ok);
         CHECK(wide8 == host_f32(e4_many));
-        CHECK(tb::convert_elements(raw.data(), 3, {tb::dtype::float16, order}, true, wide.data(), 4).status ==
-              st::not_whole_values);
-        CHECK(tb::convert_elements(raw.data(), 4, {tb::dtype::float16, order}, true, wide.data(), 4).status ==
-              st::wrong_output_size);
+        CHECK(tb::convert_elements(raw.data(), 3, {tb::dtype::float16, order}, true, wide.data(), 4)
+                  .status == st::not_whole_values);
+        CHECK(tb::convert_elements(raw.data(), 4, {tb::dtype::float16, order}, true, wide.data(), 4)
+                  .status == st::wrong_output_size);
     }
 }
 // ---- the response body's data entries ----------------------------------------------------
@@ -1116,25 +1192,30 @@ std::string reference_data(const std::vector<std::string>& texts, std::size_t fi
 // Writes the entries of `rows` x `n` float32 values (row r, element i: bits r * 1000003 + i)
 // converted to `target`, checking the size, the returned end and the bytes past it.
 std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
-                       tb::element_format target, unsigned threads, std::vector<std::string>* texts) {
+                       tb::element_format target, unsigned threads,
+                       std::vector<std::string>* texts) {
     std::vector<std::uint64_t> values(rows * n);
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = (i / (n ? n : 1)) * 1000003u + i * 2654435761u;
+    for (std::size_t i = 0; i < values.size(); ++i)
+        values[i] = (i / (n ? n : 1)) * 1000003u + i * 2654435761u;
     const std::vector<unsigned char> bytes = serialize(values, 4, tb::host_byte_order);
-    const tb::strided_rows source{bytes.data(), rows, n, static_cast<std::ptrdiff_t>(4 * n), 4, le(tb::dtype::float32)};
+    const tb::strided_rows source{
+        bytes.data(), rows, n, static_cast<std::ptrdiff_t>(4 * n), 4, le(tb::dtype::float32)};
     std::size_t size = 0;
     CHECK(tb::base64_data_size(rows, n, target.type, first_index, &size));
     constexpr std::size_t slack = 64;
     std::vector<char> buffer(size + slack, '\x7f');
-    char* end = tb::write_base64_data({source.data, rows, n, source.row_stride, 4, {tb::dtype::float32, tb::host_byte_order}},
-                                      target, first_index, buffer.data(), threads);
+    char* end = tb::write_base64_data(
+        {source.data, rows, n, source.row_stride, 4, {tb::dtype::float32, tb::host_byte_order}},
+        target, first_index, buffer.data(), threads);
     CHECK(end == buffer.data() + size);
     bool untouched = true;
     for (std::size_t i = size; i < buffer.size(); ++i) untouched &= buffer[i] == '\x7f';
     CHECK(untouched);
     if (texts != nullptr) {
-        *texts = rows == 0 ? std::vector<std::string>{}
-                           : encode_strided(bytes.data(), rows, n, static_cast<std::ptrdiff_t>(4 * n), 4,
-                                            {tb::dtype::float32, tb::host_byte_order}, target);
+        *texts = rows == 0
+                     ? std::vector<std::string>{}
+                     : encode_strided(bytes.data(), rows, n, static_cast<std::ptrdiff_t>(4 * n), 4,
+                                      {tb::dtype::float32, tb::host_byte_order}, target);
     }
     return std::string(buffer.data(), size);
 }
@@ -1151,9 +1232,11 @@ void test_response_body() {
     firsts.push_back(SIZE_MAX / 10 * 10 - 1);  // crossing into 20 digits on 64-bit hosts
     firsts.push_back(SIZE_MAX - 4);            // the last index is SIZE_MAX
     for (std::size_t first : firsts) {
-        for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}}) {
+        for (std::size_t n :
+             {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}}) {
             const std::string got = write_data(5, n, first, f32, 1, &texts);
-            CHECK_EQ_STR(got, reference_data(texts, first), "data entries from index " + std::to_string(first));
+            CHECK_EQ_STR(got, reference_data(texts, first),
+                         "data entries from index " + std::to_string(first));
         }
     }
     // No rows: nothing at all; empty rows: empty strings.
@@ -1165,22 +1248,26 @@ void test_response_body() {
                  "empty rows");
     CHECK_EQ_STR(write_data(1, 1, 0, f32, 1, &texts), reference_data(texts, 0), "one value");
     // Conversions and byte orders, across the 768-element block boundary.
-    for (tb::dtype to : {tb::dtype::float32, tb::dtype::float16, tb::dtype::bfloat16, tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2}) {
+    for (tb::dtype to : {tb::dtype::float32, tb::dtype::float16, tb::dtype::bfloat16,
+                         tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2}) {
         for (tb::byte_order order : both_orders) {
             const std::string got = write_data(3, 1000, 41, {to, order}, 1, &texts);
-            CHECK_EQ_STR(got, reference_data(texts, 41), std::string("data entries as ") + name(to) + " " + name(order));
+            CHECK_EQ_STR(got, reference_data(texts, 41),
+                         std::string("data entries as ") + name(to) + " " + name(order));
         }
     }
     // Threads: 64 rows of 3072 float32 is 1 MiB of text, enough to be split.
     for (unsigned threads : {2u, 3u, 8u}) {
-        CHECK_EQ_STR(write_data(64, 3072, 0, f32, threads, nullptr), write_data(64, 3072, 0, f32, 1, nullptr),
+        CHECK_EQ_STR(write_data(64, 3072, 0, f32, threads, nullptr),
+                     write_data(64, 3072, 0, f32, 1, nullptr),
                      "threads=" + std::to_string(threads));
     }
     // Exact sizes, and overflow refused.
     std::size_t size = 0;
     CHECK(tb::base64_data_size(0, SIZE_MAX, tb::dtype::float64, SIZE_MAX, &size) && size == 0);
     CHECK(tb::base64_data_size(1, 0, tb::dtype::float32, 0, &size) && size == 47);
-    CHECK(tb::base64_data_size(2, 1, tb::dtype::float32, 9, &size) && size == 2 * (46 + 8) + 1 + 2 + 1);  // wrappers, digits of 9 and 10, a comma
+    CHECK(tb::base64_data_size(2, 1, tb::dtype::float32, 9, &size) &&
+          size == 2 * (46 + 8) + 1 + 2 + 1);  // wrappers, digits of 9 and 10, a comma
     CHECK(tb::base64_data_size(1, 0, tb::dtype::float32, SIZE_MAX, &size));
     size = 12345;
     CHECK(!tb::base64_data_size(2, 0, tb::dtype::float32, SIZE_MAX, &size) && size == 12345);
@@ -1193,14 +1280,16 @@ void test_response_body() {
     char out[8] = {'\x7f'};
     bool threw = false;
     try {
-        tb::write_base64_data({zeros, 1, 1, 8, 8, le(tb::dtype::float32)}, le(tb::dtype::float64), 0, out);
+        tb::write_base64_data({zeros, 1, 1, 8, 8, le(tb::dtype::float32)}, le(tb::dtype::float64),
+                              0, out);
     } catch (const std::invalid_argument&) {
         threw = true;
     }
     CHECK(threw && out[0] == '\x7f');
     threw = false;
     try {  // 2 rows from index SIZE_MAX: the last index does not exist
-        tb::write_base64_data({zeros, 2, 0, 0, 4, le(tb::dtype::float32)}, le(tb::dtype::float32), SIZE_MAX, out);
+        tb::write_base64_data({zeros, 2, 0, 0, 4, le(tb::dtype::float32)}, le(tb::dtype::float32),
+                              SIZE_MAX, out);
     } catch (const std::length_error&) {
         threw = true;
     }
@@ -1213,7 +1302,8 @@ int main(int argc, char** argv) {
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     std::printf("core_tests: levels available:");
     for (tb::simd_level level : levels()) std::printf(" %s", tb::to_string(level));
-    std::printf("; active: %s%s\n", tb::to_string(tb::active_simd_level()), quick ? " (--quick)" : "");
+    std::printf("; active: %s%s\n", tb::to_string(tb::active_simd_level()),
+                quick ? " (--quick)" : "");
     const auto timed = [](const char* what, auto&& test) {
         const auto start = std::chrono::steady_clock::now();
         test();

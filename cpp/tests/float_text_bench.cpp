@@ -26,7 +26,8 @@ constexpr std::size_t kDim = 3072;
 
 struct contender {
     const char* name;
-    std::function<std::size_t(const std::uint32_t*, char*)> run;  // one batch; returns bytes written
+    std::function<std::size_t(const std::uint32_t*, char*)>
+        run;  // one batch; returns bytes written
     std::vector<double> ns_per_value;
     std::size_t bytes = 0;
 };
@@ -75,19 +76,29 @@ int main(int argc, char** argv) {
         };
     };
     std::vector<contender> contenders;
-    contenders.push_back({"tensorb64 shortest (float32)", rows_with([](const std::uint32_t* v, char* o) {
+    contenders.push_back({"tensorb64 shortest (float32)",
+                          rows_with([](const std::uint32_t* v, char* o) {
                               std::size_t bad;
                               return tb::write_json_row_f32(v, kDim, true, o, &bad);
-                          }), {}, 0});
-    contenders.push_back({"tensorb64 repr (widened to double)", rows_with([](const std::uint32_t* v, char* o) {
+                          }),
+                          {},
+                          0});
+    contenders.push_back({"tensorb64 repr (widened to double)",
+                          rows_with([](const std::uint32_t* v, char* o) {
                               std::size_t bad;
                               return tb::write_json_row_f32(v, kDim, false, o, &bad);
-                          }), {}, 0});
-    contenders.push_back({"tensorb64 shortest, check-first pass", rows_with([](const std::uint32_t* v, char* o) {
+                          }),
+                          {},
+                          0});
+    contenders.push_back({"tensorb64 shortest, check-first pass",
+                          rows_with([](const std::uint32_t* v, char* o) {
                               std::size_t bad;
                               return row_check_first(v, kDim, o, &bad);
-                          }), {}, 0});
-    contenders.push_back({"std::to_chars float (shortest)", rows_with([](const std::uint32_t* v, char* o) {
+                          }),
+                          {},
+                          0});
+    contenders.push_back({"std::to_chars float (shortest)",
+                          rows_with([](const std::uint32_t* v, char* o) {
                               *o++ = '[';
                               for (std::size_t i = 0; i < kDim; ++i) {
                                   float x;
@@ -97,8 +108,11 @@ int main(int argc, char** argv) {
                               }
                               o[-1] = ']';
                               return o;
-                          }), {}, 0});
-    contenders.push_back({"std::to_chars double (shortest)", rows_with([](const std::uint32_t* v, char* o) {
+                          }),
+                          {},
+                          0});
+    contenders.push_back({"std::to_chars double (shortest)",
+                          rows_with([](const std::uint32_t* v, char* o) {
                               *o++ = '[';
                               for (std::size_t i = 0; i < kDim; ++i) {
                                   float x;
@@ -108,26 +122,32 @@ int main(int argc, char** argv) {
                               }
                               o[-1] = ']';
                               return o;
-                          }), {}, 0});
+                          }),
+                          {},
+                          0});
     for (int rep = 0; rep < repeats; ++rep) {
         for (contender& c : contenders) {
             const auto start = std::chrono::steady_clock::now();
             c.bytes = c.run(values.data(), out.data());
-            const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+            const std::chrono::duration<double, std::nano> took =
+                std::chrono::steady_clock::now() - start;
             c.ns_per_value.push_back(took.count() / static_cast<double>(values.size()));
         }
     }
-    std::printf("float_text_bench: %zu x %zu float32 N(0, 0.05), %d interleaved repeats, medians\n", kRows, kDim,
-                repeats);
+    std::printf("float_text_bench: %zu x %zu float32 N(0, 0.05), %d interleaved repeats, medians\n",
+                kRows, kDim, repeats);
     for (contender& c : contenders) std::sort(c.ns_per_value.begin(), c.ns_per_value.end());
-    const auto median = [](const contender& c) { return c.ns_per_value[c.ns_per_value.size() / 2]; };
+    const auto median = [](const contender& c) {
+        return c.ns_per_value[c.ns_per_value.size() / 2];
+    };
     const double float_base = median(contenders[3]);
     const double double_base = median(contenders[4]);
-    std::printf("  %-40s %10s %12s %14s %15s\n", "", "ns/value", "bytes/value", "to_chars float", "to_chars double");
+    std::printf("  %-40s %10s %12s %14s %15s\n", "", "ns/value", "bytes/value", "to_chars float",
+                "to_chars double");
     for (contender& c : contenders) {
         std::printf("  %-40s %10.2f %12.2f %13.2fx %14.2fx\n", c.name, median(c),
-                    static_cast<double>(c.bytes) / static_cast<double>(values.size()), float_base / median(c),
-                    double_base / median(c));
+                    static_cast<double>(c.bytes) / static_cast<double>(values.size()),
+                    float_base / median(c), double_base / median(c));
     }
     std::printf("  (bytes/value include the ',' after each value)\n");
     return 0;

@@ -43,7 +43,8 @@ int significant_digits(const std::string& token) {
     for (const char c : token.substr(0, token.find('e')))
         if (c >= '0' && c <= '9') digits += c;
     const std::size_t first = digits.find_first_not_of('0');
-    return first == std::string::npos ? 1 : static_cast<int>(digits.find_last_not_of('0') - first + 1);
+    return first == std::string::npos ? 1
+                                      : static_cast<int>(digits.find_last_not_of('0') - first + 1);
 }
 // The fewest digits that read back via a double: the correctly rounded L-digit text and its two
 // neighbours on the L-digit grid, nearest first.
@@ -52,7 +53,8 @@ std::string shortest_via_double(std::uint32_t b) {
     for (int length = 1; length <= 9; ++length) {
         char text[64];
         const std::to_chars_result r =
-            std::to_chars(text, text + sizeof text, static_cast<double>(x), std::chars_format::scientific, length - 1);
+            std::to_chars(text, text + sizeof text, static_cast<double>(x),
+                          std::chars_format::scientific, length - 1);
         const std::string rounded(text, r.ptr);
         long long mantissa = 0;
         for (const char c : rounded.substr(0, rounded.find('e')))
@@ -62,9 +64,11 @@ std::string shortest_via_double(std::uint32_t b) {
         long double best_distance = 1e30L;
         for (int step = -1; step <= 1; ++step) {
             if (mantissa + step <= 0) continue;
-            const std::string candidate = std::to_string(mantissa + step) + "e" + std::to_string(exponent);
+            const std::string candidate =
+                std::to_string(mantissa + step) + "e" + std::to_string(exponent);
             if (!reads_back_via_double(candidate, b)) continue;
-            const long double distance = std::fabs(std::strtold(candidate.c_str(), nullptr) - static_cast<long double>(x));
+            const long double distance =
+                std::fabs(std::strtold(candidate.c_str(), nullptr) - static_cast<long double>(x));
             if (distance < best_distance) {
                 best_distance = distance;
                 best = candidate;
@@ -85,7 +89,8 @@ int main() {
     for (std::uint32_t first = 0; first < 2; ++first) {
         pool.emplace_back([&, first] {
             for (std::uint32_t a = first; a < last; a += 2) {
-                const double midpoint = 0.5 * (static_cast<double>(float_of(a)) + static_cast<double>(float_of(a + 1)));
+                const double midpoint =
+                    0.5 * (static_cast<double>(float_of(a)) + static_cast<double>(float_of(a + 1)));
                 std::uint64_t bits;
                 std::memcpy(&bits, &midpoint, 8);
                 std::uint64_t digits = tensorb64::float_text_detail::to_decimal64(bits).digits;
@@ -98,7 +103,8 @@ int main() {
         });
     }
     for (std::thread& t : pool) t.join();
-    std::printf("%zu midpoints onto which a decimal of at most 9 digits rounds as a double\n", near_short_decimals.size());
+    std::printf("%zu midpoints onto which a decimal of at most 9 digits rounds as a double\n",
+                near_short_decimals.size());
     int differ = 0;
     for (const std::uint32_t a : near_short_decimals) {
         for (const std::uint32_t b : {a, a + 1}) {
@@ -108,8 +114,11 @@ int main() {
             const bool ok = reads_back_via_double(ours, b);
             if (!ok || significant_digits(via_double) < significant_digits(ours)) {
                 ++differ;
-                std::printf("  0x%08x: writes %s (%d digits; via a double it reads %s); fewest via a double: %s\n", b,
-                            ours.c_str(), significant_digits(ours), ok ? "right" : "WRONG", via_double.c_str());
+                std::printf(
+                    "  0x%08x: writes %s (%d digits; via a double it reads %s); fewest via a "
+                    "double: %s\n",
+                    b, ours.c_str(), significant_digits(ours), ok ? "right" : "WRONG",
+                    via_double.c_str());
             }
         }
     }

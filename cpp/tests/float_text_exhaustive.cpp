@@ -28,13 +28,14 @@ std::atomic<std::uint64_t> readback_failures{0};
 std::atomic<std::uint64_t> checked{0};
 std::mutex print_lock;
 
-void report(const char* what, std::uint32_t bits, const char* got, const char* got_end, const char* expected,
-            const char* expected_end) {
+void report(const char* what, std::uint32_t bits, const char* got, const char* got_end,
+            const char* expected, const char* expected_end) {
     std::lock_guard<std::mutex> lock(print_lock);
     static int shown = 0;
     if (++shown > 20) return;
-    std::fprintf(stderr, "%s 0x%08x: wrote %.*s; reference: %.*s\n", what, bits, static_cast<int>(got_end - got), got,
-                 static_cast<int>(expected_end - expected), expected);
+    std::fprintf(stderr, "%s 0x%08x: wrote %.*s; reference: %.*s\n", what, bits,
+                 static_cast<int>(got_end - got), got, static_cast<int>(expected_end - expected),
+                 expected);
 }
 
 void check_range(std::uint64_t first, std::uint64_t last) {
@@ -48,7 +49,8 @@ void check_range(std::uint64_t first, std::uint64_t last) {
         // shortest
         char* g = tensorb64::write_shortest_f32(b, got);
         char* e = float_text_oracle::expected_shortest_f32(x, expected);
-        if (g - got != e - expected || std::memcmp(got, expected, static_cast<std::size_t>(g - got)) != 0) {
+        if (g - got != e - expected ||
+            std::memcmp(got, expected, static_cast<std::size_t>(g - got)) != 0) {
             ++mismatches;
             report("shortest", b, got, g, expected, e);
         }
@@ -63,14 +65,17 @@ void check_range(std::uint64_t first, std::uint64_t last) {
         if (b1 != b || b2 != b) {
             ++readback_failures;
             char read_back[16];
-            const int length = std::snprintf(read_back, sizeof read_back, "0x%08x", b1 != b ? b1 : b2);
-            report(b1 != b ? "token read as a double, then rounded to float32" : "token read as float32", b, got, g,
-                   read_back, read_back + length);
+            const int length =
+                std::snprintf(read_back, sizeof read_back, "0x%08x", b1 != b ? b1 : b2);
+            report(b1 != b ? "token read as a double, then rounded to float32"
+                           : "token read as float32",
+                   b, got, g, read_back, read_back + length);
         }
         // repr of the value widened to a double
         g = tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), got);
         e = float_text_oracle::expected_repr(static_cast<double>(x), expected);
-        if (g - got != e - expected || std::memcmp(got, expected, static_cast<std::size_t>(g - got)) != 0) {
+        if (g - got != e - expected ||
+            std::memcmp(got, expected, static_cast<std::size_t>(g - got)) != 0) {
             ++mismatches;
             report("repr", b, got, g, expected, e);
         }
@@ -88,7 +93,8 @@ int main(int argc, char** argv) {
     }
     const unsigned threads = static_cast<unsigned>(std::strtoul(argv[1], nullptr, 0));
     const std::uint64_t first = argc == 4 ? std::strtoull(argv[2], nullptr, 0) : 0;
-    const std::uint64_t last = argc == 4 ? std::strtoull(argv[3], nullptr, 0) : (std::uint64_t{1} << 32);
+    const std::uint64_t last =
+        argc == 4 ? std::strtoull(argv[3], nullptr, 0) : (std::uint64_t{1} << 32);
     if (threads == 0 || first > last || last > (std::uint64_t{1} << 32)) {
         std::fprintf(stderr, "bad arguments\n");
         return 2;
@@ -105,10 +111,13 @@ int main(int argc, char** argv) {
                 check_range(lo, lo + chunk < last ? lo + chunk : last);
                 if (c % 256 == 255) {  // progress every 2^28 patterns
                     std::lock_guard<std::mutex> lock(print_lock);
-                    std::printf("  chunk %llu done: %llu checked, %llu mismatches, %llu read-back failures\n",
-                                static_cast<unsigned long long>(c), static_cast<unsigned long long>(checked.load()),
-                                static_cast<unsigned long long>(mismatches.load()),
-                                static_cast<unsigned long long>(readback_failures.load()));
+                    std::printf(
+                        "  chunk %llu done: %llu checked, %llu mismatches, %llu read-back "
+                        "failures\n",
+                        static_cast<unsigned long long>(c),
+                        static_cast<unsigned long long>(checked.load()),
+                        static_cast<unsigned long long>(mismatches.load()),
+                        static_cast<unsigned long long>(readback_failures.load()));
                     std::fflush(stdout);
                 }
             }
@@ -117,12 +126,15 @@ int main(int argc, char** argv) {
     for (std::thread& t : pool) t.join();
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     const double rate = static_cast<double>(last - first) / took.count();
-    std::printf("float_text_exhaustive: patterns [0x%llx, 0x%llx): %llu finite checked in both modes, %.1f s on %u "
-                "threads (%.2f M patterns/s; all 2^32 at this rate: %.0f s); %llu mismatches, %llu read-back "
-                "failures\n",
-                static_cast<unsigned long long>(first), static_cast<unsigned long long>(last),
-                static_cast<unsigned long long>(checked.load()), took.count(), threads, rate / 1e6,
-                4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()),
-                static_cast<unsigned long long>(readback_failures.load()));
+    std::printf(
+        "float_text_exhaustive: patterns [0x%llx, 0x%llx): %llu finite checked in both modes, %.1f "
+        "s on %u "
+        "threads (%.2f M patterns/s; all 2^32 at this rate: %.0f s); %llu mismatches, %llu "
+        "read-back "
+        "failures\n",
+        static_cast<unsigned long long>(first), static_cast<unsigned long long>(last),
+        static_cast<unsigned long long>(checked.load()), took.count(), threads, rate / 1e6,
+        4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()),
+        static_cast<unsigned long long>(readback_failures.load()));
     return mismatches == 0 && readback_failures == 0 ? 0 : 1;
 }

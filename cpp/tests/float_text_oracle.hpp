@@ -76,7 +76,8 @@ inline char* relayout(const char* sci, const char* sci_end, char* out) {
 
 inline char* expected_repr(double x, char* out) {
     char sci[64];
-    const std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    const std::to_chars_result r =
+        std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
     return relayout(sci, r.ptr, out);
 }
 

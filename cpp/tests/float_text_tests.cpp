@@ -1,8 +1,9 @@
 // Tests of float_text.hpp (floats as Python's JSON number text). Plain C++17, the CHECK style of
-// core_tests.cpp; exits non-zero on a failure. The reference is float_text_oracle.hpp: std::to_chars's
-// shortest digits in a layout written out separately.
+// core_tests.cpp; exits non-zero on a failure. The reference is float_text_oracle.hpp:
+// std::to_chars's shortest digits in a layout written out separately.
 //
-// What is covered, in both modes (write_shortest_f32, write_repr of the float32 widened) unless said:
+// What is covered, in both modes (write_shortest_f32, write_repr of the float32 widened) unless
+// said:
 //   * goldens taken from CPython 3.11's repr (json.dumps's text) and from its float32 round trip;
 //   * every float16 and every bfloat16 value, as float32;
 //   * the float32 and double nearest each power of ten and their neighbours, each power of two,
@@ -48,26 +49,26 @@ void report_failure(const char* file, int line, const std::string& what) {
     if (reported == 30) std::fprintf(stderr, "(further failures not shown)\n");
 }
 
-#define CHECK(cond)                                                      \
-    do {                                                                 \
-        if (cond) {                                                      \
-            ++passed;                                                    \
-        } else {                                                         \
-            report_failure(__FILE__, __LINE__, "CHECK(" #cond ")");     \
-        }                                                                \
+#define CHECK(cond)                                                 \
+    do {                                                            \
+        if (cond) {                                                 \
+            ++passed;                                               \
+        } else {                                                    \
+            report_failure(__FILE__, __LINE__, "CHECK(" #cond ")"); \
+        }                                                           \
     } while (0)
 
-#define CHECK_EQ_STR(actual, expected, context)                                            \
-    do {                                                                                   \
-        const std::string a_ = (actual);                                                   \
-        const std::string e_ = (expected);                                                 \
-        if (a_ == e_) {                                                                    \
-            ++passed;                                                                      \
-        } else {                                                                           \
-            report_failure(__FILE__, __LINE__,                                             \
-                           std::string(context) + ": got \"" + a_.substr(0, 80) +          \
-                               "\" expected \"" + e_.substr(0, 80) + "\"");                \
-        }                                                                                  \
+#define CHECK_EQ_STR(actual, expected, context)                                   \
+    do {                                                                          \
+        const std::string a_ = (actual);                                          \
+        const std::string e_ = (expected);                                        \
+        if (a_ == e_) {                                                           \
+            ++passed;                                                             \
+        } else {                                                                  \
+            report_failure(__FILE__, __LINE__,                                    \
+                           std::string(context) + ": got \"" + a_.substr(0, 80) + \
+                               "\" expected \"" + e_.substr(0, 80) + "\"");       \
+        }                                                                         \
     } while (0)
 
 std::uint32_t bits_of(float x) {
@@ -115,11 +116,12 @@ std::string guarded(Writer&& write, std::size_t bound, std::size_t max_text, std
 }
 
 std::string repr_of(std::uint64_t b) {
-    return guarded([b](char* out) { return tb::write_repr(b, out); }, tb::kReprMaxBytes, tb::kReprMaxText, b);
+    return guarded([b](char* out) { return tb::write_repr(b, out); }, tb::kReprMaxBytes,
+                   tb::kReprMaxText, b);
 }
 std::string shortest_of(std::uint32_t b) {
-    return guarded([b](char* out) { return tb::write_shortest_f32(b, out); }, tb::kShortestF32MaxBytes,
-                   tb::kShortestF32MaxText, b);
+    return guarded([b](char* out) { return tb::write_shortest_f32(b, out); },
+                   tb::kShortestF32MaxBytes, tb::kShortestF32MaxText, b);
 }
 
 // The shortest token reads back to the same float32 both ways, and repr(float(token)) == token.
@@ -143,13 +145,15 @@ void check_float32(std::uint32_t b, const char* context) {
     const std::string shortest = shortest_of(b);
     const std::string expected = oracle::expected_shortest_f32(x);
     if (shortest != expected) {
-        report_failure(__FILE__, __LINE__, std::string(context) + " shortest " + hex(b) + ": got " + shortest +
-                                               " expected " + expected);
+        report_failure(__FILE__, __LINE__,
+                       std::string(context) + " shortest " + hex(b) + ": got " + shortest +
+                           " expected " + expected);
     } else {
         ++passed;
     }
     if (!reads_back(shortest, b)) {
-        report_failure(__FILE__, __LINE__, std::string(context) + " read back " + hex(b) + ": " + shortest);
+        report_failure(__FILE__, __LINE__,
+                       std::string(context) + " read back " + hex(b) + ": " + shortest);
     }
     const std::uint64_t wide = tb::f32_bits_to_f64_bits(b);
     if (wide != bits_of(static_cast<double>(x))) {
@@ -158,8 +162,9 @@ void check_float32(std::uint32_t b, const char* context) {
     const std::string repr = repr_of(wide);
     const std::string expected_repr = oracle::expected_repr(static_cast<double>(x));
     if (repr != expected_repr) {
-        report_failure(__FILE__, __LINE__, std::string(context) + " repr " + hex(b) + ": got " + repr +
-                                               " expected " + expected_repr);
+        report_failure(__FILE__, __LINE__,
+                       std::string(context) + " repr " + hex(b) + ": got " + repr + " expected " +
+                           expected_repr);
     } else {
         ++passed;
     }
@@ -180,8 +185,9 @@ void check_double(std::uint64_t b, const char* context) {
     const std::string got = repr_of(b);
     const std::string expected = oracle::expected_repr(double_of(b));
     if (got != expected) {
-        report_failure(__FILE__, __LINE__, std::string(context) + " repr " + hex(b) + ": got " + got +
-                                               " expected " + expected);
+        report_failure(
+            __FILE__, __LINE__,
+            std::string(context) + " repr " + hex(b) + ": got " + got + " expected " + expected);
     } else {
         ++passed;
     }
@@ -264,10 +270,12 @@ void test_goldens() {
     CHECK_EQ_STR(shortest_of(0x95ae43fdu), "-7.0385307e-26", "double-rounding exception");
     CHECK_EQ_STR(shortest_of(0x15ae43feu), "7.0385313e-26", "double-rounding neighbour");
     CHECK_EQ_STR(shortest_of(0x15ae43fcu), "7.03853e-26", "double-rounding neighbour");
-    for (const std::uint32_t b : {0x15ae43fcu, 0x15ae43fdu, 0x15ae43feu, 0x95ae43fdu}) check_float32(b, "exception");
+    for (const std::uint32_t b : {0x15ae43fcu, 0x15ae43fdu, 0x15ae43feu, 0x95ae43fdu})
+        check_float32(b, "exception");
     for (const auto& g : floats) {
         CHECK_EQ_STR(shortest_of(bits_of(g.x)), g.shortest, "shortest golden");
-        CHECK_EQ_STR(repr_of(tb::f32_bits_to_f64_bits(bits_of(g.x))), g.repr, "widened repr golden");
+        CHECK_EQ_STR(repr_of(tb::f32_bits_to_f64_bits(bits_of(g.x))), g.repr,
+                     "widened repr golden");
     }
 }
 
@@ -285,11 +293,13 @@ void test_powers_and_thresholds() {
         const std::string text = "1e" + std::to_string(e);
         float x = 0;
         std::from_chars(text.data(), text.data() + text.size(), x);
-        if (x != 0 && std::isfinite(x)) check_float32_and_neighbours(x, 3, "power of ten (float32)");
+        if (x != 0 && std::isfinite(x))
+            check_float32_and_neighbours(x, 3, "power of ten (float32)");
         for (const char* lead : {"2", "5", "9.999999", "1.0000001", "9.9999999"}) {
             const std::string other = std::string(lead) + "e" + std::to_string(e);
             std::from_chars(other.data(), other.data() + other.size(), x);
-            if (x != 0 && std::isfinite(x)) check_float32_and_neighbours(x, 1, "near a power of ten (float32)");
+            if (x != 0 && std::isfinite(x))
+                check_float32_and_neighbours(x, 1, "near a power of ten (float32)");
         }
     }
     for (int e = -325; e <= 309; ++e) {
@@ -300,11 +310,14 @@ void test_powers_and_thresholds() {
         for (const char* lead : {"9.999999999999999", "1.0000000000000002", "5"}) {
             const std::string other = std::string(lead) + "e" + std::to_string(e);
             std::from_chars(other.data(), other.data() + other.size(), x);
-            if (x != 0 && std::isfinite(x)) check_double_and_neighbours(x, 1, "near a power of ten (double)");
+            if (x != 0 && std::isfinite(x))
+                check_double_and_neighbours(x, 1, "near a power of ten (double)");
         }
     }
-    for (int e = -149; e <= 127; ++e) check_float32_and_neighbours(std::ldexp(1.0f, e), 2, "power of two");
-    for (int e = -1074; e <= 1023; ++e) check_double_and_neighbours(std::ldexp(1.0, e), 2, "power of two");
+    for (int e = -149; e <= 127; ++e)
+        check_float32_and_neighbours(std::ldexp(1.0f, e), 2, "power of two");
+    for (int e = -1074; e <= 1023; ++e)
+        check_double_and_neighbours(std::ldexp(1.0, e), 2, "power of two");
     // Layout thresholds and extremes.
     for (const double x : {1e-4, 1e16, 1e15, 1.0, 1e-5, 9.5e-5, 0.5})
         check_double_and_neighbours(x, 16, "threshold (double)");
@@ -323,7 +336,8 @@ void test_powers_and_thresholds() {
             check_float32(sign | b, "small subnormal (float32)");
             check_float32(sign | (0x7fffffu - b), "large subnormal (float32)");
             check_double((std::uint64_t{sign} << 32) | b, "small subnormal (double)");
-            check_double((std::uint64_t{sign} << 32) | (0xfffffffffffffull - b), "large subnormal (double)");
+            check_double((std::uint64_t{sign} << 32) | (0xfffffffffffffull - b),
+                         "large subnormal (double)");
         }
     }
     // Integers around 2^24 and 2^53 (the integer fast path's edges).
@@ -343,7 +357,8 @@ void test_random(int log2_count) {
         if (finite32(b)) check_float32(b, "random float32");
     }
     std::normal_distribution<float> embedding(0.0f, 0.05f);
-    for (std::uint64_t i = 0; i < count / 16; ++i) check_float32(bits_of(embedding(rng)), "N(0, 0.05)");
+    for (std::uint64_t i = 0; i < count / 16; ++i)
+        check_float32(bits_of(embedding(rng)), "N(0, 0.05)");
     for (std::uint64_t i = 0; i < count / 4; ++i) {
         const std::uint64_t b = rng();
         if (finite64(b)) check_double(b, "random double");
@@ -356,7 +371,8 @@ std::string row_oracle_f32(const std::vector<std::uint32_t>& row, bool shortest)
     for (std::size_t i = 0; i < row.size(); ++i) {
         if (i) s += ',';
         const float x = float_of(row[i]);
-        s += shortest ? oracle::expected_shortest_f32(x) : oracle::expected_repr(static_cast<double>(x));
+        s += shortest ? oracle::expected_shortest_f32(x)
+                      : oracle::expected_repr(static_cast<double>(x));
     }
     return s + "]";
 }
@@ -369,12 +385,14 @@ void test_rows() {
             std::vector<std::uint32_t> row(n);
             for (std::size_t i = 0; i < n; ++i) {
                 // Mostly embeddings, some wide-range values so the longest texts occur.
-                std::uint32_t b = (rng() % 4 == 0) ? static_cast<std::uint32_t>(rng()) : bits_of(embedding(rng));
+                std::uint32_t b =
+                    (rng() % 4 == 0) ? static_cast<std::uint32_t>(rng()) : bits_of(embedding(rng));
                 if (!finite32(b)) b &= 0xbfffffffu;
                 row[i] = b;
             }
             std::size_t bound = 0;
-            CHECK(tb::json_row_max_bytes(n, shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes, &bound));
+            CHECK(tb::json_row_max_bytes(n, shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes,
+                                         &bound));
             std::vector<unsigned char> buffer(bound + 64, kCanary);
             std::size_t bad = 12345;
             char* start = reinterpret_cast<char*>(buffer.data());
@@ -383,14 +401,16 @@ void test_rows() {
             if (!end) continue;
             CHECK_EQ_STR(std::string(start, end), row_oracle_f32(row, shortest), "row f32");
             bool clean = true;
-            for (std::size_t i = bound; i < buffer.size(); ++i) clean = clean && buffer[i] == kCanary;
+            for (std::size_t i = bound; i < buffer.size(); ++i)
+                clean = clean && buffer[i] == kCanary;
             CHECK(clean);
 
             // The same values as doubles (repr in both modes).
             std::vector<std::uint64_t> wide(n);
             std::string expected = "[";
             for (std::size_t i = 0; i < n; ++i) {
-                wide[i] = (i % 3 == 0) ? rng() & 0xbfffffffffffffffull : tb::f32_bits_to_f64_bits(row[i]);
+                wide[i] =
+                    (i % 3 == 0) ? rng() & 0xbfffffffffffffffull : tb::f32_bits_to_f64_bits(row[i]);
                 if (i) expected += ',';
                 expected += oracle::expected_repr(double_of(wide[i]));
             }
@@ -403,14 +423,15 @@ void test_rows() {
             if (!end) continue;
             CHECK_EQ_STR(std::string(start, end), expected, "row f64");
             clean = true;
-            for (std::size_t i = bound; i < buffer64.size(); ++i) clean = clean && buffer64[i] == kCanary;
+            for (std::size_t i = bound; i < buffer64.size(); ++i)
+                clean = clean && buffer64[i] == kCanary;
             CHECK(clean);
         }
     }
     // Non-finite values: first, middle, last; NaN, +inf, -inf; the index of the first.
     const std::uint32_t bad32[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffffffffu};
-    const std::uint64_t bad64[] = {0x7ff8000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
-                                   0x7ff0000000000001ull};
+    const std::uint64_t bad64[] = {0x7ff8000000000000ull, 0x7ff0000000000000ull,
+                                   0xfff0000000000000ull, 0x7ff0000000000001ull};
     for (const std::size_t n : {1u, 2u, 5u, 100u}) {
         for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
             for (const std::uint32_t nonfinite : bad32) {
@@ -420,7 +441,8 @@ void test_rows() {
                 std::vector<char> out(2 + n * (tb::kReprMaxBytes + 1));
                 for (const bool shortest : {true, false}) {
                     std::size_t bad = 999999;
-                    CHECK(tb::write_json_row_f32(row.data(), n, shortest, out.data(), &bad) == nullptr);
+                    CHECK(tb::write_json_row_f32(row.data(), n, shortest, out.data(), &bad) ==
+                          nullptr);
                     CHECK(bad == at);
                 }
             }

@@ -55,7 +55,10 @@ int main(int argc, char** argv) {
 
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.0f, 0.05f);  // embedding-like values
-    std::printf("kernel_bench: GB/s of input. memcpy: a copy of the output size, as GB/s of the float32 input it stands for;\n  vs memcpy: kernel time / memcpy time (bfloat16: against the same copy)\n");
+    std::printf(
+        "kernel_bench: GB/s of input. memcpy: a copy of the output size, as GB/s of the float32 "
+        "input it stands for;\n  vs memcpy: kernel time / memcpy time (bfloat16: against the same "
+        "copy)\n");
     std::printf("%-8s %-9s %10s %12s %10s %12s %12s\n", "level", "input", "in bytes", "us/call",
                 "GB/s", "memcpy GB/s", "vs memcpy");
     for (std::size_t rows : row_counts) {
@@ -93,13 +96,16 @@ int main(int argc, char** argv) {
             for (const input& in : {input{"float32", f32.data(), tb::dtype::float32},
                                     input{"bfloat16", bf16.data(), tb::dtype::bfloat16}}) {
                 const std::size_t size = tb::dtype_size(in.type);
-                const tb::strided_rows source{in.data, rows, width,
+                const tb::strided_rows source{in.data,
+                                              rows,
+                                              width,
                                               static_cast<std::ptrdiff_t>(width * size),
                                               static_cast<std::ptrdiff_t>(size),
                                               {in.type, tb::byte_order::little}};
                 const double s = seconds_per_call(
                     [&] {
-                        tb::encode_rows(source, {tb::dtype::float32, tb::byte_order::little}, outputs.data());
+                        tb::encode_rows(source, {tb::dtype::float32, tb::byte_order::little},
+                                        outputs.data());
                         sink = static_cast<unsigned char>(text[text.size() / 2]);
                     },
                     budget);

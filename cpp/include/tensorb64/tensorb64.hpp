@@ -14,9 +14,9 @@ namespace tensorb64 {
 
 // Every element type the core reads; the ones marked "output" can also be written.
 enum class dtype : std::uint8_t {
-    float32,        // output
-    float16,        // output
-    bfloat16,       // output
+    float32,   // output
+    float16,   // output
+    bfloat16,  // output
     float64,
     float8_e4m3fn,  // output; torch.float8_e4m3fn: no infinities, saturates at +-448
     float8_e5m2,    // output
@@ -91,9 +91,9 @@ inline constexpr std::size_t max_dims = 64;
 // Rows of elements: every dimension of an array but the last indexes a row, the last one runs
 // along it. Strides are in bytes and may be negative or zero.
 struct strided_rows {
-    const void* data;  // address of the first element of row 0
-    std::size_t rows;  // how many rows to encode
-    std::size_t row_length;  // elements in each row
+    const void* data;           // address of the first element of row 0
+    std::size_t rows;           // how many rows to encode
+    std::size_t row_length;     // elements in each row
     std::ptrdiff_t row_stride;  // bytes from one row to the next, when one dimension indexes rows
     std::ptrdiff_t element_stride;
     element_format format;
@@ -121,7 +121,8 @@ inline const unsigned char* row_address(const strided_rows& source, std::size_t 
 }
 
 // Rows [first, first + count) of `source`, as rows of their own.
-inline strided_rows slice_rows(const strided_rows& source, std::size_t first, std::size_t count) noexcept {
+inline strided_rows slice_rows(const strided_rows& source, std::size_t first,
+                               std::size_t count) noexcept {
     strided_rows part = source;
     if (source.row_dims <= 1) {
         part.data = row_address(source, first);
@@ -167,8 +168,8 @@ enum class decode_status : std::uint8_t {
 
 struct decode_result {
     decode_status status = decode_status::ok;
-    std::size_t offset = 0;       // see decode_status
-    unsigned char character = 0;  // the offending byte, for bad_character
+    std::size_t offset = 0;         // see decode_status
+    unsigned char character = 0;    // the offending byte, for bad_character
     dtype stored = dtype::float32;  // the elements' type, for not_whole_values
 };
 
@@ -191,8 +192,8 @@ decode_result decoded_elements(const char* text, std::size_t length, dtype store
 // `widen` their float32 values (`out_bytes` = elements * 4), converted as torch's
 // `.to(torch.float32)` does, a block at a time (no temporary the size of the output). On an error
 // `out` holds unspecified bytes.
-decode_result decode_base64(const char* text, std::size_t length, element_format stored,
-                            bool widen, void* out, std::size_t out_bytes) noexcept;
+decode_result decode_base64(const char* text, std::size_t length, element_format stored, bool widen,
+                            void* out, std::size_t out_bytes) noexcept;
 
 // Converts `bytes` bytes of stored elements (no base64: vLLM's binary body) into `out`, as
 // decode_base64 does after decoding: not_whole_values or wrong_output_size on a size mismatch.
@@ -240,12 +241,14 @@ struct float_text_result {
 
 // The most bytes the text of one row of `row_length` values takes (brackets included), or false
 // if that does not fit in a size_t.
-bool float_row_bound(std::size_t row_length, dtype source, float_format format, std::size_t* bytes) noexcept;
+bool float_row_bound(std::size_t row_length, dtype source, float_format format,
+                     std::size_t* bytes) noexcept;
 
 // Writes each row's text to outputs[r] (float_row_bound bytes each) and its length to lengths[r],
 // `threads` splitting the rows. Stops at the first non-finite value and says where.
-float_text_result write_float_rows(const strided_rows& source, float_format format, char* const* outputs,
-                                   std::size_t* lengths, unsigned threads = 1);
+float_text_result write_float_rows(const strided_rows& source, float_format format,
+                                   char* const* outputs, std::size_t* lengths,
+                                   unsigned threads = 1);
 
 // The first NaN or infinity of `source` as the float text writers see its values (float64
 // sources as doubles, others as float32), if any: a check before streaming a body.
@@ -258,8 +261,9 @@ bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, fl
 // Writes those entries (`{"object":"embedding","index":I,"embedding":[...]}`, comma-separated, no
 // brackets) to `out`, which holds float_data_bound bytes, `threads` splitting the rows; *end is
 // then the end of what was written. Stops at the first non-finite value and says where.
-float_text_result write_float_data(const strided_rows& source, float_format format, std::size_t first_index,
-                                   char* out, char** end, unsigned threads = 1);
+float_text_result write_float_data(const strided_rows& source, float_format format,
+                                   std::size_t first_index, char* out, char** end,
+                                   unsigned threads = 1);
 
 // ---- SIMD levels ---------------------------------------------------------------------------
 
