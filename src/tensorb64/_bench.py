@@ -403,8 +403,8 @@ def measure_float_text(torch, cfg, orjson) -> dict:
 
 BODY_SHAPES = ((1, 384), (64, 384), (64, 3072), (1024, 3072))
 BODY_MODEL = "all-MiniLM-L6-v2"
-# Above this many values, a float path that runs json.dumps on Python floats (Starlette's, and
-# response_body's float rows until the core float writer lands) takes seconds a call: not timed.
+# Above this many values, a float path that runs json.dumps on Python floats (Starlette's) takes
+# seconds a call: not timed.
 FLOAT_PYTHON_MAX_VALUES = 64 * 3072
 BODY_COLUMNS = ("allocator", "format", "B", "D", "path", "µs/call", "spread", "minflt/call", "× response_body")
 
@@ -497,8 +497,10 @@ def body_paths(torch, pybase64, orjson, encoding_format, B, D):
         paths["vllm (numpy rows + orjson)"] = (vllm, None)
         paths["tolist + orjson"] = (tolist_orjson, None)
         paths["response_body (repr)"] = (
-            lambda: response_body(t, model=BODY_MODEL, usage=usage, encoding_format="float"),
-            slow and slow + " (response_body's float rows are still the Python reference: the core float writer is not merged)")
+            lambda: response_body(t, model=BODY_MODEL, usage=usage, encoding_format="float"), None)
+        paths["response_body (shortest)"] = (
+            lambda: response_body(t, model=BODY_MODEL, usage=usage, encoding_format="float", float_format="shortest"),
+            None)
     reference = response_body(t, model=BODY_MODEL, usage=usage, encoding_format=encoding_format)
     return t, reference, paths
 
@@ -506,7 +508,7 @@ def body_paths(torch, pybase64, orjson, encoding_format, B, D):
 def check_body_outputs(reference: bytes, paths: dict, encoding_format: str) -> list:
     """Problems found comparing each path's body with response_body's (empty when all agree):
     base64 bodies byte for byte; float bodies byte for byte where they write repr (Starlette),
-    value for value (as float32) where orjson writes other digits."""
+    value for value (as float32) where orjson or the shortest mode writes other digits."""
     problems = []
     want = json.loads(reference)
     want_rows = None
@@ -516,7 +518,7 @@ def check_body_outputs(reference: bytes, paths: dict, encoding_format: str) -> l
         got = call()
         if got == reference:
             continue
-        if encoding_format == "float" and "orjson" in name:
+        if encoding_format == "float" and ("orjson" in name or "shortest" in name):
             parsed = json.loads(got)
             if want_rows is None:
                 want_rows = np.array([e["embedding"] for e in want["data"]], np.float32)
@@ -632,7 +634,9 @@ def body_target_lines(cases) -> list:
                       ("response_body / encode_rows alone", rb / us(c, "encode_rows alone"), "", None)]
         elif key == ("float", 64, 3072):
             starlette = us(c, "starlette")
-            checks = [("Starlette route / response_body (repr)", starlette / rb if starlette else float("nan"), ">=", 40)]
+            checks = [("Starlette route / response_body (repr)", starlette / rb if starlette else float("nan"), ">=", 40),
+                      ("vLLM route / response_body (shortest)",
+                       us(c, "vllm") / us(c, "response_body (shortest)"), ">=", 2.5)]
         for what, value, op, target in checks:
             verdict = "" if target is None else ("  met" if (value <= target if op == "<=" else value >= target) else "  NOT met")
             goal = f" (target {op} {target})" if target is not None else ""
