@@ -48,10 +48,6 @@ EOF
     chmod +x "$work/bin/python3.11"
     run=("$work/bin/python3.11")
     expected_level=neon
-    # That test names "neon" as a level no CPU here has (true of x86-64, not of aarch64): it
-    # fails by its own precondition on any aarch64 Linux; tests/test_package.py needs a per-arch
-    # choice of the unavailable level.
-    deselect=(--deselect "tests/test_package.py::test_unknown_or_unavailable_level_is_a_clear_import_error[neon]")
     ;;
   westmere)
     "$python" -m venv "$work/env"
