@@ -194,7 +194,8 @@ struct input_array {
 
     Py_buffer view{};  // when read through the buffer protocol
     bool has_view = false;
-    ref owner;  // the tensor's storage, or the converted object
+    ref owner;      // what keeps the memory alive: the tensor's storage (a buffer holds its own)
+    ref converted;  // what the Python layer converted the input to, if anything
 
     input_array() = default;
     input_array(const input_array&) = delete;
@@ -479,7 +480,7 @@ void read_input(PyObject* x, input_array& in) {
         raise(PyExc_TypeError, "cannot read " + repr_of(object) + " (converted from a " +
                                    Py_TYPE(x)->tp_name + "); this is a bug in tensorb64");
     }
-    in.owner = ref(converted.release());  // keeps the converted object alive
+    in.converted = std::move(converted);  // keeps the converted object alive
 }
 
 // ---- from an array to rows -------------------------------------------------------------------
@@ -571,7 +572,7 @@ std::size_t physical_memory() {
 }
 
 // rows x per_row bytes of output, or a MemoryError naming the size if that cannot exist.
-std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* what) {
+std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* what, const char* unit = "rows") {
     const std::size_t limit = static_cast<std::size_t>(PY_SSIZE_T_MAX);
     const bool overflow = per_row > limit || (rows != 0 && per_row > limit / rows);
     const std::size_t total = overflow ? 0 : rows * per_row;
@@ -636,7 +637,7 @@ PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target
 PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format target) {
     check_convertible(source, target);
     const std::size_t size = tb::dtype_size(target.type);
-    const std::size_t row_bytes = checked_total(source.row_length, size, "input's bytes");
+    const std::size_t row_bytes = checked_total(source.row_length, size, "input's bytes", "values");
     const std::size_t bytes = checked_total(source.rows, row_bytes, "input's bytes");
     std::size_t length = 0;
     if (!tb::encoded_size(bytes, &length))

@@ -222,11 +222,11 @@ def test_storage_swapped_mid_call():
     # In a subprocess: the failure mode is a crash. Found by this test (issue 6): the tensor path
     # kept no reference to the storage, so a t.set_() in another thread freed (munmap) the memory
     # mid-call: SIGSEGV. The binding now holds the storage object for the call, and computes the
-    # address from it. Not covered, and not coverable from outside torch: t.set_() runs without
-    # the GIL, so it can race with the binding's own t.untyped_storage() call inside torch's
-    # reference counting (seen with threads=2, where calls follow each other fastest, since the
-    # reader stopped going through Python code first); t.untyped_storage().resize_() frees the
-    # data inside the same storage object. torch's own kernels have the same hazards.
+    # address from it. Found again by this test (issue 10's reader): a tensor read after the
+    # Python layer's conversion (the first call, which registers torch) had its storage reference
+    # replaced by the converted object's. Not covered, and not coverable without a copy:
+    # t.untyped_storage().resize_() frees the data inside the same storage object; torch's own
+    # kernels have the same hazard.
     code = """
         import threading, time, torch, tensorb64
         t = torch.ones(64, 2**18)  # 64 MiB: freed with munmap, so a stale read faults
@@ -239,7 +239,7 @@ def test_storage_swapped_mid_call():
         try:
             end = time.time() + 4
             while time.time() < end:
-                for text in tensorb64.encode_rows(t, threads=1):
+                for text in tensorb64.encode_rows(t, threads=2):
                     assert len(text) == 4 * ((2**20 + 2) // 3)
         finally:
             stop = True
