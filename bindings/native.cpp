@@ -572,7 +572,8 @@ std::size_t physical_memory() {
 }
 
 // rows x per_row bytes of output, or a MemoryError naming the size if that cannot exist.
-std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* what, const char* unit = "rows") {
+std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* what,
+                          const char* unit = "rows") {
     const std::size_t limit = static_cast<std::size_t>(PY_SSIZE_T_MAX);
     const bool overflow = per_row > limit || (rows != 0 && per_row > limit / rows);
     const std::size_t total = overflow ? 0 : rows * per_row;
@@ -582,8 +583,8 @@ std::size_t checked_total(std::size_t rows, std::size_t per_row, const char* wha
         char size[64];
         std::snprintf(size, sizeof size, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
         raise(PyExc_MemoryError,
-              "the "s + what + " would take " + size + " (" + std::to_string(rows) +
-                  " rows), more than this machine's memory" +
+              "the "s + what + " would take " + size + " (" + std::to_string(rows) + " " + unit +
+                  "), more than this machine's memory" +
                   (memory != 0 ? " (" + std::to_string(memory >> 20) + " MiB)" : ""));
     }
     return total;
