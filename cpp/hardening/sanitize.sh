@@ -79,7 +79,7 @@ build_core() {  # build_core DIR CXX FLAGS
 # ---- libFuzzer --------------------------------------------------------------------------------
 run_fuzzers() {
   local clang="${CLANGXX:-clang++}"
-  if ! command -v "$clang" >/dev/null; then skip "fuzzers (no $clang)"; return; fi
+  if ! command -v "$clang" >/dev/null; then skip "fuzzers (no $clang: apt-get install clang libclang-rt-14-dev)"; return; fi
   local dir="$build/fuzz"
   mkdir -p "$dir"
   local fflags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -g -O1"
@@ -123,7 +123,7 @@ if command -v valgrind >/dev/null; then
     step "valgrind: edge_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/edge_tests" --quick
   fi
 else
-  skip "valgrind (not installed)"
+  skip "valgrind (not installed: apt-get install valgrind)"
 fi
 
 # ---- 3. fuzzers -------------------------------------------------------------------------------
