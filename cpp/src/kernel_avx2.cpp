@@ -61,7 +61,7 @@ inline void store_32(char* p, __m256i v) noexcept {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
-struct avx2_ops {
+struct avx2_ops : scalar_ops {
     static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
         // Two groups per iteration; each reads 28 bytes, so stop while that many are left.
         while (n >= 24 + 28) {

@@ -59,7 +59,7 @@ inline __mmask16 low_bits16(std::size_t count) noexcept {  // count < 16
     return static_cast<__mmask16>((1u << count) - 1);
 }
 
-struct avx512_ops {
+struct avx512_ops : scalar_ops {
     static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
         const base64_tables t = make_tables();
         // Full 64-byte loads (48 bytes used) while 64 bytes are there to read.

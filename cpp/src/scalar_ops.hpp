@@ -1,6 +1,15 @@
 // The portable building blocks of a kernel: base64 and element conversions over short,
-// contiguous, host-ordered blocks. Each SIMD kernel replaces the ones it can do faster and
-// keeps these for the rest (see row_encoder.hpp for how a kernel is assembled).
+// contiguous, host-ordered blocks. Each SIMD kernel's ops inherit these (`struct avx2_ops :
+// scalar_ops`), replace the ones it can do faster and keep the rest; row_encoder.hpp assembles a
+// kernel from them. The contract every Ops type keeps (all static, noexcept, no allocation):
+//   base64(in, n, out)             the base64 text of n bytes: 4 * ceil(n / 3) chars, padded
+//   widen(from, raw, n, out)       n host-ordered elements of type `from` to float32 bits, exactly
+//                                  as torch widens them (formats.hpp)
+//   widen_base64(from, raw, n, out) widen then base64 in one step, or false (nothing written)
+//                                  when the kernel has no fused path for `from`
+//   narrow(in, n, to, from, out)   float32 bits to n elements of output type `to` (`from` only
+//                                  picks torch's bfloat16 NaN, see bf16_nan_from)
+// Blocks are at most row_encoder.hpp's block_elements long and need no alignment.
 #pragma once
 
 #include <cstddef>
