@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Hardening runs of the C++ core and the Python extension (issue 6):
-#   1. core_tests and edge_tests built with AddressSanitizer + UndefinedBehaviorSanitizer (g++),
+#   1. core_tests, edge_tests and float_text_tests built with AddressSanitizer +
+#      UndefinedBehaviorSanitizer (g++),
 #      every SIMD level this CPU has (both programs iterate the available levels themselves), and
 #      dispatch_tests (made-up CPUs);
 #   2. the same two programs, built without sanitizers, under valgrind memcheck (valgrind's CPU
@@ -71,7 +72,7 @@ build_core() {  # build_core DIR CXX FLAGS
   local dir="$1" cxx="$2" flags="$3"
   cmake -S "$root/cpp" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=None \
         -DCMAKE_CXX_FLAGS="$flags" -DTENSORB64_BUILD_TESTS=ON >/dev/null &&
-  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests tensorb64_core &&
+  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests float_text_tests tensorb64_core &&
   "$cxx" -std=c++17 $flags -I"$root/cpp/include" "$here/edge_tests.cpp" "$dir/libtensorb64_core.a" \
          -pthread -o "$dir/edge_tests"
 }
@@ -112,6 +113,7 @@ if [ -x "$build/asan/core_tests" ]; then
   step "asan+ubsan: dispatch_tests" "$build/asan/dispatch_tests"
   step "asan+ubsan: core_tests ${core_args[*]:-}" "$build/asan/core_tests" "${core_args[@]}"
   step "asan+ubsan: edge_tests" "$build/asan/edge_tests"
+  step "asan+ubsan: float_text_tests --quick" "$build/asan/float_text_tests" --quick
 fi
 
 # ---- 2. valgrind ------------------------------------------------------------------------------
