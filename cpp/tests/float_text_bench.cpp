@@ -1,6 +1,7 @@
 // Micro-benchmark of float_text.hpp: ns per value and bytes per value writing JSON rows of
 // N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread, against
-// libstdc++'s std::to_chars (shortest, float and the value widened to double) doing the same rows.
+// libstdc++'s std::to_chars (shortest, float and the value widened to double) doing the same rows,
+// and each SIMD level's float-text block writer (kernels.hpp) this CPU runs, in both modes.
 // Medians of interleaved runs (the machine is shared: compare ratios within one run).
 //   float_text_bench [REPEATS]
 #include <algorithm>
@@ -15,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "dispatch.hpp"
 #include "float_text.hpp"
+#include "kernels.hpp"
 
 namespace tb = tensorb64;
 
@@ -125,6 +128,25 @@ int main(int argc, char** argv) {
                           }),
                           {},
                           0});
+    static std::vector<std::string> level_names;  // the contenders' names point into these
+    level_names.reserve(16);
+    for (const tb::simd_level level : tb::available_simd_levels()) {
+        const tb::float_text_writers* w = tb::kernel_for(level).float_text();
+        for (const bool shortest : {true, false}) {
+            level_names.push_back(std::string("level ") + tb::to_string(level) +
+                                  (shortest ? " shortest" : " repr"));
+            contenders.push_back({level_names.back().c_str(),
+                                  rows_with([w, shortest](const std::uint32_t* v, char* o) {
+                                      std::size_t bad;
+                                      *o++ = '[';
+                                      o = w->f32(v, kDim, shortest, o, &bad);
+                                      o[-1] = ']';
+                                      return o;
+                                  }),
+                                  {},
+                                  0});
+        }
+    }
     for (int rep = 0; rep < repeats; ++rep) {
         for (contender& c : contenders) {
             const auto start = std::chrono::steady_clock::now();

@@ -1,0 +1,280 @@
+// The AVX-512 float-text block writer (the avx512 level's second entry, kernels.hpp):
+// float_text.hpp's Schubfach (R. Giulietti, "The Schubfach way to render doubles", 2020) for eight
+// values at once in 64-bit lanes, then the digits as bytes with the same multiply-and-shift splits
+// as digit_bytes8, in 32- and 16-bit lanes; only Python's layout (a predictable branch for
+// embeddings, whose exponents are nearly all -1..-4) and the stores stay per value. Byte-identical
+// to the scalar writer (tests: float_text_tests "every level equals scalar", and
+// float_text_exhaustive --dispatched).
+//
+// The 64x64 -> 128-bit products are built from vpmuludq's 32x32 -> 64 (AVX-512F); IFMA's 52-bit
+// multiplies would need a feature bit (AVX512_IFMA52) the avx512 row does not require.
+//
+// Compiled with the avx512 row's flags (cpp/CMakeLists.txt, the same as kernel_avx512.cpp); on
+// other targets it compiles to a stub whose avx512_float_text() returns nullptr.
+#if defined(__AVX512F__) && (defined(__x86_64__) || defined(_M_X64))
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as kernel_avx512.cpp
+#endif
+#include <immintrin.h>
+
+#include "compiled_features.hpp"
+#include "float_text.hpp"
+#include "kernels.hpp"
+
+namespace tensorb64 {
+namespace {
+
+using namespace float_text_detail;
+
+inline __m512i set64(std::uint64_t v) noexcept {
+    return _mm512_set1_epi64(static_cast<long long>(v));
+}
+
+// The high 64 bits of each lane's 64x64-bit product (float_text.hpp's portable mul_high, with
+// vpmuludq for each 32x32 -> 64 part).
+inline __m512i mul_high(__m512i a, __m512i b) noexcept {
+    const __m512i low32 = set64(0xffffffffu);
+    const __m512i a_hi = _mm512_srli_epi64(a, 32), b_hi = _mm512_srli_epi64(b, 32);
+    const __m512i lo_lo = _mm512_mul_epu32(a, b);
+    const __m512i hi_lo = _mm512_mul_epu32(a_hi, b);
+    const __m512i lo_hi = _mm512_mul_epu32(a, b_hi);
+    const __m512i hi_hi = _mm512_mul_epu32(a_hi, b_hi);
+    const __m512i cross = _mm512_add_epi64(
+        _mm512_add_epi64(_mm512_srli_epi64(lo_lo, 32), _mm512_and_si512(hi_lo, low32)), lo_hi);
+    return _mm512_add_epi64(_mm512_add_epi64(hi_hi, _mm512_srli_epi64(hi_lo, 32)),
+                            _mm512_srli_epi64(cross, 32));
+}
+
+// floor_log10_pow2 and friends (float_text.hpp) on signed lanes.
+inline __m512i mul_shift(__m512i e, long long factor, long long minus, unsigned shift) noexcept {
+    const __m512i p = _mm512_mullo_epi64(e, _mm512_set1_epi64(factor));
+    return _mm512_srai_epi64(_mm512_sub_epi64(p, _mm512_set1_epi64(minus)), shift);
+}
+
+// Eight values' decimal digits (as text blocks) and exponents, from the lanes' Schubfach results.
+struct digits_x8 {
+    alignas(64) std::uint64_t lead[8];   // the first digit
+    alignas(64) std::uint64_t tail[8];   // digits 2..9 as bytes 0..9 (digit_bytes8)
+    alignas(64) std::uint64_t tail2[8];  // digits 10..17 (repr only)
+    alignas(64) std::int64_t e10[8];
+};
+
+// The paper's choice (float_text.hpp's choose_digits), in lanes of `Bits` bits: where the scalar
+// code computes in uint32_t, every sum and shift it casts is cut to 32 bits here too.
+template <int Bits>
+inline __m512i choose_digits(__m512i s, __m512i vb, __m512i vbl, __m512i vbr,
+                             __m512i out) noexcept {
+    const __m512i cut = Bits == 32 ? set64(0xffffffffu) : set64(~std::uint64_t{0});
+    const auto u = [&](__m512i v) { return _mm512_and_si512(v, cut); };
+    const __m512i one = set64(1), ten = set64(10);
+    const __m512i t = u(_mm512_add_epi64(s, one));
+    __m512i s_tenth;  // s / 10
+    if (Bits == 32) {
+        s_tenth = _mm512_srli_epi64(_mm512_mul_epu32(s, set64(0xcccccccdu)), 35);
+    } else {
+        s_tenth = _mm512_srli_epi64(mul_high(s, set64(0xcccccccccccccccdull)), 3);
+    }
+    const __m512i tp10 = u(_mm512_add_epi64(_mm512_mullo_epi64(s_tenth, ten), ten));
+    const __m512i vbl_out = u(_mm512_add_epi64(vbl, out));
+    const __mmask8 up_in =
+        _mm512_cmple_epu64_mask(vbl_out, u(_mm512_slli_epi64(_mm512_sub_epi64(tp10, ten), 2)));
+    const __mmask8 wp_in =
+        _mm512_cmple_epu64_mask(u(_mm512_add_epi64(u(_mm512_slli_epi64(tp10, 2)), out)), vbr);
+    const __mmask8 u_in = _mm512_cmple_epu64_mask(vbl_out, u(_mm512_slli_epi64(s, 2)));
+    const __mmask8 w_in =
+        _mm512_cmple_epu64_mask(u(_mm512_add_epi64(u(_mm512_slli_epi64(t, 2)), out)), vbr);
+    const __m512i middle = u(_mm512_slli_epi64(_mm512_add_epi64(s, t), 1));
+    const __mmask8 nearer_s =
+        _mm512_cmplt_epu64_mask(vb, middle) |
+        (_mm512_cmpeq_epu64_mask(vb, middle) & _mm512_testn_epi64_mask(s, one));
+    const __mmask8 one_in = u_in ^ w_in;
+    const __mmask8 pick_s = (one_in & u_in) | (~one_in & nearer_s);
+    const __m512i one_of_st = _mm512_mask_sub_epi64(t, pick_s, t, one);
+    const __m512i ten_multiple = _mm512_mask_sub_epi64(tp10, up_in, tp10, ten);
+    const __mmask8 use_ten_multiple = _mm512_cmpge_epu64_mask(s, ten) & (up_in ^ wp_in);
+    return _mm512_mask_mov_epi64(one_of_st, use_ten_multiple, ten_multiple);
+}
+
+// to_decimal32 of eight nonzero finite float32 magnitudes (zero-extended to 64 bits; zero lanes
+// give unspecified digits).
+inline void to_decimal32_x8(__m512i mag, __m512i* digits, __m512i* exponent) noexcept {
+    const __m512i one = set64(1);
+    const __m512i hidden = set64(1u << 23);
+    const __m512i biased = _mm512_srli_epi64(mag, 23);
+    const __m512i fraction = _mm512_and_si512(mag, set64(0x7fffffu));
+    const __mmask8 normal = _mm512_test_epi64_mask(biased, biased);
+    const __m512i c = _mm512_mask_or_epi64(fraction, normal, fraction, hidden);
+    const __m512i q = _mm512_mask_sub_epi64(_mm512_set1_epi64(-149), normal, biased, set64(150));
+    // Integers below 2^24: their own digits.
+    const __m512i minus_q = _mm512_sub_epi64(_mm512_setzero_si512(), q);
+    const __m512i integer = _mm512_srlv_epi64(c, minus_q);
+    const __mmask8 is_integer = normal & _mm512_cmplt_epi64_mask(q, _mm512_setzero_si512()) &
+                                _mm512_cmpgt_epi64_mask(q, _mm512_set1_epi64(-24)) &
+                                _mm512_cmpeq_epi64_mask(_mm512_sllv_epi64(integer, minus_q), c);
+    const __m512i out = _mm512_and_si512(c, one);
+    const __m512i cb = _mm512_slli_epi64(c, 2);
+    const __m512i cbr = _mm512_add_epi64(cb, set64(2));
+    const __mmask8 regular =
+        _mm512_cmpneq_epi64_mask(c, hidden) | _mm512_cmpeq_epi64_mask(q, _mm512_set1_epi64(-149));
+    const __m512i cbl = _mm512_mask_sub_epi64(_mm512_sub_epi64(cb, one), regular, cb, set64(2));
+    const __m512i k = _mm512_mask_mov_epi64(mul_shift(q, 661971961083LL, 274743187321LL, 41),
+                                            regular, mul_shift(q, 661971961083LL, 0, 41));
+    const __m512i h = _mm512_add_epi64(
+        _mm512_add_epi64(
+            q, mul_shift(_mm512_sub_epi64(_mm512_setzero_si512(), k), 913124641741LL, 0, 38)),
+        set64(33));
+    const __m512i index =
+        _mm512_slli_epi64(_mm512_sub_epi64(k, _mm512_set1_epi64(kSchubfachKMin)), 1);
+    const __m512i g = _mm512_add_epi64(_mm512_i64gather_epi64(index, &kSchubfachG[0][0], 8), one);
+    const auto round_to_odd = [&](__m512i cx) {
+        const __m512i x1 = mul_high(g, _mm512_sllv_epi64(cx, h));
+        const __m512i low32 = set64(0xffffffffu);
+        return _mm512_or_si512(
+            _mm512_srli_epi64(x1, 31),
+            _mm512_srli_epi64(_mm512_add_epi64(_mm512_and_si512(x1, low32), low32), 32));
+    };
+    const __m512i vb = round_to_odd(cb), vbl = round_to_odd(cbl), vbr = round_to_odd(cbr);
+    __m512i d = choose_digits<32>(_mm512_srli_epi64(vb, 2), vb, vbl, vbr, out);
+    __m512i e = _mm512_mask_mov_epi64(k, is_integer, _mm512_setzero_si512());
+    d = _mm512_mask_mov_epi64(d, is_integer, integer);
+    // write_shortest_f32's one exception (see there).
+    const __mmask8 exception = _mm512_cmpeq_epi64_mask(mag, set64(0x15ae43fdu));
+    d = _mm512_mask_mov_epi64(d, exception, set64(70385307u));
+    e = _mm512_mask_mov_epi64(e, exception, _mm512_set1_epi64(-33));
+    *digits = d;
+    *exponent = e;
+}
+
+// digit_bytes8 for each lane's v < 10^8.
+inline __m512i digit_bytes8_x8(__m512i v) noexcept {
+    const __m512i high4 = _mm512_srli_epi64(_mm512_mul_epu32(v, set64(109951163u)), 40);  // v/10^4
+    const __m512i low4 = _mm512_sub_epi64(v, _mm512_mul_epu32(high4, set64(10000u)));
+    const __m512i x = _mm512_or_si512(high4, _mm512_slli_epi64(low4, 32));
+    const __m512i x_hundreds =
+        _mm512_srli_epi32(_mm512_mullo_epi32(x, _mm512_set1_epi32(10486)), 20);
+    const __m512i y = _mm512_or_si512(
+        x_hundreds,
+        _mm512_slli_epi32(
+            _mm512_sub_epi32(x, _mm512_mullo_epi32(x_hundreds, _mm512_set1_epi32(100))), 16));
+    const __m512i y_tens = _mm512_srli_epi16(_mm512_mullo_epi16(y, _mm512_set1_epi16(103)), 10);
+    return _mm512_or_si512(
+        y_tens, _mm512_slli_epi16(
+                    _mm512_sub_epi16(y, _mm512_mullo_epi16(y_tens, _mm512_set1_epi16(10))), 8));
+}
+
+// decimal_length of lanes 0 < v < 10^(Max) (Max <= 19).
+template <int Max>
+inline __m512i decimal_length_x8(__m512i v) noexcept {
+    __m512i length = set64(1);
+    for (int i = 1; i < Max; ++i) {
+        length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(v, set64(kPow10[i])), length,
+                                       set64(1));
+    }
+    return length;
+}
+
+// 10^e for lanes 0 <= e <= 17.
+inline __m512i pow10_x8(__m512i e) noexcept {
+    const __m512i low = _mm512_loadu_si512(kPow10);
+    const __m512i high = _mm512_loadu_si512(kPow10 + 8);
+    const __m512i p = _mm512_permutex2var_epi64(low, e, high);  // e mod 16
+    const __m512i top = _mm512_mask_mov_epi64(
+        set64(kPow10[16]), _mm512_cmpeq_epi64_mask(e, set64(17)), set64(kPow10[17]));
+    return _mm512_mask_mov_epi64(p, _mm512_cmpge_epu64_mask(e, set64(16)), top);
+}
+
+// Shortest float32 digits of eight values into `d`'s lanes (first digit, digits 2..9, e10).
+inline void shortest_digits_x8(__m512i mag, digits_x8* d) noexcept {
+    __m512i digits, k;
+    to_decimal32_x8(mag, &digits, &k);
+    const __m512i length = decimal_length_x8<10>(digits);
+    const __m512i digits9 = _mm512_mul_epu32(digits, pow10_x8(_mm512_sub_epi64(set64(9), length)));
+    const __m512i lead = _mm512_srli_epi64(_mm512_mul_epu32(digits9, set64(1441151881u)), 57);
+    const __m512i rest = _mm512_sub_epi64(digits9, _mm512_mul_epu32(lead, set64(100000000u)));
+    _mm512_store_si512(d->lead, lead);
+    _mm512_store_si512(d->tail, digit_bytes8_x8(rest));
+    _mm512_store_si512(d->e10, _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1))));
+}
+
+// Whether any of `n` float32 values is a NaN or an infinity.
+inline bool any_non_finite_f32(const std::uint32_t* bits, std::size_t n) noexcept {
+    const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+    __mmask16 found = 0;
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512i v = _mm512_and_si512(_mm512_loadu_si512(bits + i), exponent);
+        found |= _mm512_cmpeq_epi32_mask(v, exponent);
+    }
+    if (i < n) {
+        const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+        const __m512i v = _mm512_and_si512(_mm512_maskz_loadu_epi32(tail, bits + i), exponent);
+        found |= _mm512_mask_cmpeq_epi32_mask(tail, v, exponent);
+    }
+    return found != 0;
+}
+
+inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
+    digits_x8 d;
+    for (std::size_t i = 0; i < n; i += 8) {
+        const std::size_t m = n - i < 8 ? n - i : 8;
+        const __m256i raw =
+            _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits + i);
+        const __m512i mag = _mm512_and_si512(_mm512_cvtepu32_epi64(raw), set64(0x7fffffffu));
+        shortest_digits_x8(mag, &d);
+        for (std::size_t j = 0; j < m; ++j) {
+            const std::uint32_t b = bits[i + j];
+            *out = '-';
+            out += b >> 31;
+            if ((b & 0x7fffffffu) == 0) {
+                std::memcpy(out, "0.0", 3);
+                out += 3;
+            } else {
+                const std::uint64_t rest_digits = d.tail[j];
+                digit_words<1> w;
+                w.lead = static_cast<char>('0' + d.lead[j]);
+                w.tail[0] = rest_digits | kAsciiZeros;
+                w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
+                w.from9[0] = (w.tail[0] >> 56) | (kAsciiZeros << 8);
+                out =
+                    layout<1>(out, w, 1 + significant_in8(rest_digits), static_cast<int>(d.e10[j]));
+            }
+            *out++ = ',';
+        }
+    }
+    return out;
+}
+
+char* write_values_f32_avx512(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
+                              std::size_t* bad) noexcept {
+    // A row with a NaN or an infinity is refused: the scalar writer finds the first one.
+    if (!shortest || any_non_finite_f32(bits, n))
+        return write_values_f32(bits, n, shortest, out, bad);
+    return write_shortest_block(bits, n, out);
+}
+
+char* write_values_f64_avx512(const std::uint64_t* bits, std::size_t n, char* out,
+                              std::size_t* bad) noexcept {
+    return write_values_f64(bits, n, out, bad);
+}
+
+}  // namespace
+
+static_assert(compiled_with(kernel_for(simd_level::avx512).required),
+              "float_text_avx512.cpp's flags");
+
+const float_text_writers* avx512_float_text() noexcept {
+    static constexpr float_text_writers writers{write_values_f32_avx512, write_values_f64_avx512};
+    return &writers;
+}
+
+}  // namespace tensorb64
+
+#else  // the stub
+
+#include "kernels.hpp"
+
+namespace tensorb64 {
+const float_text_writers* avx512_float_text() noexcept { return nullptr; }
+}  // namespace tensorb64
+
+#endif
