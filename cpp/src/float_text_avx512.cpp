@@ -45,6 +45,9 @@ inline __m512i mul_high(__m512i a, __m512i b) noexcept {
                             _mm512_srli_epi64(cross, 32));
 }
 
+// The low 64 bits of each lane's product (vpmullq).
+inline __m512i mul_low(__m512i a, __m512i b) noexcept { return _mm512_mullo_epi64(a, b); }
+
 // floor_log10_pow2 and friends (float_text.hpp) on signed lanes.
 inline __m512i mul_shift(__m512i e, long long factor, long long minus, unsigned shift) noexcept {
     const __m512i p = _mm512_mullo_epi64(e, _mm512_set1_epi64(factor));
@@ -145,6 +148,54 @@ inline void to_decimal32_x8(__m512i mag, __m512i* digits, __m512i* exponent) noe
     *exponent = e;
 }
 
+// to_decimal64 of eight nonzero finite double magnitudes (zero lanes give unspecified digits).
+inline void to_decimal64_x8(__m512i mag, __m512i* digits, __m512i* exponent) noexcept {
+    const __m512i one = set64(1);
+    const __m512i hidden = set64(std::uint64_t{1} << 52);
+    const __m512i biased = _mm512_srli_epi64(mag, 52);
+    const __m512i fraction = _mm512_and_si512(mag, set64((std::uint64_t{1} << 52) - 1));
+    const __mmask8 normal = _mm512_test_epi64_mask(biased, biased);
+    const __m512i c = _mm512_mask_or_epi64(fraction, normal, fraction, hidden);
+    const __m512i q = _mm512_mask_sub_epi64(_mm512_set1_epi64(-1074), normal, biased, set64(1075));
+    // Integers below 2^53: their own digits.
+    const __m512i minus_q = _mm512_sub_epi64(_mm512_setzero_si512(), q);
+    const __m512i integer = _mm512_srlv_epi64(c, minus_q);
+    const __mmask8 is_integer = normal & _mm512_cmplt_epi64_mask(q, _mm512_setzero_si512()) &
+                                _mm512_cmpgt_epi64_mask(q, _mm512_set1_epi64(-53)) &
+                                _mm512_cmpeq_epi64_mask(_mm512_sllv_epi64(integer, minus_q), c);
+    const __m512i out = _mm512_and_si512(c, one);
+    const __m512i cb = _mm512_slli_epi64(c, 2);
+    const __m512i cbr = _mm512_add_epi64(cb, set64(2));
+    const __mmask8 regular =
+        _mm512_cmpneq_epi64_mask(c, hidden) | _mm512_cmpeq_epi64_mask(q, _mm512_set1_epi64(-1074));
+    const __m512i cbl = _mm512_mask_sub_epi64(_mm512_sub_epi64(cb, one), regular, cb, set64(2));
+    const __m512i k = _mm512_mask_mov_epi64(mul_shift(q, 661971961083LL, 274743187321LL, 41),
+                                            regular, mul_shift(q, 661971961083LL, 0, 41));
+    const __m512i h = _mm512_add_epi64(
+        _mm512_add_epi64(
+            q, mul_shift(_mm512_sub_epi64(_mm512_setzero_si512(), k), 913124641741LL, 0, 38)),
+        set64(2));
+    const __m512i index =
+        _mm512_slli_epi64(_mm512_sub_epi64(k, _mm512_set1_epi64(kSchubfachKMin)), 1);
+    const __m512i g1 = _mm512_i64gather_epi64(index, &kSchubfachG[0][0], 8);
+    const __m512i g0 = _mm512_i64gather_epi64(index, &kSchubfachG[0][1], 8);
+    const __m512i mask63 = set64((std::uint64_t{1} << 63) - 1);
+    const auto round_to_odd = [&](__m512i cx) {  // float_text.hpp's round_to_odd_64
+        const __m512i cp = _mm512_sllv_epi64(cx, h);
+        const __m512i x1 = mul_high(g0, cp);
+        const __m512i y0 = mul_low(g1, cp);
+        const __m512i y1 = mul_high(g1, cp);
+        const __m512i z = _mm512_add_epi64(_mm512_srli_epi64(y0, 1), x1);
+        const __m512i vbp = _mm512_add_epi64(y1, _mm512_srli_epi64(z, 63));
+        return _mm512_or_si512(
+            vbp, _mm512_srli_epi64(_mm512_add_epi64(_mm512_and_si512(z, mask63), mask63), 63));
+    };
+    const __m512i vb = round_to_odd(cb), vbl = round_to_odd(cbl), vbr = round_to_odd(cbr);
+    const __m512i d = choose_digits<64>(_mm512_srli_epi64(vb, 2), vb, vbl, vbr, out);
+    *digits = _mm512_mask_mov_epi64(d, is_integer, integer);
+    *exponent = _mm512_mask_mov_epi64(k, is_integer, _mm512_setzero_si512());
+}
+
 // digit_bytes8 for each lane's v < 10^8.
 inline __m512i digit_bytes8_x8(__m512i v) noexcept {
     const __m512i high4 = _mm512_srli_epi64(_mm512_mul_epu32(v, set64(109951163u)), 40);  // v/10^4
@@ -194,6 +245,114 @@ inline void shortest_digits_x8(__m512i mag, digits_x8* d) noexcept {
     _mm512_store_si512(d->lead, lead);
     _mm512_store_si512(d->tail, digit_bytes8_x8(rest));
     _mm512_store_si512(d->e10, _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1))));
+}
+
+// repr digits of eight double magnitudes into `d`'s lanes (first digit, digits 2..9 and 10..17,
+// e10), as write_repr computes them.
+inline void repr_digits_x8(__m512i mag, digits_x8* d) noexcept {
+    __m512i digits, k;
+    to_decimal64_x8(mag, &digits, &k);
+    const __m512i length = decimal_length_x8<18>(digits);
+    const __m512i digits17 = mul_low(digits, pow10_x8(_mm512_sub_epi64(set64(17), length)));
+    // digits17 / 10^8 (exact for digits17 < 1.4e21: 2^90 / 10^8 rounded up, then >> 90).
+    const __m512i high9 = _mm512_srli_epi64(mul_high(digits17, set64(12379400392853802749ull)), 26);
+    const __m512i lower = _mm512_sub_epi64(digits17, _mm512_mul_epu32(high9, set64(100000000u)));
+    const __m512i lead = _mm512_srli_epi64(_mm512_mul_epu32(high9, set64(1441151881u)), 57);
+    const __m512i upper = _mm512_sub_epi64(high9, _mm512_mul_epu32(lead, set64(100000000u)));
+    _mm512_store_si512(d->lead, lead);
+    _mm512_store_si512(d->tail, digit_bytes8_x8(upper));
+    _mm512_store_si512(d->tail2, digit_bytes8_x8(lower));
+    _mm512_store_si512(d->e10, _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1))));
+}
+
+// One value's repr text from its lane of `d` (write_repr's last steps), its sign and whether it is
+// zero from the caller.
+inline char* finish_repr(const digits_x8& d, std::size_t j, bool negative, bool zero,
+                         char* out) noexcept {
+    *out = '-';
+    out += negative;
+    if (zero) {
+        std::memcpy(out, "0.0", 3);
+        return out + 3;
+    }
+    const std::uint64_t upper_digits = d.tail[j], lower_digits = d.tail2[j];
+    int n = 9 + significant_in8(lower_digits);
+    if (n == 9) n = 1 + significant_in8(upper_digits);
+    digit_words<2> w;
+    w.lead = static_cast<char>('0' + d.lead[j]);
+    w.tail[0] = upper_digits | kAsciiZeros;
+    w.tail[1] = lower_digits | kAsciiZeros;
+    w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
+    w.from9[0] = (w.tail[0] >> 56) | (w.tail[1] << 8);
+    w.from9[1] = (w.tail[1] >> 56) | (kAsciiZeros << 8);
+    return layout<2>(out, w, n, static_cast<int>(d.e10[j]));
+}
+
+// The doubles equal to eight float32 magnitudes (f32_bits_to_f64_bits). A subnormal's significand
+// goes through vcvtuqq2pd, an exact integer conversion that neither the rounding mode nor FTZ/DAZ
+// affects (its input is an integer, its result a normal double), then is scaled by 2^-149 in the
+// exponent field.
+inline __m512i widen_magnitudes(__m512i mag32) noexcept {
+    const __m512i normal =
+        _mm512_add_epi64(_mm512_slli_epi64(mag32, 29), set64(std::uint64_t{896} << 52));
+    const __mmask8 subnormal =
+        _mm512_cmplt_epu64_mask(mag32, set64(0x00800000u)) & _mm512_test_epi64_mask(mag32, mag32);
+    const __m512i scaled = _mm512_sub_epi64(_mm512_castpd_si512(_mm512_cvtepu64_pd(mag32)),
+                                            set64(std::uint64_t{149} << 52));
+    const __m512i zero_or_normal = _mm512_mask_mov_epi64(
+        normal, _mm512_testn_epi64_mask(mag32, mag32), _mm512_setzero_si512());
+    return _mm512_mask_mov_epi64(zero_or_normal, subnormal, scaled);
+}
+
+inline char* write_repr_f32_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
+    digits_x8 d;
+    for (std::size_t i = 0; i < n; i += 8) {
+        const std::size_t m = n - i < 8 ? n - i : 8;
+        const __m256i raw =
+            _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits + i);
+        const __m512i mag32 = _mm512_and_si512(_mm512_cvtepu32_epi64(raw), set64(0x7fffffffu));
+        repr_digits_x8(widen_magnitudes(mag32), &d);
+        for (std::size_t j = 0; j < m; ++j) {
+            const std::uint32_t b = bits[i + j];
+            out = finish_repr(d, j, (b >> 31) != 0, (b & 0x7fffffffu) == 0, out);
+            *out++ = ',';
+        }
+    }
+    return out;
+}
+
+inline char* write_repr_f64_block(const std::uint64_t* bits, std::size_t n, char* out) noexcept {
+    digits_x8 d;
+    const __m512i magnitude = set64(~(std::uint64_t{1} << 63));
+    for (std::size_t i = 0; i < n; i += 8) {
+        const std::size_t m = n - i < 8 ? n - i : 8;
+        const __m512i raw =
+            _mm512_maskz_loadu_epi64(static_cast<__mmask8>((1u << m) - 1), bits + i);
+        repr_digits_x8(_mm512_and_si512(raw, magnitude), &d);
+        for (std::size_t j = 0; j < m; ++j) {
+            const std::uint64_t b = bits[i + j];
+            out = finish_repr(d, j, (b >> 63) != 0, (b << 1) == 0, out);
+            *out++ = ',';
+        }
+    }
+    return out;
+}
+
+// Whether any of `n` float64 values is a NaN or an infinity.
+inline bool any_non_finite_f64(const std::uint64_t* bits, std::size_t n) noexcept {
+    const __m512i exponent = set64(0x7ff0000000000000ull);
+    __mmask8 found = 0;
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m512i v = _mm512_and_si512(_mm512_loadu_si512(bits + i), exponent);
+        found |= _mm512_cmpeq_epi64_mask(v, exponent);
+    }
+    if (i < n) {
+        const __mmask8 tail = static_cast<__mmask8>((1u << (n - i)) - 1);
+        const __m512i v = _mm512_and_si512(_mm512_maskz_loadu_epi64(tail, bits + i), exponent);
+        found |= _mm512_mask_cmpeq_epi64_mask(tail, v, exponent);
+    }
+    return found != 0;
 }
 
 // Whether any of `n` float32 values is a NaN or an infinity.
@@ -247,14 +406,14 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
 char* write_values_f32_avx512(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
                               std::size_t* bad) noexcept {
     // A row with a NaN or an infinity is refused: the scalar writer finds the first one.
-    if (!shortest || any_non_finite_f32(bits, n))
-        return write_values_f32(bits, n, shortest, out, bad);
-    return write_shortest_block(bits, n, out);
+    if (any_non_finite_f32(bits, n)) return write_values_f32(bits, n, shortest, out, bad);
+    return shortest ? write_shortest_block(bits, n, out) : write_repr_f32_block(bits, n, out);
 }
 
 char* write_values_f64_avx512(const std::uint64_t* bits, std::size_t n, char* out,
                               std::size_t* bad) noexcept {
-    return write_values_f64(bits, n, out, bad);
+    if (any_non_finite_f64(bits, n)) return write_values_f64(bits, n, out, bad);
+    return write_repr_f64_block(bits, n, out);
 }
 
 }  // namespace
