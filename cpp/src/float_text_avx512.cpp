@@ -129,8 +129,15 @@ inline void to_decimal32_x8(__m512i mag, __m512i* digits, __m512i* exponent) noe
     const __m512i index =
         _mm512_slli_epi64(_mm512_sub_epi64(k, _mm512_set1_epi64(kSchubfachKMin)), 1);
     const __m512i g = _mm512_add_epi64(_mm512_i64gather_epi64(index, &kSchubfachG[0][0], 8), one);
+    // h is 33..36 for every float32 (and cx < 2^27), so cx << h has its low 32 bits zero: the
+    // high half of g (cx << h) is g_hi c + (g_lo c >> 32) with c = cx << (h - 32) < 2^31, two
+    // vpmuludq instead of mul_high's four.
+    const __m512i h32 = _mm512_sub_epi64(h, set64(32));
+    const __m512i g_hi = _mm512_srli_epi64(g, 32);
     const auto round_to_odd = [&](__m512i cx) {
-        const __m512i x1 = mul_high(g, _mm512_sllv_epi64(cx, h));
+        const __m512i cp_hi = _mm512_sllv_epi64(cx, h32);
+        const __m512i x1 = _mm512_add_epi64(_mm512_mul_epu32(g_hi, cp_hi),
+                                            _mm512_srli_epi64(_mm512_mul_epu32(g, cp_hi), 32));
         const __m512i low32 = set64(0xffffffffu);
         return _mm512_or_si512(
             _mm512_srli_epi64(x1, 31),
@@ -235,16 +242,88 @@ inline __m512i pow10_x8(__m512i e) noexcept {
 }
 
 // Shortest float32 digits of eight values into `d`'s lanes (first digit, digits 2..9, e10).
-inline void shortest_digits_x8(__m512i mag, digits_x8* d) noexcept {
+struct shortest_x8 {
+    __m512i lead;  // the first digit
+    __m512i tail;  // digits 2..9 as bytes 0..9 (digit_bytes8)
+    __m512i e10;
+};
+
+inline shortest_x8 shortest_digits_x8(__m512i mag) noexcept {
     __m512i digits, k;
     to_decimal32_x8(mag, &digits, &k);
     const __m512i length = decimal_length_x8<10>(digits);
     const __m512i digits9 = _mm512_mul_epu32(digits, pow10_x8(_mm512_sub_epi64(set64(9), length)));
     const __m512i lead = _mm512_srli_epi64(_mm512_mul_epu32(digits9, set64(1441151881u)), 57);
     const __m512i rest = _mm512_sub_epi64(digits9, _mm512_mul_epu32(lead, set64(100000000u)));
-    _mm512_store_si512(d->lead, lead);
-    _mm512_store_si512(d->tail, digit_bytes8_x8(rest));
-    _mm512_store_si512(d->e10, _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1))));
+    return {lead, digit_bytes8_x8(rest), _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1)))};
+}
+
+// significant_in8 of each lane: the highest nonzero byte's position + 1 (0 for none), from the
+// exponent of the lane converted to a double truncating (so the exponent is floor(log2 v) whatever
+// the rounding mode; an integer conversion, which FTZ/DAZ do not touch).
+inline __m512i significant_in8_x8(__m512i v) noexcept {
+    const __m512i as_double =
+        _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+    const __m512i top_bit = _mm512_sub_epi64(_mm512_srli_epi64(as_double, 52), set64(1023));
+    return _mm512_maskz_add_epi64(_mm512_test_epi64_mask(v, v), _mm512_srli_epi64(top_bit, 3),
+                                  set64(1));
+}
+
+// Eight values that are all in fixed notation below 1 (-4 <= e10 <= -1, nonzero), written with
+// no branch: each value's text "-0.000ddd," (sign and zeros as it needs) built in a 16-byte slot
+// by a vpshufb from its digits and the punctuation, the slots stored one after another, each at
+// the end of the one before (the longest text is 16 bytes: "-0.000123456789,").
+inline char* write_fixed_fractions_x8(const shortest_x8& d, __m512i sign, char* out) noexcept {
+    const __m512i n = _mm512_add_epi64(significant_in8_x8(d.tail), set64(1));
+    const __m512i zeros = _mm512_sub_epi64(_mm512_set1_epi64(-1), d.e10);  // after "0."
+    const __m512i digits_at = _mm512_add_epi64(_mm512_add_epi64(sign, zeros), set64(2));
+    const __m512i comma_at = _mm512_add_epi64(digits_at, n);
+    // Each slot's source bytes: digits 1..8, digit 9, then '0', '.', '-', ','.
+    const __m512i first8 =
+        _mm512_or_si512(_mm512_or_si512(d.lead, _mm512_slli_epi64(d.tail, 8)), set64(kAsciiZeros));
+    const __m512i rest = _mm512_or_si512(_mm512_srli_epi64(d.tail, 56), set64(0x2c2d2e3030ull));
+    const __m512i params = _mm512_or_si512(_mm512_or_si512(sign, _mm512_slli_epi64(digits_at, 8)),
+                                           _mm512_slli_epi64(comma_at, 16));
+    const __m512i position =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const auto slots = [&](__m512i pick) {  // four values' slots, value i in 128-bit lane i
+        const __m512i source = _mm512_permutex2var_epi64(first8, pick, rest);
+        const __m512i p = _mm512_permutexvar_epi64(pick, params);  // pick mod 8: value i
+        const __m512i s = _mm512_shuffle_epi8(p, _mm512_setzero_si512());
+        const __m512i at = _mm512_shuffle_epi8(p, _mm512_set1_epi8(1));
+        const __m512i end = _mm512_shuffle_epi8(p, _mm512_set1_epi8(2));
+        __m512i index = _mm512_set1_epi8(9);  // '0'
+        index = _mm512_mask_mov_epi8(
+            index, _mm512_cmpeq_epi8_mask(position, _mm512_add_epi8(s, _mm512_set1_epi8(1))),
+            _mm512_set1_epi8(10));  // '.'
+        index = _mm512_mask_mov_epi8(index, _mm512_cmplt_epu8_mask(position, s),
+                                     _mm512_set1_epi8(11));  // '-'
+        index = _mm512_mask_sub_epi8(index, _mm512_cmpge_epu8_mask(position, at), position, at);
+        index = _mm512_mask_mov_epi8(index, _mm512_cmpge_epu8_mask(position, end),
+                                     _mm512_set1_epi8(12));  // ','
+        return _mm512_shuffle_epi8(source, index);
+    };
+    // The permutes' indices: value i's first8 (i) and rest (8 + i) in qword pair i.
+    const __m512i low = slots(_mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11));
+    const __m512i high = slots(_mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15));
+    alignas(64) std::uint64_t length[8];
+    _mm512_store_si512(length, _mm512_add_epi64(comma_at, set64(1)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(low));
+    out += length[0];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(low, 1));
+    out += length[1];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(low, 2));
+    out += length[2];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(low, 3));
+    out += length[3];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(high));
+    out += length[4];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(high, 1));
+    out += length[5];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(high, 2));
+    out += length[6];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(high, 3));
+    return out + length[7];
 }
 
 // repr digits of eight double magnitudes into `d`'s lanes (first digit, digits 2..9 and 10..17,
@@ -378,8 +457,20 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
         const std::size_t m = n - i < 8 ? n - i : 8;
         const __m256i raw =
             _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits + i);
-        const __m512i mag = _mm512_and_si512(_mm512_cvtepu32_epi64(raw), set64(0x7fffffffu));
-        shortest_digits_x8(mag, &d);
+        const __m512i wide = _mm512_cvtepu32_epi64(raw);
+        const __m512i mag = _mm512_and_si512(wide, set64(0x7fffffffu));
+        const shortest_x8 x = shortest_digits_x8(mag);
+        // Embeddings: nearly every group of eight is all in 1e-4 <= |x| < 1.
+        const __mmask8 fixed_fraction = _mm512_cmpge_epi64_mask(x.e10, _mm512_set1_epi64(-4)) &
+                                        _mm512_cmple_epi64_mask(x.e10, _mm512_set1_epi64(-1)) &
+                                        _mm512_test_epi64_mask(mag, mag);
+        if (fixed_fraction == 0xff) {
+            out = write_fixed_fractions_x8(x, _mm512_srli_epi64(wide, 31), out);
+            continue;
+        }
+        _mm512_store_si512(d.lead, x.lead);
+        _mm512_store_si512(d.tail, x.tail);
+        _mm512_store_si512(d.e10, x.e10);
         for (std::size_t j = 0; j < m; ++j) {
             const std::uint32_t b = bits[i + j];
             *out = '-';

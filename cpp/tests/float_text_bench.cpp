@@ -3,7 +3,7 @@
 // libstdc++'s std::to_chars (shortest, float and the value widened to double) doing the same rows,
 // and each SIMD level's float-text block writer (kernels.hpp) this CPU runs, in both modes.
 // Medians of interleaved runs (the machine is shared: compare ratios within one run).
-//   float_text_bench [REPEATS]
+//   float_text_bench [REPEATS [FILTER]]   FILTER: only the contenders whose names contain it
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -147,6 +147,13 @@ int main(int argc, char** argv) {
                                   0});
         }
     }
+    if (argc > 2) {  // a filter, e.g. for a profiler
+        std::vector<contender> kept;
+        for (contender& c : contenders)
+            if (std::strstr(c.name, argv[2]) != nullptr) kept.push_back(c);
+        if (kept.empty()) return 2;
+        contenders = kept;
+    }
     for (int rep = 0; rep < repeats; ++rep) {
         for (contender& c : contenders) {
             const auto start = std::chrono::steady_clock::now();
@@ -162,8 +169,9 @@ int main(int argc, char** argv) {
     const auto median = [](const contender& c) {
         return c.ns_per_value[c.ns_per_value.size() / 2];
     };
-    const double float_base = median(contenders[3]);
-    const double double_base = median(contenders[4]);
+    const bool all = argc <= 2;  // with a filter the to_chars columns are left out
+    const double float_base = all ? median(contenders[3]) : 0;
+    const double double_base = all ? median(contenders[4]) : 0;
     std::printf("  %-40s %10s %12s %14s %15s\n", "", "ns/value", "bytes/value", "to_chars float",
                 "to_chars double");
     for (contender& c : contenders) {

@@ -534,6 +534,18 @@ void check_level_f32(const tb::float_text_writers& w, const char* level,
                     break;
                 }
             }
+            if (g_end != nullptr) {  // where the row first differs (the SIMD paths take groups)
+                const std::size_t g_len = static_cast<std::size_t>(g_end - start);
+                const std::size_t e_len = static_cast<std::size_t>(e_end - expected.data());
+                std::size_t at = 0;
+                while (at < g_len && at < e_len && start[at] == expected[at]) ++at;
+                const std::size_t from = at > 30 ? at - 30 : 0;
+                what += "; first difference at byte " + std::to_string(at) + ": wrote ..." +
+                        std::string(start + from, std::min(g_len, at + 30) - from) +
+                        "...; scalar ..." +
+                        std::string(expected.data() + from, std::min(e_len, at + 30) - from) +
+                        "...";
+            }
             report_failure(__FILE__, __LINE__, what);
         } else {
             ++passed;
