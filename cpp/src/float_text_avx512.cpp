@@ -13,7 +13,9 @@
 // other targets it compiles to a stub whose avx512_float_text() returns nullptr.
 #if defined(__AVX512F__) && (defined(__x86_64__) || defined(_M_X64))
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as kernel_avx512.cpp
+// GCC bug 105593 (as kernel_avx512.cpp): its own _mm512_undefined_*() in the shift intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
@@ -220,15 +222,23 @@ inline __m512i digit_bytes8_x8(__m512i v) noexcept {
                     _mm512_sub_epi16(y, _mm512_mullo_epi16(y_tens, _mm512_set1_epi16(10))), 8));
 }
 
-// decimal_length of lanes 0 < v < 10^(Max) (Max <= 19).
-template <int Max>
+// floor(log2 v) of each lane 0 < v < 2^64: the exponent of v converted to a double rounding toward
+// zero (the embedded rounding ignores the caller's rounding mode; an integer source is not touched
+// by DAZ, and the result is never subnormal).
+inline __m512i floor_log2_x8(__m512i v) noexcept {
+    const __m512i as_double =
+        _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+    return _mm512_sub_epi64(_mm512_srli_epi64(as_double, 52), set64(1023));
+}
+
+inline __m512i pow10_x8(__m512i e) noexcept;
+
+// decimal_length of lanes 0 < v < 10^17, as float_text.hpp computes it: from the bit length.
 inline __m512i decimal_length_x8(__m512i v) noexcept {
-    __m512i length = set64(1);
-    for (int i = 1; i < Max; ++i) {
-        length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(v, set64(kPow10[i])), length,
-                                       set64(1));
-    }
-    return length;
+    const __m512i bits = _mm512_add_epi64(floor_log2_x8(v), set64(1));
+    const __m512i approx = _mm512_srli_epi64(_mm512_mul_epu32(bits, set64(1233)), 12);
+    return _mm512_mask_add_epi64(approx, _mm512_cmpge_epu64_mask(v, pow10_x8(approx)), approx,
+                                 set64(1));
 }
 
 // 10^e for lanes 0 <= e <= 17.
@@ -251,22 +261,17 @@ struct shortest_x8 {
 inline shortest_x8 shortest_digits_x8(__m512i mag) noexcept {
     __m512i digits, k;
     to_decimal32_x8(mag, &digits, &k);
-    const __m512i length = decimal_length_x8<10>(digits);
+    const __m512i length = decimal_length_x8(digits);
     const __m512i digits9 = _mm512_mul_epu32(digits, pow10_x8(_mm512_sub_epi64(set64(9), length)));
     const __m512i lead = _mm512_srli_epi64(_mm512_mul_epu32(digits9, set64(1441151881u)), 57);
     const __m512i rest = _mm512_sub_epi64(digits9, _mm512_mul_epu32(lead, set64(100000000u)));
     return {lead, digit_bytes8_x8(rest), _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1)))};
 }
 
-// significant_in8 of each lane: the highest nonzero byte's position + 1 (0 for none), from the
-// exponent of the lane converted to a double truncating (so the exponent is floor(log2 v) whatever
-// the rounding mode; an integer conversion, which FTZ/DAZ do not touch).
+// significant_in8 of each lane: the highest nonzero byte's position + 1 (0 for none).
 inline __m512i significant_in8_x8(__m512i v) noexcept {
-    const __m512i as_double =
-        _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
-    const __m512i top_bit = _mm512_sub_epi64(_mm512_srli_epi64(as_double, 52), set64(1023));
-    return _mm512_maskz_add_epi64(_mm512_test_epi64_mask(v, v), _mm512_srli_epi64(top_bit, 3),
-                                  set64(1));
+    return _mm512_maskz_add_epi64(_mm512_test_epi64_mask(v, v),
+                                  _mm512_srli_epi64(floor_log2_x8(v), 3), set64(1));
 }
 
 // Eight values that are all in fixed notation below 1 (-4 <= e10 <= -1, nonzero), written with
@@ -328,20 +333,96 @@ inline char* write_fixed_fractions_x8(const shortest_x8& d, __m512i sign, char* 
 
 // repr digits of eight double magnitudes into `d`'s lanes (first digit, digits 2..9 and 10..17,
 // e10), as write_repr computes them.
-inline void repr_digits_x8(__m512i mag, digits_x8* d) noexcept {
+struct repr_x8 {
+    __m512i lead;   // the first digit
+    __m512i upper;  // digits 2..9 as bytes 0..9 (digit_bytes8)
+    __m512i lower;  // digits 10..17
+    __m512i e10;
+};
+
+inline repr_x8 repr_digits_x8(__m512i mag) noexcept {
     __m512i digits, k;
     to_decimal64_x8(mag, &digits, &k);
-    const __m512i length = decimal_length_x8<18>(digits);
+    const __m512i length = decimal_length_x8(digits);
     const __m512i digits17 = mul_low(digits, pow10_x8(_mm512_sub_epi64(set64(17), length)));
     // digits17 / 10^8 (exact for digits17 < 1.4e21: 2^90 / 10^8 rounded up, then >> 90).
     const __m512i high9 = _mm512_srli_epi64(mul_high(digits17, set64(12379400392853802749ull)), 26);
     const __m512i lower = _mm512_sub_epi64(digits17, _mm512_mul_epu32(high9, set64(100000000u)));
     const __m512i lead = _mm512_srli_epi64(_mm512_mul_epu32(high9, set64(1441151881u)), 57);
     const __m512i upper = _mm512_sub_epi64(high9, _mm512_mul_epu32(lead, set64(100000000u)));
-    _mm512_store_si512(d->lead, lead);
-    _mm512_store_si512(d->tail, digit_bytes8_x8(upper));
-    _mm512_store_si512(d->tail2, digit_bytes8_x8(lower));
-    _mm512_store_si512(d->e10, _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1))));
+    return {lead, digit_bytes8_x8(upper), digit_bytes8_x8(lower),
+            _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1)))};
+}
+
+// write_fixed_fractions_x8 for repr texts (up to 17 digits, "-0.00012345678901234567,", 24
+// bytes): 32-byte slots, two values to a vector, built by vpermb (VBMI).
+inline char* write_repr_fixed_fractions_x8(const repr_x8& d, __m512i sign, char* out) noexcept {
+    const __m512i n = _mm512_mask_add_epi64(_mm512_add_epi64(significant_in8_x8(d.upper), set64(1)),
+                                            _mm512_test_epi64_mask(d.lower, d.lower),
+                                            significant_in8_x8(d.lower), set64(9));
+    const __m512i zeros = _mm512_sub_epi64(_mm512_set1_epi64(-1), d.e10);
+    const __m512i digits_at = _mm512_add_epi64(_mm512_add_epi64(sign, zeros), set64(2));
+    const __m512i comma_at = _mm512_add_epi64(digits_at, n);
+    // Each slot's source bytes: digits 1..8, 9..16, 17, then '0', '.', '-', ','.
+    const __m512i tail0 = _mm512_or_si512(d.upper, set64(kAsciiZeros));
+    const __m512i tail1 = _mm512_or_si512(d.lower, set64(kAsciiZeros));
+    const __m512i first8 =
+        _mm512_or_si512(_mm512_or_si512(d.lead, set64('0')), _mm512_slli_epi64(tail0, 8));
+    const __m512i from9 =
+        _mm512_or_si512(_mm512_srli_epi64(tail0, 56), _mm512_slli_epi64(tail1, 8));
+    const __m512i from17 = _mm512_or_si512(_mm512_srli_epi64(tail1, 56), set64(0x2c2d2e3000ull));
+    const __m512i params = _mm512_or_si512(_mm512_or_si512(sign, _mm512_slli_epi64(digits_at, 8)),
+                                           _mm512_slli_epi64(comma_at, 16));
+    const __m512i position = _mm512_set_epi64(
+        0x1f1e1d1c1b1a1918ll, 0x1716151413121110ll, 0x0f0e0d0c0b0a0908ll, 0x0706050403020100ll,
+        0x1f1e1d1c1b1a1918ll, 0x1716151413121110ll, 0x0f0e0d0c0b0a0908ll, 0x0706050403020100ll);
+    const __m512i half = _mm512_set_epi64(0x2020202020202020ll, 0x2020202020202020ll,
+                                          0x2020202020202020ll, 0x2020202020202020ll, 0, 0, 0, 0);
+    alignas(64) std::uint64_t length[8];
+    _mm512_store_si512(length, _mm512_add_epi64(comma_at, set64(1)));
+    for (int v = 0; v < 8; v += 2) {  // values v and v + 1
+        const __m512i pick = _mm512_setr_epi64(v, 8 + v, v, v, v + 1, 9 + v, v + 1, v + 1);
+        const __m512i source = _mm512_mask_permutexvar_epi64(
+            _mm512_permutex2var_epi64(first8, pick, from9), 0x44, pick, from17);
+        const __m512i p = _mm512_permutexvar_epi64(pick, params);  // pick mod 8: the value
+        const __m512i s = _mm512_shuffle_epi8(p, _mm512_setzero_si512());
+        const __m512i at = _mm512_shuffle_epi8(p, _mm512_set1_epi8(1));
+        const __m512i end = _mm512_shuffle_epi8(p, _mm512_set1_epi8(2));
+        __m512i index = _mm512_set1_epi8(17);  // '0'
+        index = _mm512_mask_mov_epi8(
+            index, _mm512_cmpeq_epi8_mask(position, _mm512_add_epi8(s, _mm512_set1_epi8(1))),
+            _mm512_set1_epi8(18));  // '.'
+        index = _mm512_mask_mov_epi8(index, _mm512_cmplt_epu8_mask(position, s),
+                                     _mm512_set1_epi8(19));  // '-'
+        index = _mm512_mask_sub_epi8(index, _mm512_cmpge_epu8_mask(position, at), position, at);
+        index = _mm512_mask_mov_epi8(index, _mm512_cmpge_epu8_mask(position, end),
+                                     _mm512_set1_epi8(20));  // ','
+        const __m512i text = _mm512_permutexvar_epi8(_mm512_or_si512(index, half), source);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_castsi512_si256(text));
+        out += length[v];
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_extracti64x4_epi64(text, 1));
+        out += length[v + 1];
+    }
+    return out;
+}
+
+inline char* finish_repr(const digits_x8& d, std::size_t j, bool negative, bool zero,
+                         char* out) noexcept;
+
+// The scalar layout of a group of eight (or fewer, at the end) with any value in another notation
+// or zero.
+inline char* write_repr_group(const repr_x8& x, std::size_t m, const std::uint64_t* negative,
+                              const std::uint64_t* zero, char* out) noexcept {
+    digits_x8 d;
+    _mm512_store_si512(d.lead, x.lead);
+    _mm512_store_si512(d.tail, x.upper);
+    _mm512_store_si512(d.tail2, x.lower);
+    _mm512_store_si512(d.e10, x.e10);
+    for (std::size_t j = 0; j < m; ++j) {
+        out = finish_repr(d, j, negative[j] != 0, zero[j] != 0, out);
+        *out++ = ',';
+    }
+    return out;
 }
 
 // One value's repr text from its lane of `d` (write_repr's last steps), its sign and whether it is
@@ -383,36 +464,38 @@ inline __m512i widen_magnitudes(__m512i mag32) noexcept {
     return _mm512_mask_mov_epi64(zero_or_normal, subnormal, scaled);
 }
 
+// A group of eight (m of them real) double magnitudes and their signs (0 or 1 in each lane).
+inline char* write_repr_x8(__m512i mag, __m512i sign, std::size_t m, char* out) noexcept {
+    const repr_x8 x = repr_digits_x8(mag);
+    const __mmask8 fixed_fraction = _mm512_cmpge_epi64_mask(x.e10, _mm512_set1_epi64(-4)) &
+                                    _mm512_cmple_epi64_mask(x.e10, _mm512_set1_epi64(-1)) &
+                                    _mm512_test_epi64_mask(mag, mag);
+    if (fixed_fraction == 0xff) return write_repr_fixed_fractions_x8(x, sign, out);
+    alignas(64) std::uint64_t negative[8], zero[8];
+    _mm512_store_si512(negative, sign);
+    _mm512_store_si512(zero, _mm512_maskz_set1_epi64(_mm512_testn_epi64_mask(mag, mag), 1));
+    return write_repr_group(x, m, negative, zero, out);
+}
+
 inline char* write_repr_f32_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
-    digits_x8 d;
     for (std::size_t i = 0; i < n; i += 8) {
         const std::size_t m = n - i < 8 ? n - i : 8;
         const __m256i raw =
             _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits + i);
-        const __m512i mag32 = _mm512_and_si512(_mm512_cvtepu32_epi64(raw), set64(0x7fffffffu));
-        repr_digits_x8(widen_magnitudes(mag32), &d);
-        for (std::size_t j = 0; j < m; ++j) {
-            const std::uint32_t b = bits[i + j];
-            out = finish_repr(d, j, (b >> 31) != 0, (b & 0x7fffffffu) == 0, out);
-            *out++ = ',';
-        }
+        const __m512i wide = _mm512_cvtepu32_epi64(raw);
+        const __m512i mag32 = _mm512_and_si512(wide, set64(0x7fffffffu));
+        out = write_repr_x8(widen_magnitudes(mag32), _mm512_srli_epi64(wide, 31), m, out);
     }
     return out;
 }
 
 inline char* write_repr_f64_block(const std::uint64_t* bits, std::size_t n, char* out) noexcept {
-    digits_x8 d;
     const __m512i magnitude = set64(~(std::uint64_t{1} << 63));
     for (std::size_t i = 0; i < n; i += 8) {
         const std::size_t m = n - i < 8 ? n - i : 8;
         const __m512i raw =
             _mm512_maskz_loadu_epi64(static_cast<__mmask8>((1u << m) - 1), bits + i);
-        repr_digits_x8(_mm512_and_si512(raw, magnitude), &d);
-        for (std::size_t j = 0; j < m; ++j) {
-            const std::uint64_t b = bits[i + j];
-            out = finish_repr(d, j, (b >> 63) != 0, (b << 1) == 0, out);
-            *out++ = ',';
-        }
+        out = write_repr_x8(_mm512_and_si512(raw, magnitude), _mm512_srli_epi64(raw, 63), m, out);
     }
     return out;
 }
