@@ -334,30 +334,30 @@ inline char* write_fixed_fractions_x8(const shortest_x8& d, __m512i sign, char* 
     const __m512i zeros = _mm512_sub_epi64(_mm512_set1_epi64(-1), d.e10);  // after "0."
     const __m512i digits_at = _mm512_add_epi64(_mm512_add_epi64(sign, zeros), set64(2));
     const __m512i comma_at = _mm512_add_epi64(digits_at, n);
-    // Each slot's source bytes: digits 1..8, digit 9, then '0', '.', '-', ','.
+    // Each slot's source bytes: digits 1..8, digit 9, "-0.000", ','. Before the digits a slot
+    // holds "-0." and the zeros, i.e. "-0.000"'s bytes from 1 - sign: at byte p, source byte
+    // p + 10 - sign; from the digits on, p - digits_at, which is the smaller of the two there
+    // (and wraps around to above 249 before); from comma_at on, the ','.
     const __m512i first8 =
         _mm512_or_si512(_mm512_or_si512(d.lead, _mm512_slli_epi64(d.tail, 8)), set64(kAsciiZeros));
-    const __m512i rest = _mm512_or_si512(_mm512_srli_epi64(d.tail, 56), set64(0x2c2d2e3030ull));
-    const __m512i params = _mm512_or_si512(_mm512_or_si512(sign, _mm512_slli_epi64(digits_at, 8)),
-                                           _mm512_slli_epi64(comma_at, 16));
+    const __m512i rest =
+        _mm512_or_si512(_mm512_srli_epi64(d.tail, 56), set64(0x2c3030302e302d30ull));
+    const __m512i params = _mm512_or_si512(
+        _mm512_or_si512(digits_at, _mm512_slli_epi64(_mm512_sub_epi64(set64(10), sign), 8)),
+        _mm512_slli_epi64(comma_at, 16));
     const __m512i position =
         _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     const auto slots = [&](__m512i pick) {  // four values' slots, value i in 128-bit lane i
         const __m512i source = _mm512_permutex2var_epi64(first8, pick, rest);
         const __m512i p = _mm512_permutexvar_epi64(pick, params);  // pick mod 8: value i
-        const __m512i s = _mm512_shuffle_epi8(p, _mm512_setzero_si512());
-        const __m512i at = _mm512_shuffle_epi8(p, _mm512_set1_epi8(1));
+        const __m512i at = _mm512_shuffle_epi8(p, _mm512_setzero_si512());
+        const __m512i prefix = _mm512_shuffle_epi8(p, _mm512_set1_epi8(1));
         const __m512i end = _mm512_shuffle_epi8(p, _mm512_set1_epi8(2));
-        __m512i index = _mm512_set1_epi8(9);  // '0'
-        index = _mm512_mask_mov_epi8(
-            index, _mm512_cmpeq_epi8_mask(position, _mm512_add_epi8(s, _mm512_set1_epi8(1))),
-            _mm512_set1_epi8(10));  // '.'
-        index = _mm512_mask_mov_epi8(index, _mm512_cmplt_epu8_mask(position, s),
-                                     _mm512_set1_epi8(11));  // '-'
-        index = _mm512_mask_sub_epi8(index, _mm512_cmpge_epu8_mask(position, at), position, at);
-        index = _mm512_mask_mov_epi8(index, _mm512_cmpge_epu8_mask(position, end),
-                                     _mm512_set1_epi8(12));  // ','
-        return _mm512_shuffle_epi8(source, index);
+        const __m512i index =
+            _mm512_min_epu8(_mm512_sub_epi8(position, at), _mm512_add_epi8(position, prefix));
+        return _mm512_shuffle_epi8(
+            source, _mm512_mask_mov_epi8(index, _mm512_cmpge_epu8_mask(position, end),
+                                         _mm512_set1_epi8(15)));
     };
     // The permutes' indices: value i's first8 (i) and rest (8 + i) in qword pair i.
     const __m512i low = slots(_mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11));
@@ -415,16 +415,19 @@ inline char* write_repr_fixed_fractions_x8(const repr_x8& d, __m512i sign, char*
     const __m512i zeros = _mm512_sub_epi64(_mm512_set1_epi64(-1), d.e10);
     const __m512i digits_at = _mm512_add_epi64(_mm512_add_epi64(sign, zeros), set64(2));
     const __m512i comma_at = _mm512_add_epi64(digits_at, n);
-    // Each slot's source bytes: digits 1..8, 9..16, 17, then '0', '.', '-', ','.
+    // Each slot's source bytes: digits 1..8, 9..16, 17, "-0.000", ',' (as in
+    // write_fixed_fractions_x8, the prefix at p + 18 - sign).
     const __m512i tail0 = _mm512_or_si512(d.upper, set64(kAsciiZeros));
     const __m512i tail1 = _mm512_or_si512(d.lower, set64(kAsciiZeros));
     const __m512i first8 =
         _mm512_or_si512(_mm512_or_si512(d.lead, set64('0')), _mm512_slli_epi64(tail0, 8));
     const __m512i from9 =
         _mm512_or_si512(_mm512_srli_epi64(tail0, 56), _mm512_slli_epi64(tail1, 8));
-    const __m512i from17 = _mm512_or_si512(_mm512_srli_epi64(tail1, 56), set64(0x2c2d2e3000ull));
-    const __m512i params = _mm512_or_si512(_mm512_or_si512(sign, _mm512_slli_epi64(digits_at, 8)),
-                                           _mm512_slli_epi64(comma_at, 16));
+    const __m512i from17 =
+        _mm512_or_si512(_mm512_srli_epi64(tail1, 56), set64(0x2c3030302e302d30ull));
+    const __m512i params = _mm512_or_si512(
+        _mm512_or_si512(digits_at, _mm512_slli_epi64(_mm512_sub_epi64(set64(18), sign), 8)),
+        _mm512_slli_epi64(comma_at, 16));
     const __m512i position = _mm512_set_epi64(
         0x1f1e1d1c1b1a1918ll, 0x1716151413121110ll, 0x0f0e0d0c0b0a0908ll, 0x0706050403020100ll,
         0x1f1e1d1c1b1a1918ll, 0x1716151413121110ll, 0x0f0e0d0c0b0a0908ll, 0x0706050403020100ll);
@@ -437,18 +440,13 @@ inline char* write_repr_fixed_fractions_x8(const repr_x8& d, __m512i sign, char*
         const __m512i source = _mm512_mask_permutexvar_epi64(
             _mm512_permutex2var_epi64(first8, pick, from9), 0x44, pick, from17);
         const __m512i p = _mm512_permutexvar_epi64(pick, params);  // pick mod 8: the value
-        const __m512i s = _mm512_shuffle_epi8(p, _mm512_setzero_si512());
-        const __m512i at = _mm512_shuffle_epi8(p, _mm512_set1_epi8(1));
+        const __m512i at = _mm512_shuffle_epi8(p, _mm512_setzero_si512());
+        const __m512i prefix = _mm512_shuffle_epi8(p, _mm512_set1_epi8(1));
         const __m512i end = _mm512_shuffle_epi8(p, _mm512_set1_epi8(2));
-        __m512i index = _mm512_set1_epi8(17);  // '0'
-        index = _mm512_mask_mov_epi8(
-            index, _mm512_cmpeq_epi8_mask(position, _mm512_add_epi8(s, _mm512_set1_epi8(1))),
-            _mm512_set1_epi8(18));  // '.'
-        index = _mm512_mask_mov_epi8(index, _mm512_cmplt_epu8_mask(position, s),
-                                     _mm512_set1_epi8(19));  // '-'
-        index = _mm512_mask_sub_epi8(index, _mm512_cmpge_epu8_mask(position, at), position, at);
+        __m512i index =
+            _mm512_min_epu8(_mm512_sub_epi8(position, at), _mm512_add_epi8(position, prefix));
         index = _mm512_mask_mov_epi8(index, _mm512_cmpge_epu8_mask(position, end),
-                                     _mm512_set1_epi8(20));  // ','
+                                     _mm512_set1_epi8(23));  // ','
         const __m512i text = _mm512_permutexvar_epi8(_mm512_or_si512(index, half), source);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_castsi512_si256(text));
         out += length[v];
