@@ -1,13 +1,18 @@
 // The AVX-512 float-text block writer (the avx512 level's second entry, kernels.hpp):
 // float_text.hpp's Schubfach (R. Giulietti, "The Schubfach way to render doubles", 2020) for eight
 // values at once in 64-bit lanes, then the digits as bytes with the same multiply-and-shift splits
-// as digit_bytes8, in 32- and 16-bit lanes; only Python's layout (a predictable branch for
-// embeddings, whose exponents are nearly all -1..-4) and the stores stay per value. Byte-identical
-// to the scalar writer (tests: float_text_tests "every level equals scalar", and
-// float_text_exhaustive --dispatched).
+// as digit_bytes8, in 32- and 16-bit lanes. Layout: a group of eight that is all in fixed notation
+// below 1 (1e-4 <= |x| < 1: nearly every group of an embedding row) is laid out with no branch,
+// each value's text built in a 16-byte (shortest) or 32-byte (repr) slot by a byte shuffle and the
+// slots stored end to end; any other group goes through float_text.hpp's layout value by value.
+// A block with a NaN or an infinity goes to the scalar writer, which names the first one.
+// Byte-identical to the scalar writer: float_text_tests ("every level equals scalar"),
+// core_tests ("float rows, every level"), float_text_exhaustive --level avx512 (all 2^32).
 //
 // The 64x64 -> 128-bit products are built from vpmuludq's 32x32 -> 64 (AVX-512F); IFMA's 52-bit
-// multiplies would need a feature bit (AVX512_IFMA52) the avx512 row does not require.
+// multiplies would need a feature bit (AVX512_IFMA52) the avx512 row does not require. The
+// integer-to-double conversions used to find bit lengths round toward zero by their encoding, so
+// neither the caller's rounding mode nor FTZ/DAZ changes a digit (core_tests checks under both).
 //
 // Compiled with the avx512 row's flags (cpp/CMakeLists.txt, the same as kernel_avx512.cpp); on
 // other targets it compiles to a stub whose avx512_float_text() returns nullptr.

@@ -793,10 +793,30 @@ void test_float_rows_levels() {
                     ? static_cast<float>(std::ldexp(normal(rng), static_cast<int>(rng() % 80) - 40))
                     : normal(rng);
             if (i % 37 == 0) f32[i] = 0.0f;
+            if (i % 41 == 1) {  // a subnormal, made from its bits (FTZ may be on)
+                const std::uint32_t b = static_cast<std::uint32_t>(rng() & 0x807fffffu) | 1u;
+                std::memcpy(&f32[i], &b, 4);
+            }
         }
-        std::vector<double> f64(f32.begin(), f32.end());
-        for (std::size_t i = 0; i < f64.size(); i += 3)
-            f64[i] = static_cast<double>(normal(rng)) / 3.0;
+        // The same values widened (normal ones only: DAZ would flush a subnormal's conversion;
+        // those are float64 subnormals here instead).
+        std::vector<double> f64(f32.size());
+        for (std::size_t i = 0; i < f32.size(); ++i) {
+            std::uint32_t b;
+            std::memcpy(&b, &f32[i], 4);
+            if ((b & 0x7f800000u) != 0) {
+                f64[i] = static_cast<double>(f32[i]);
+            } else {
+                const std::uint64_t tiny =
+                    (std::uint64_t{b >> 31} << 63) | (rng() & 0xfffffffffffffull);
+                std::memcpy(&f64[i], &tiny, 8);
+            }
+        }
+        for (std::size_t i = 0; i < f64.size(); i += 3) {  // doubles with 53-bit significands
+            const std::uint64_t b =
+                (rng() & 0x800fffffffffffffull) | (std::uint64_t{1000 + rng() % 40} << 52);
+            std::memcpy(&f64[i], &b, 8);
+        }
         std::vector<std::uint16_t> halves(f32.size());
         for (auto& h : halves) h = static_cast<std::uint16_t>(rng() & 0x7bff);  // finite
         struct source {
@@ -922,7 +942,8 @@ void test_hostile_fp_environment() {
     // The scalar code is integer-only, so it stays the reference even now.
     test_golden_conversions("golden under FTZ/DAZ, rounding upward");
     differential("differential under FTZ/DAZ, rounding upward", false, 7);
-    CHECK(on.still_set());  // the kernels gave the caller back its floating-point environment
+    test_float_rows_levels();  // float text: every level equals the integer-only scalar writer
+    CHECK(on.still_set());     // the kernels gave the caller back its floating-point environment
 #else
     std::printf("  FP environment: no FTZ/rounding control known for this architecture, skipped\n");
 #endif
