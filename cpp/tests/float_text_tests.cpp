@@ -540,11 +540,10 @@ void check_level_f32(const tb::float_text_writers& w, const char* level,
                 std::size_t at = 0;
                 while (at < g_len && at < e_len && start[at] == expected[at]) ++at;
                 const std::size_t from = at > 30 ? at - 30 : 0;
-                what += "; first difference at byte " + std::to_string(at) + ": wrote ..." +
-                        std::string(start + from, std::min(g_len, at + 30) - from) +
-                        "...; scalar ..." +
-                        std::string(expected.data() + from, std::min(e_len, at + 30) - from) +
-                        "...";
+                what +=
+                    "; first difference at byte " + std::to_string(at) + ": wrote ..." +
+                    std::string(start + from, std::min(g_len, at + 30) - from) + "...; scalar ..." +
+                    std::string(expected.data() + from, std::min(e_len, at + 30) - from) + "...";
             }
             report_failure(__FILE__, __LINE__, what);
         } else {
