@@ -367,24 +367,32 @@ inline char* write_fixed_fractions_x8(const shortest_x8& d, __m512i sign, char* 
     // The permutes' indices: value i's first8 (i) and rest (8 + i) in qword pair i.
     const __m512i low = slots(_mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11));
     const __m512i high = slots(_mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15));
-    alignas(64) std::uint64_t length[8];
-    _mm512_store_si512(length, _mm512_add_epi64(comma_at, set64(1)));
+    // The eight lengths (at most 24) as the bytes of one integer: no trip through memory.
+    std::uint64_t lengths = static_cast<std::uint64_t>(
+        _mm_cvtsi128_si64(_mm512_cvtepi64_epi8(_mm512_add_epi64(comma_at, set64(1)))));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(low));
-    out += length[0];
+    out += lengths & 0xff;
+    lengths >>= 8;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(low, 1));
-    out += length[1];
+    out += lengths & 0xff;
+    lengths >>= 8;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(low, 2));
-    out += length[2];
+    out += lengths & 0xff;
+    lengths >>= 8;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(low, 3));
-    out += length[3];
+    out += lengths & 0xff;
+    lengths >>= 8;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(high));
-    out += length[4];
+    out += lengths & 0xff;
+    lengths >>= 8;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(high, 1));
-    out += length[5];
+    out += lengths & 0xff;
+    lengths >>= 8;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(high, 2));
-    out += length[6];
+    out += lengths & 0xff;
+    lengths >>= 8;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_extracti32x4_epi32(high, 3));
-    return out + length[7];
+    return out + lengths;
 }
 
 // repr digits of eight double magnitudes into `d`'s lanes (first digit, digits 2..9 and 10..17,
@@ -438,8 +446,9 @@ inline char* write_repr_fixed_fractions_x8(const repr_x8& d, __m512i sign, char*
         0x1f1e1d1c1b1a1918ll, 0x1716151413121110ll, 0x0f0e0d0c0b0a0908ll, 0x0706050403020100ll);
     const __m512i half = _mm512_set_epi64(0x2020202020202020ll, 0x2020202020202020ll,
                                           0x2020202020202020ll, 0x2020202020202020ll, 0, 0, 0, 0);
-    alignas(64) std::uint64_t length[8];
-    _mm512_store_si512(length, _mm512_add_epi64(comma_at, set64(1)));
+    // The eight lengths (at most 24) as the bytes of one integer: no trip through memory.
+    std::uint64_t lengths = static_cast<std::uint64_t>(
+        _mm_cvtsi128_si64(_mm512_cvtepi64_epi8(_mm512_add_epi64(comma_at, set64(1)))));
     for (int v = 0; v < 8; v += 2) {  // values v and v + 1
         const __m512i pick = _mm512_setr_epi64(v, 8 + v, v, v, v + 1, 9 + v, v + 1, v + 1);
         const __m512i source = _mm512_mask_permutexvar_epi64(
@@ -454,9 +463,11 @@ inline char* write_repr_fixed_fractions_x8(const repr_x8& d, __m512i sign, char*
                                      _mm512_set1_epi8(23));  // ','
         const __m512i text = _mm512_permutexvar_epi8(_mm512_or_si512(index, half), source);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_castsi512_si256(text));
-        out += length[v];
+        out += lengths & 0xff;
+        lengths >>= 8;
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_extracti64x4_epi64(text, 1));
-        out += length[v + 1];
+        out += lengths & 0xff;
+        lengths >>= 8;
     }
     return out;
 }
