@@ -7,14 +7,13 @@
 // the widening (~1 ns a value); the digits are where the SIMD levels differ.
 #include "float_rows.hpp"
 
-#include "dispatch.hpp"
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "dispatch.hpp"
 #include "float_text.hpp"
 #include "host.hpp"
 #include "scalar_ops.hpp"
