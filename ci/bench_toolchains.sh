@@ -22,10 +22,10 @@ avx512=("${avx2[@]}" -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vbmi)
 build() {  # build NAME COMPILER... : kernel_bench into $work/NAME
   local name=$1; shift
   local objects=()
-  for s in encode dispatch kernel_scalar kernel_avx2 kernel_avx512; do
+  for s in encode dispatch kernel_scalar kernel_avx2 kernel_avx512 float_text_avx512; do
     local flags=()
     [[ $s == kernel_avx2 ]] && flags=("${avx2[@]}")
-    [[ $s == kernel_avx512 ]] && flags=("${avx512[@]}")
+    [[ $s == kernel_avx512 || $s == float_text_avx512 ]] && flags=("${avx512[@]}")
     "$@" "${common[@]}" "${flags[@]}" -c "$cpp/src/$s.cpp" -o "$work/$name-$s.o"
     objects+=("$work/$name-$s.o")
   done

@@ -107,9 +107,10 @@ cpu_features host_features() {
     return features;
 }
 
-// Whether this CPU can run the row's kernel and this build compiled it (not a stub).
+// Whether this CPU can run the row's kernels and this build compiled them (not stubs).
 bool runnable(const kernel_row& row) {
-    return (row.required & ~host_features()) == 0 && row.entry() != nullptr;
+    return (row.required & ~host_features()) == 0 && row.entry() != nullptr &&
+           row.float_text() != nullptr;
 }
 
 const kernel_row* find_runnable(simd_level level) {
@@ -192,5 +193,10 @@ void force_simd_level(simd_level level) {
 }
 
 encode_rows_fn active_kernel() { return active_row().entry(); }
+
+const float_text_writers& active_float_text() {
+    const float_text_writers* writers = active_row().float_text();
+    return writers != nullptr ? *writers : *scalar_float_text();
+}
 
 }  // namespace tensorb64

@@ -12,6 +12,9 @@ namespace tensorb64 {
 // The entry point of the active SIMD level (chosen on first use; see active_simd_level).
 encode_rows_fn active_kernel();
 
+// The active level's float-text block writers (the same choice as active_kernel).
+const float_text_writers& active_float_text();
+
 // The levels whose table requirements `features` meets, lowest first, whether or not this build
 // compiled their kernels (available_simd_levels is these, less the stubs, for this CPU).
 std::vector<simd_level> levels_supported_by(cpu_features features);

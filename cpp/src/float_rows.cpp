@@ -1,9 +1,10 @@
 // Rows as JSON number text. Each row goes through in blocks held in L1, as in the base64 row
 // encoder: gathered (strides, byte order) and widened to float32 bits (or, for float64 sources,
-// kept as doubles), then written value by value with float_text.hpp's Schubfach.
+// kept as doubles), then written by the active SIMD level's float-text block writer (kernels.hpp;
+// float_text.hpp's Schubfach where the level has no faster one).
 //
-// Baseline code: the widening is the scalar kernel's, since the digits cost some 20 times more
-// than the widening (~1 ns a value against 16-25); SIMD digit generation is the way to go faster.
+// Baseline code: the widening is the scalar kernel's, since the digits cost many times more than
+// the widening (~1 ns a value); the digits are where the SIMD levels differ.
 #include "float_rows.hpp"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "dispatch.hpp"
 #include "float_text.hpp"
 #include "host.hpp"
 #include "scalar_ops.hpp"
@@ -44,35 +46,25 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
     const std::size_t size = dtype_size(type);
     const bool swap = source.format.order != host_byte_order;
     const bool shortest = format == float_format::shortest && type != dtype::float64;
-    alignas(64) unsigned char raw[block_elements * 8];
+    const float_text_writers& writers = active_float_text();
+    alignas(64) std::uint64_t doubles[block_elements];  // float64 sources; the other bytes' buffer
+    unsigned char* const raw = reinterpret_cast<unsigned char*>(doubles);
     alignas(64) std::uint32_t wide[block_elements];
     *out++ = '[';
     for (std::size_t done = 0; done < source.row_length; done += block_elements) {
         const std::size_t k = std::min(block_elements, source.row_length - done);
         gather(row + static_cast<std::ptrdiff_t>(done) * source.element_stride, k,
                source.element_stride, size, swap, raw);
+        std::size_t bad = 0;
         if (type == dtype::float64) {  // the doubles themselves
-            for (std::size_t i = 0; i < k; ++i) {
-                std::uint64_t bits;
-                std::memcpy(&bits, raw + i * 8, 8);
-                if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
-                    *column = done + i;
-                    return nullptr;
-                }
-                out = write_repr(bits, out);
-                *out++ = ',';
-            }
-            continue;
+            out = writers.f64(doubles, k, out, &bad);
+        } else {
+            scalar_ops::widen(type, raw, k, wide);  // float32 bits, exactly as torch widens
+            out = writers.f32(wide, k, shortest, out, &bad);
         }
-        scalar_ops::widen(type, raw, k, wide);  // float32 bits, exactly as torch widens
-        for (std::size_t i = 0; i < k; ++i) {
-            if ((wide[i] & 0x7f800000u) == 0x7f800000u) {
-                *column = done + i;
-                return nullptr;
-            }
-            out = shortest ? write_shortest_f32(wide[i], out)
-                           : write_repr(f32_bits_to_f64_bits(wide[i]), out);
-            *out++ = ',';
+        if (out == nullptr) {
+            *column = done + bad;
+            return nullptr;
         }
     }
     if (source.row_length != 0) --out;  // the last comma becomes the bracket

@@ -450,23 +450,19 @@ inline std::uint64_t f32_bits_to_f64_bits(std::uint32_t f) noexcept {
     return sign | (std::uint64_t{exponent + 896u} << 52) | (mantissa << 29);
 }
 
-// One row as a JSON array, "[v,v,...]" without spaces ("[]" for none), each float32 value as
-// write_shortest_f32 (shortest) or as write_repr of the value widened to a double (repr). Writes at
-// most json_row_max_bytes(n, shortest ? kShortestF32MaxBytes : kReprMaxBytes) bytes. A NaN or
-// infinity has no JSON text: returns nullptr with the first one's index in *bad.
+// Each of `n` float32 values, then a ',' after each (a row's body), as write_shortest_f32
+// (shortest) or as write_repr of the value widened to a double (repr): the scalar float-text block
+// writer, which every SIMD level's writer must equal byte for byte (kernels.hpp). Writes at most
+// n * (kShortestF32MaxBytes or kReprMaxBytes, + 1) bytes. A NaN or infinity has no JSON text:
+// returns nullptr with the first one's index in *bad.
 //
 // The finiteness check is made while writing, not in a pass before: one read of the row instead of
 // two, and the check (exponent field all ones) is a compare and a never-taken branch next to
 // ~15 ns of digit work per value. Measured (float_text_bench, "check-first pass"): the same speed
 // to 0.1 ns either way, so the single pass stays. What was written before a bad value is left as
 // garbage; the caller raises instead of using it.
-inline char* write_json_row_f32(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
-                                std::size_t* bad) noexcept {
-    *out++ = '[';
-    if (n == 0) {
-        *out = ']';
-        return out + 1;
-    }
+inline char* write_values_f32(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
+                              std::size_t* bad) noexcept {
     if (shortest) {
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t b = bits[i];
@@ -488,6 +484,36 @@ inline char* write_json_row_f32(const std::uint32_t* bits, std::size_t n, bool s
             *out++ = ',';
         }
     }
+    return out;
+}
+
+// The same for float64 values: repr, a ',' after each; at most n * (kReprMaxBytes + 1) bytes.
+inline char* write_values_f64(const std::uint64_t* bits, std::size_t n, char* out,
+                              std::size_t* bad) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t b = bits[i];
+        if ((b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
+            *bad = i;
+            return nullptr;
+        }
+        out = write_repr(b, out);
+        *out++ = ',';
+    }
+    return out;
+}
+
+// One row as a JSON array, "[v,v,...]" without spaces ("[]" for none), the values as
+// write_values_f32. Writes at most json_row_max_bytes(n, shortest ? kShortestF32MaxBytes :
+// kReprMaxBytes) bytes; nullptr with *bad at the first NaN or infinity.
+inline char* write_json_row_f32(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
+                                std::size_t* bad) noexcept {
+    *out++ = '[';
+    if (n == 0) {
+        *out = ']';
+        return out + 1;
+    }
+    out = write_values_f32(bits, n, shortest, out, bad);
+    if (out == nullptr) return nullptr;
     out[-1] = ']';
     return out;
 }
@@ -501,15 +527,8 @@ inline char* write_json_row_f64(const std::uint64_t* bits, std::size_t n, char* 
         *out = ']';
         return out + 1;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t b = bits[i];
-        if ((b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
-            *bad = i;
-            return nullptr;
-        }
-        out = write_repr(b, out);
-        *out++ = ',';
-    }
+    out = write_values_f64(bits, n, out, bad);
+    if (out == nullptr) return nullptr;
     out[-1] = ']';
     return out;
 }

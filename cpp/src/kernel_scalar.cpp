@@ -1,4 +1,5 @@
 // The portable kernel: baseline flags only, runs on every CPU.
+#include "float_text.hpp"
 #include "kernels.hpp"
 #include "row_encoder.hpp"
 #include "scalar_ops.hpp"
@@ -10,5 +11,10 @@ void encode_rows_scalar(const row_job& job) noexcept { encode_rows_with<scalar_o
 }  // namespace
 
 encode_rows_fn scalar_kernel() noexcept { return encode_rows_scalar; }
+
+const float_text_writers* scalar_float_text() noexcept {
+    static constexpr float_text_writers writers{write_values_f32, write_values_f64};
+    return &writers;
+}
 
 }  // namespace tensorb64

@@ -1,7 +1,12 @@
 // The kernels: one translation unit per instruction set, each compiled with that set's flags
-// (cpp/CMakeLists.txt) and exporting one function, all listed in kernel_table below, from which
-// dispatch.cpp derives everything it knows about SIMD levels (names, order, what each needs).
+// (cpp/CMakeLists.txt) and exporting its entry functions, all listed in kernel_table below, from
+// which dispatch.cpp derives everything it knows about SIMD levels (names, order, what each needs).
+// A level has two entries: the row encoder (base64 and raw bytes) and the float-text block writer
+// (JSON number text); a level without a faster float-text writer lists the scalar one.
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
 
 #include "cpu_features.hpp"
 #include "tensorb64/tensorb64.hpp"
@@ -27,11 +32,27 @@ encode_rows_fn avx2_kernel() noexcept;
 encode_rows_fn avx512_kernel() noexcept;
 encode_rows_fn neon_kernel() noexcept;
 
+// A level's float-text block writers: exactly float_text.hpp's write_values_f32 / write_values_f64
+// (the scalar ones, byte for byte: each value's text and a ',' after it; nullptr with *bad at the
+// first NaN or infinity), within the same output bounds.
+struct float_text_writers {
+    char* (*f32)(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
+                 std::size_t* bad) noexcept;
+    char* (*f64)(const std::uint64_t* bits, std::size_t n, char* out, std::size_t* bad) noexcept;
+};
+using float_text_fn = const float_text_writers* (*)() noexcept;
+
+// As the kernels: nullptr where the translation unit compiled to a stub (float_text_avx512.cpp
+// builds where kernel_avx512.cpp does, with the same flags).
+const float_text_writers* scalar_float_text() noexcept;
+const float_text_writers* avx512_float_text() noexcept;
+
 struct kernel_row {
     simd_level level;
     const char* name;       // to_string's result; what TENSORB64_SIMD and force_simd_level take
     cpu_features required;  // exactly what its compile flags let the compiler use (checked there)
     encode_rows_fn (*entry)() noexcept;
+    float_text_fn float_text;
 };
 
 constexpr cpu_features avx2_features =
@@ -39,13 +60,13 @@ constexpr cpu_features avx2_features =
 
 // Lowest level first: dispatch runs the last row this CPU can run whose kernel is compiled.
 inline constexpr kernel_row kernel_table[] = {
-    {simd_level::scalar, "scalar", 0, scalar_kernel},
-    {simd_level::avx2, "avx2", avx2_features, avx2_kernel},
+    {simd_level::scalar, "scalar", 0, scalar_kernel, scalar_float_text},
+    {simd_level::avx2, "avx2", avx2_features, avx2_kernel, scalar_float_text},
     {simd_level::avx512, "avx512",
      avx2_features | feature::avx512f | feature::avx512bw | feature::avx512vl | feature::avx512dq |
          feature::avx512vbmi,
-     avx512_kernel},
-    {simd_level::neon, "neon", feature::neon, neon_kernel},
+     avx512_kernel, avx512_float_text},
+    {simd_level::neon, "neon", feature::neon, neon_kernel, scalar_float_text},
 };
 
 // The table's row for `level` (every simd_level has one).

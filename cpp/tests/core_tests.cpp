@@ -755,6 +755,120 @@ void test_float_rows() {
     CHECK(!found.finite && found.row == 4 && found.column == 17);
 }
 
+// Float rows through the public API at every SIMD level (TENSORB64_SIMD / force_simd_level switch
+// the float-text writer too): the same text as the scalar level for float32, bfloat16, float16
+// and float64 sources, strided views, rows of every length 0..70 and beyond a 512-value block, and
+// a NaN or infinity reported at its column.
+void test_float_rows_levels() {
+    level_guard guard;
+    std::mt19937_64 rng(12);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    const auto run = [](const tb::strided_rows& rows, tb::float_format format,
+                        std::vector<std::string>* texts) {
+        std::size_t bound = 0;
+        CHECK(tb::float_row_bound(rows.row_length, rows.format.type, format, &bound));
+        std::vector<std::string> out(rows.rows, std::string(bound + 16, '\x7f'));
+        std::vector<char*> outputs;
+        for (auto& o : out) outputs.push_back(&o[0]);
+        std::vector<std::size_t> lengths(rows.rows);
+        const tb::float_text_result result =
+            tb::write_float_rows(rows, format, outputs.data(), lengths.data(), 1);
+        for (std::size_t r = 0; r < rows.rows && result.finite; ++r) {
+            bool untouched = true;
+            for (std::size_t i = bound; i < out[r].size(); ++i) untouched &= out[r][i] == '\x7f';
+            CHECK(untouched);
+            out[r].resize(lengths[r]);
+        }
+        *texts = out;
+        return result;
+    };
+    for (const std::size_t n :
+         {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9},
+          std::size_t{70}, std::size_t{511}, std::size_t{513}, std::size_t{1100}}) {
+        const std::size_t n_rows = 3;
+        std::vector<float> f32(n_rows * n * 2);
+        for (std::size_t i = 0; i < f32.size(); ++i) {
+            f32[i] =
+                (i % 5 == 0)
+                    ? static_cast<float>(std::ldexp(normal(rng), static_cast<int>(rng() % 80) - 40))
+                    : normal(rng);
+            if (i % 37 == 0) f32[i] = 0.0f;
+            if (i % 41 == 1) {  // a subnormal, made from its bits (FTZ may be on)
+                const std::uint32_t b = static_cast<std::uint32_t>(rng() & 0x807fffffu) | 1u;
+                std::memcpy(&f32[i], &b, 4);
+            }
+        }
+        // The same values widened (normal ones only: DAZ would flush a subnormal's conversion;
+        // those are float64 subnormals here instead).
+        std::vector<double> f64(f32.size());
+        for (std::size_t i = 0; i < f32.size(); ++i) {
+            std::uint32_t b;
+            std::memcpy(&b, &f32[i], 4);
+            if ((b & 0x7f800000u) != 0) {
+                f64[i] = static_cast<double>(f32[i]);
+            } else {
+                const std::uint64_t tiny =
+                    (std::uint64_t{b >> 31} << 63) | (rng() & 0xfffffffffffffull);
+                std::memcpy(&f64[i], &tiny, 8);
+            }
+        }
+        for (std::size_t i = 0; i < f64.size(); i += 3) {  // doubles with 53-bit significands
+            const std::uint64_t b =
+                (rng() & 0x800fffffffffffffull) | (std::uint64_t{1000 + rng() % 40} << 52);
+            std::memcpy(&f64[i], &b, 8);
+        }
+        std::vector<std::uint16_t> halves(f32.size());
+        for (auto& h : halves) h = static_cast<std::uint16_t>(rng() & 0x7bff);  // finite
+        struct source {
+            const void* data;
+            tb::dtype type;
+            std::size_t size;
+        };
+        const source sources[] = {{f32.data(), tb::dtype::float32, 4},
+                                  {f64.data(), tb::dtype::float64, 8},
+                                  {halves.data(), tb::dtype::float16, 2},
+                                  {halves.data(), tb::dtype::bfloat16, 2}};
+        for (const source& src : sources) {
+            // Every other element of each row (a strided view).
+            const tb::strided_rows rows{src.data,
+                                        n_rows,
+                                        n,
+                                        static_cast<std::ptrdiff_t>(2 * n * src.size),
+                                        static_cast<std::ptrdiff_t>(2 * src.size),
+                                        {src.type, tb::host_byte_order}};
+            for (tb::float_format format : {tb::float_format::repr, tb::float_format::shortest}) {
+                std::vector<std::string> expected;
+                tb::force_simd_level(tb::simd_level::scalar);
+                CHECK(run(rows, format, &expected).finite);
+                for (tb::simd_level level : levels()) {
+                    tb::force_simd_level(level);
+                    std::vector<std::string> got;
+                    CHECK(run(rows, format, &got).finite);
+                    for (std::size_t r = 0; r < n_rows; ++r)
+                        CHECK_EQ_STR(got[r], expected[r], "float rows, every level equals scalar");
+                }
+            }
+        }
+        if (n == 0) continue;
+        for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+            std::vector<float> bad = f32;
+            bad[2 * (n + at)] = std::numeric_limits<float>::infinity();  // row 1, column at
+            const tb::strided_rows rows{bad.data(), n_rows,
+                                        n,          static_cast<std::ptrdiff_t>(8 * n),
+                                        8,          {tb::dtype::float32, tb::host_byte_order}};
+            for (tb::simd_level level : levels()) {
+                tb::force_simd_level(level);
+                for (tb::float_format format :
+                     {tb::float_format::repr, tb::float_format::shortest}) {
+                    std::vector<std::string> got;
+                    const tb::float_text_result result = run(rows, format, &got);
+                    CHECK(!result.finite && result.row == 1 && result.column == at);
+                }
+            }
+        }
+    }
+}
+
 // row_output::bytes writes exactly the bytes whose base64 row_output::base64 writes, at every
 // level, for every conversion and byte order, across block boundaries, into rows laid end to end.
 void test_bytes_output() {
@@ -828,7 +942,8 @@ void test_hostile_fp_environment() {
     // The scalar code is integer-only, so it stays the reference even now.
     test_golden_conversions("golden under FTZ/DAZ, rounding upward");
     differential("differential under FTZ/DAZ, rounding upward", false, 7);
-    CHECK(on.still_set());  // the kernels gave the caller back its floating-point environment
+    test_float_rows_levels();  // float text: every level equals the integer-only scalar writer
+    CHECK(on.still_set());     // the kernels gave the caller back its floating-point environment
 #else
     std::printf("  FP environment: no FTZ/rounding control known for this architecture, skipped\n");
 #endif
@@ -1329,6 +1444,7 @@ int main(int argc, char** argv) {
         timed("integer sources", test_integer_sources);
         timed("multi-dimensional rows", test_multi_dimensional_rows);
         timed("float rows", test_float_rows);
+        timed("float rows, every level", test_float_rows_levels);
         timed("decode", test_decode);
         timed("under FTZ/DAZ, rounding upward", test_hostile_fp_environment);
         timed("response body data", test_response_body);

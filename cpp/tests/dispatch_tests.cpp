@@ -165,10 +165,15 @@ void test_table() {
         check(std::string(tb::to_string(row.level)) == row.name,
               std::string("to_string ") + row.name);
         check(&tb::kernel_for(row.level) == &row, std::string("kernel_for ") + row.name);
+        // A level whose kernel is compiled has a float-text writer (its own, compiled with the same
+        // flags on the same targets, or the scalar one).
+        check(row.float_text != nullptr && (row.entry() == nullptr || row.float_text() != nullptr),
+              std::string("a float-text writer wherever the kernel is compiled: ") + row.name);
     }
     check(tb::kernel_table[0].level == level::scalar && tb::kernel_table[0].required == 0,
           "the scalar row comes first and needs nothing");
     check(tb::scalar_kernel() != nullptr, "the scalar kernel is always compiled");
+    check(tb::scalar_float_text() != nullptr, "the scalar float-text writer is always compiled");
     // What this machine can run: in table order, each compiled, beginning with scalar.
     const std::vector<level> available = tb::available_simd_levels();
     std::size_t next = 0;
@@ -176,7 +181,7 @@ void test_table() {
         while (next < all.size() && all[next] != l) ++next;
         check(next < all.size(),
               std::string("available level in table order: ") + tb::to_string(l));
-        check(tb::kernel_for(l).entry() != nullptr,
+        check(tb::kernel_for(l).entry() != nullptr && tb::kernel_for(l).float_text() != nullptr,
               std::string("available and compiled: ") + tb::to_string(l));
     }
     check(!available.empty() && available.front() == level::scalar, "scalar is always available");

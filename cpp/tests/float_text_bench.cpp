@@ -1,8 +1,9 @@
 // Micro-benchmark of float_text.hpp: ns per value and bytes per value writing JSON rows of
 // N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread, against
-// libstdc++'s std::to_chars (shortest, float and the value widened to double) doing the same rows.
+// libstdc++'s std::to_chars (shortest, float and the value widened to double) doing the same rows,
+// and each SIMD level's float-text block writer (kernels.hpp) this CPU runs, in both modes.
 // Medians of interleaved runs (the machine is shared: compare ratios within one run).
-//   float_text_bench [REPEATS]
+//   float_text_bench [REPEATS [FILTER]]   FILTER: only the contenders whose names contain it
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -15,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "dispatch.hpp"
 #include "float_text.hpp"
+#include "kernels.hpp"
 
 namespace tb = tensorb64;
 
@@ -125,6 +128,32 @@ int main(int argc, char** argv) {
                           }),
                           {},
                           0});
+    static std::vector<std::string> level_names;  // the contenders' names point into these
+    level_names.reserve(16);
+    for (const tb::simd_level level : tb::available_simd_levels()) {
+        const tb::float_text_writers* w = tb::kernel_for(level).float_text();
+        for (const bool shortest : {true, false}) {
+            level_names.push_back(std::string("level ") + tb::to_string(level) +
+                                  (shortest ? " shortest" : " repr"));
+            contenders.push_back({level_names.back().c_str(),
+                                  rows_with([w, shortest](const std::uint32_t* v, char* o) {
+                                      std::size_t bad;
+                                      *o++ = '[';
+                                      o = w->f32(v, kDim, shortest, o, &bad);
+                                      o[-1] = ']';
+                                      return o;
+                                  }),
+                                  {},
+                                  0});
+        }
+    }
+    if (argc > 2) {  // a filter, e.g. for a profiler
+        std::vector<contender> kept;
+        for (contender& c : contenders)
+            if (std::strstr(c.name, argv[2]) != nullptr) kept.push_back(c);
+        if (kept.empty()) return 2;
+        contenders = kept;
+    }
     for (int rep = 0; rep < repeats; ++rep) {
         for (contender& c : contenders) {
             const auto start = std::chrono::steady_clock::now();
@@ -140,8 +169,9 @@ int main(int argc, char** argv) {
     const auto median = [](const contender& c) {
         return c.ns_per_value[c.ns_per_value.size() / 2];
     };
-    const double float_base = median(contenders[3]);
-    const double double_base = median(contenders[4]);
+    const bool all = argc <= 2;  // with a filter the to_chars columns are left out
+    const double float_base = all ? median(contenders[3]) : 0;
+    const double double_base = all ? median(contenders[4]) : 0;
     std::printf("  %-40s %10s %12s %14s %15s\n", "", "ns/value", "bytes/value", "to_chars float",
                 "to_chars double");
     for (contender& c : contenders) {

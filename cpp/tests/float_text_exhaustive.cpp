@@ -2,8 +2,10 @@
 // float_text_oracle.hpp (std::to_chars + the layout written out), plus the read-back of each
 // shortest token as a double then rounded to float32, and directly as a float32.
 //
-//   float_text_exhaustive THREADS [FIRST LAST]     patterns FIRST <= bits < LAST (default: all
-//                                                  2^32; numbers in C notation, e.g. 0x80000000)
+//   float_text_exhaustive [--level NAME] THREADS [FIRST LAST]
+//       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation, e.g. 0x80000000);
+//       --level: the texts of that SIMD level's float-text block writer (kernels.hpp; rows of 512
+//       patterns, tokens split at the commas), not the scalar write_shortest_f32 / write_repr
 // Prints the rate and the first mismatches; exits non-zero on any.
 #include <atomic>
 #include <charconv>
@@ -17,8 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include <string>
+
+#include "dispatch.hpp"
 #include "float_text.hpp"
 #include "float_text_oracle.hpp"
+#include "kernels.hpp"
 
 namespace {
 
@@ -38,57 +44,124 @@ void report(const char* what, std::uint32_t bits, const char* got, const char* g
                  expected);
 }
 
+// The float-text writer under test: nullptr for the scalar functions themselves.
+const tensorb64::float_text_writers* level_writers = nullptr;
+
+// One finite pattern's two texts (shortest, repr) against the oracle and the read-backs.
+void check_texts(std::uint32_t b, const char* got, const char* g, const char* got_repr,
+                 const char* g_repr) {
+    char expected[64];
+    float x;
+    std::memcpy(&x, &b, 4);
+    char* e = float_text_oracle::expected_shortest_f32(x, expected);
+    if (g - got != e - expected ||
+        std::memcmp(got, expected, static_cast<std::size_t>(g - got)) != 0) {
+        ++mismatches;
+        report("shortest", b, got, g, expected, e);
+    }
+    double as_double = 0;
+    float as_float = 0;
+    std::from_chars(got, g, as_double);
+    std::from_chars(got, g, as_float);
+    const float via_double = static_cast<float>(as_double);
+    std::uint32_t b1, b2;
+    std::memcpy(&b1, &via_double, 4);
+    std::memcpy(&b2, &as_float, 4);
+    if (b1 != b || b2 != b) {
+        ++readback_failures;
+        char read_back[16];
+        const int length = std::snprintf(read_back, sizeof read_back, "0x%08x", b1 != b ? b1 : b2);
+        report(
+            b1 != b ? "token read as a double, then rounded to float32" : "token read as float32",
+            b, got, g, read_back, read_back + length);
+    }
+    // repr of the value widened to a double
+    e = float_text_oracle::expected_repr(static_cast<double>(x), expected);
+    if (g_repr - got_repr != e - expected ||
+        std::memcmp(got_repr, expected, static_cast<std::size_t>(g_repr - got_repr)) != 0) {
+        ++mismatches;
+        report("repr", b, got_repr, g_repr, expected, e);
+    }
+}
+
+// A row of finite patterns through the level's writer, each token checked.
+void check_level_row(const std::uint32_t* bits, std::size_t n) {
+    static thread_local std::vector<char> shortest, repr;
+    shortest.resize(n * (tensorb64::kShortestF32MaxBytes + 1));
+    repr.resize(n * (tensorb64::kReprMaxBytes + 1));
+    std::size_t bad = 0;
+    const char* s_end = level_writers->f32(bits, n, true, shortest.data(), &bad);
+    const char* r_end = level_writers->f32(bits, n, false, repr.data(), &bad);
+    if (s_end == nullptr || r_end == nullptr) {
+        ++mismatches;
+        report("row refused", bits[0], "", "", "", "");
+        return;
+    }
+    const char* s = shortest.data();
+    const char* r = repr.data();
+    for (std::size_t i = 0; i < n; ++i) {
+        const char* s_comma =
+            static_cast<const char*>(std::memchr(s, ',', static_cast<std::size_t>(s_end - s)));
+        const char* r_comma =
+            static_cast<const char*>(std::memchr(r, ',', static_cast<std::size_t>(r_end - r)));
+        if (s_comma == nullptr || r_comma == nullptr) {
+            ++mismatches;
+            report("row ends early", bits[i], "", "", "", "");
+            return;
+        }
+        check_texts(bits[i], s, s_comma, r, r_comma);
+        s = s_comma + 1;
+        r = r_comma + 1;
+    }
+    if (s != s_end || r != r_end) {
+        ++mismatches;
+        report("row too long", bits[n - 1], "", "", "", "");
+    }
+}
+
 void check_range(std::uint64_t first, std::uint64_t last) {
-    char got[64], expected[64];
+    char got[64], got_repr[64];
     std::uint64_t local_checked = 0;
+    std::vector<std::uint32_t> row;
+    row.reserve(512);
     for (std::uint64_t wide = first; wide < last; ++wide) {
         const std::uint32_t b = static_cast<std::uint32_t>(wide);
         if ((b & 0x7f800000u) == 0x7f800000u) continue;
-        float x;
-        std::memcpy(&x, &b, 4);
-        // shortest
-        char* g = tensorb64::write_shortest_f32(b, got);
-        char* e = float_text_oracle::expected_shortest_f32(x, expected);
-        if (g - got != e - expected ||
-            std::memcmp(got, expected, static_cast<std::size_t>(g - got)) != 0) {
-            ++mismatches;
-            report("shortest", b, got, g, expected, e);
-        }
-        double as_double = 0;
-        float as_float = 0;
-        std::from_chars(got, g, as_double);
-        std::from_chars(got, g, as_float);
-        const float via_double = static_cast<float>(as_double);
-        std::uint32_t b1, b2;
-        std::memcpy(&b1, &via_double, 4);
-        std::memcpy(&b2, &as_float, 4);
-        if (b1 != b || b2 != b) {
-            ++readback_failures;
-            char read_back[16];
-            const int length =
-                std::snprintf(read_back, sizeof read_back, "0x%08x", b1 != b ? b1 : b2);
-            report(b1 != b ? "token read as a double, then rounded to float32"
-                           : "token read as float32",
-                   b, got, g, read_back, read_back + length);
-        }
-        // repr of the value widened to a double
-        g = tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), got);
-        e = float_text_oracle::expected_repr(static_cast<double>(x), expected);
-        if (g - got != e - expected ||
-            std::memcmp(got, expected, static_cast<std::size_t>(g - got)) != 0) {
-            ++mismatches;
-            report("repr", b, got, g, expected, e);
-        }
         ++local_checked;
+        if (level_writers != nullptr) {
+            row.push_back(b);
+            if (row.size() == 512) {
+                check_level_row(row.data(), row.size());
+                row.clear();
+            }
+            continue;
+        }
+        char* g = tensorb64::write_shortest_f32(b, got);
+        char* g_repr = tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), got_repr);
+        check_texts(b, got, g, got_repr, g_repr);
     }
+    if (!row.empty()) check_level_row(row.data(), row.size());
     checked += local_checked;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    std::string level_name = "scalar functions";
+    if (argc >= 3 && std::strcmp(argv[1], "--level") == 0) {
+        tensorb64::simd_level level;
+        if (!tensorb64::parse_simd_level(argv[2], &level)) {
+            std::fprintf(stderr, "unknown SIMD level %s\n", argv[2]);
+            return 2;
+        }
+        tensorb64::force_simd_level(level);  // throws if this CPU cannot run it
+        level_writers = &tensorb64::active_float_text();
+        level_name = std::string("level ") + argv[2] + "'s writer";
+        argv += 2;
+        argc -= 2;
+    }
     if (argc != 2 && argc != 4) {
-        std::fprintf(stderr, "usage: %s THREADS [FIRST LAST]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--level NAME] THREADS [FIRST LAST]\n", argv[0]);
         return 2;
     }
     const unsigned threads = static_cast<unsigned>(std::strtoul(argv[1], nullptr, 0));
@@ -127,14 +200,16 @@ int main(int argc, char** argv) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     const double rate = static_cast<double>(last - first) / took.count();
     std::printf(
-        "float_text_exhaustive: patterns [0x%llx, 0x%llx): %llu finite checked in both modes, %.1f "
+        "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in both modes, "
+        "%.1f "
         "s on %u "
         "threads (%.2f M patterns/s; all 2^32 at this rate: %.0f s); %llu mismatches, %llu "
         "read-back "
         "failures\n",
-        static_cast<unsigned long long>(first), static_cast<unsigned long long>(last),
-        static_cast<unsigned long long>(checked.load()), took.count(), threads, rate / 1e6,
-        4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()),
+        level_name.c_str(), static_cast<unsigned long long>(first),
+        static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
+        took.count(), threads, rate / 1e6, 4294967296.0 / rate,
+        static_cast<unsigned long long>(mismatches.load()),
         static_cast<unsigned long long>(readback_failures.load()));
     return mismatches == 0 && readback_failures == 0 ? 0 : 1;
 }

@@ -17,6 +17,7 @@
 //   * the row writers: n = 0, rows against the concatenated oracle, NaN/inf first, middle and last
 //     (the bad index), nothing written past json_row_max_bytes;
 //   * the same digits with the FP environment set to round upward (integer arithmetic only).
+#include <algorithm>
 #include <cfenv>
 #include <charconv>
 #include <chrono>
@@ -30,9 +31,11 @@
 #include <string>
 #include <vector>
 
+#include "dispatch.hpp"
 #include "float_text.hpp"
 #include "float_text_oracle.hpp"
 #include "formats.hpp"
+#include "kernels.hpp"
 
 namespace tb = tensorb64;
 namespace oracle = float_text_oracle;
@@ -491,6 +494,209 @@ void test_rounding_mode() {
     }
 }
 
+// ---- every SIMD level's float-text block writer equals the scalar one (kernels.hpp) ----
+
+constexpr unsigned char kLevelCanary = 0xa5;
+
+// The level's f32 writer against write_values_f32 on `values` (all finite), written from an offset
+// start (1..3 bytes in: the writers must not assume alignment), both modes, and the writer keeps
+// within its bound.
+void check_level_f32(const tb::float_text_writers& w, const char* level,
+                     const std::vector<std::uint32_t>& values, const char* context) {
+    for (const bool shortest : {true, false}) {
+        const std::size_t per = (shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes) + 1;
+        const std::size_t bound = values.size() * per;
+        std::vector<char> expected(bound + 8);
+        std::vector<unsigned char> got(bound + 72, kLevelCanary);
+        std::size_t bad = 777;
+        char* e_end =
+            tb::write_values_f32(values.data(), values.size(), shortest, expected.data(), &bad);
+        const std::size_t offset = 1 + values.size() % 3;
+        char* start = reinterpret_cast<char*>(got.data()) + offset;
+        char* g_end = w.f32(values.data(), values.size(), shortest, start, &bad);
+        const bool same =
+            g_end != nullptr && bad == 777 && g_end - start == e_end - expected.data() &&
+            std::memcmp(start, expected.data(), static_cast<std::size_t>(g_end - start)) == 0;
+        if (!same) {
+            // Name the first value that differs.
+            std::string what =
+                std::string(level) + " " + context + (shortest ? " shortest" : " repr");
+            for (std::uint32_t v : values) {
+                char one_e[64], one_g[64 + 72];
+                std::size_t b2 = 0;
+                char* ee = tb::write_values_f32(&v, 1, shortest, one_e, &b2);
+                char* ge = w.f32(&v, 1, shortest, one_g, &b2);
+                if (ge == nullptr || ge - one_g != ee - one_e ||
+                    std::memcmp(one_g, one_e, static_cast<std::size_t>(ee - one_e)) != 0) {
+                    what += ": " + hex(v) + " wrote " +
+                            (ge ? std::string(one_g, ge) : std::string("nullptr")) + ", scalar " +
+                            std::string(one_e, ee);
+                    break;
+                }
+            }
+            if (g_end != nullptr) {  // where the row first differs (the SIMD paths take groups)
+                const std::size_t g_len = static_cast<std::size_t>(g_end - start);
+                const std::size_t e_len = static_cast<std::size_t>(e_end - expected.data());
+                std::size_t at = 0;
+                while (at < g_len && at < e_len && start[at] == expected[at]) ++at;
+                const std::size_t from = at > 30 ? at - 30 : 0;
+                what +=
+                    "; first difference at byte " + std::to_string(at) + ": wrote ..." +
+                    std::string(start + from, std::min(g_len, at + 30) - from) + "...; scalar ..." +
+                    std::string(expected.data() + from, std::min(e_len, at + 30) - from) + "...";
+            }
+            report_failure(__FILE__, __LINE__, what);
+        } else {
+            ++passed;
+        }
+        bool clean = true;
+        for (std::size_t i = 0; i < offset; ++i) clean = clean && got[i] == kLevelCanary;
+        for (std::size_t i = offset + bound; i < got.size(); ++i)
+            clean = clean && got[i] == kLevelCanary;
+        CHECK(clean);
+    }
+}
+
+void check_level_f64(const tb::float_text_writers& w, const char* level,
+                     const std::vector<std::uint64_t>& values, const char* context) {
+    const std::size_t bound = values.size() * (tb::kReprMaxBytes + 1);
+    std::vector<char> expected(bound + 8);
+    std::vector<unsigned char> got(bound + 72, kLevelCanary);
+    std::size_t bad = 777;
+    char* e_end = tb::write_values_f64(values.data(), values.size(), expected.data(), &bad);
+    const std::size_t offset = 1 + values.size() % 3;
+    char* start = reinterpret_cast<char*>(got.data()) + offset;
+    char* g_end = w.f64(values.data(), values.size(), start, &bad);
+    const bool same =
+        g_end != nullptr && bad == 777 && g_end - start == e_end - expected.data() &&
+        std::memcmp(start, expected.data(), static_cast<std::size_t>(g_end - start)) == 0;
+    if (!same) {
+        std::string what = std::string(level) + " " + context + " f64";
+        for (std::uint64_t v : values) {
+            char one_e[64], one_g[64 + 72];
+            std::size_t b2 = 0;
+            char* ee = tb::write_values_f64(&v, 1, one_e, &b2);
+            char* ge = w.f64(&v, 1, one_g, &b2);
+            if (ge == nullptr || ge - one_g != ee - one_e ||
+                std::memcmp(one_g, one_e, static_cast<std::size_t>(ee - one_e)) != 0) {
+                what += ": " + hex(v) + " wrote " +
+                        (ge ? std::string(one_g, ge) : std::string("nullptr")) + ", scalar " +
+                        std::string(one_e, ee);
+                break;
+            }
+        }
+        report_failure(__FILE__, __LINE__, what);
+    } else {
+        ++passed;
+    }
+    bool clean = true;
+    for (std::size_t i = 0; i < offset; ++i) clean = clean && got[i] == kLevelCanary;
+    for (std::size_t i = offset + bound; i < got.size(); ++i)
+        clean = clean && got[i] == kLevelCanary;
+    CHECK(clean);
+}
+
+// Feeds `values` to the checks in blocks of 512 (float_rows.cpp's block size).
+void check_level_blocks(const tb::float_text_writers& w, const char* level,
+                        const std::vector<std::uint32_t>& all, const char* context) {
+    for (std::size_t i = 0; i < all.size(); i += 512) {
+        const std::vector<std::uint32_t> block(
+            all.begin() + static_cast<std::ptrdiff_t>(i),
+            all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), i + 512)));
+        check_level_f32(w, level, block, context);
+        std::vector<std::uint64_t> wide(block.size());
+        for (std::size_t j = 0; j < block.size(); ++j) wide[j] = tb::f32_bits_to_f64_bits(block[j]);
+        check_level_f64(w, level, wide, context);
+    }
+}
+
+void test_levels_equal_scalar(bool quick) {
+    for (const tb::simd_level level : tb::available_simd_levels()) {
+        const tb::float_text_writers* writers = tb::kernel_for(level).float_text();
+        CHECK(writers != nullptr);
+        if (writers == nullptr) continue;
+        const tb::float_text_writers& w = *writers;
+        const char* name = tb::to_string(level);
+        // Every float16 and bfloat16 value.
+        std::vector<std::uint32_t> half, bf16;
+        for (std::uint32_t h = 0; h < 0x10000; ++h) {
+            const std::uint32_t from_half = tb::f16_to_f32(static_cast<std::uint16_t>(h));
+            if (finite32(from_half)) half.push_back(from_half);
+            if (finite32(h << 16)) bf16.push_back(h << 16);
+        }
+        check_level_blocks(w, name, half, "float16");
+        check_level_blocks(w, name, bf16, "bfloat16");
+        // Special values: zeros, subnormals, the extremes, powers of ten and their neighbours,
+        // the one exception of write_shortest_f32, integers around 2^24.
+        std::vector<std::uint32_t> special = {0u,          0x80000000u, 1u,          0x80000001u,
+                                              0x007fffffu, 0x00800000u, 0x7f7fffffu, 0xff7fffffu,
+                                              0x15ae43fdu, 0x95ae43fdu, 0x15ae43feu, 0x4b800000u,
+                                              0x4b7fffffu, 0x4b800001u, 0x3f800000u, 0x3f800001u};
+        for (int e = -46; e <= 39; ++e) {
+            const float x = std::pow(10.0f, static_cast<float>(e));
+            if (!(x > 0) || !std::isfinite(x)) continue;
+            for (int d = -3; d <= 3; ++d)
+                special.push_back(bits_of(x) + static_cast<std::uint32_t>(d));
+        }
+        for (std::uint32_t e = 1; e < 255; ++e) {  // every power of two and its neighbours
+            for (std::uint32_t f : {0u, 1u, 0x7fffffu}) special.push_back((e << 23) | f);
+        }
+        for (std::uint32_t& b : special)
+            if (!finite32(b)) b &= 0xbfffffffu;
+        check_level_blocks(w, name, special, "special values");
+        // Random patterns (2^22; 2^20 with --quick) and embeddings.
+        std::mt19937_64 rng(2024);
+        std::normal_distribution<float> embedding(0.0f, 0.05f);
+        std::vector<std::uint32_t> random(std::size_t{1} << (quick ? 20 : 22));
+        for (std::size_t i = 0; i < random.size(); ++i) {
+            std::uint32_t b =
+                (i % 4 == 0) ? bits_of(embedding(rng)) : static_cast<std::uint32_t>(rng());
+            if (!finite32(b)) b &= 0xbfffffffu;
+            random[i] = b;
+        }
+        check_level_blocks(w, name, random, "random float32");
+        std::vector<std::uint64_t> random64(std::size_t{1} << 16);
+        for (std::uint64_t& b : random64) {
+            b = rng();
+            if ((b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) b &= 0xbfffffffffffffffull;
+        }
+        for (std::size_t i = 0; i < random64.size(); i += 509)
+            check_level_f64(
+                w, name,
+                std::vector<std::uint64_t>(random64.begin() + static_cast<std::ptrdiff_t>(i),
+                                           random64.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                                  random64.size(), i + 509))),
+                "random float64");
+        // Rows of every length 0..70, and a NaN or infinity at every position of them (the first
+        // one named, a later one too).
+        const std::uint32_t bad32[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0xffffffffu};
+        for (std::size_t n = 0; n <= 70; ++n) {
+            std::vector<std::uint32_t> row(n);
+            for (std::uint32_t& b : row) b = bits_of(embedding(rng));
+            check_level_f32(w, name, row, "row");
+            std::vector<std::uint64_t> wide(n);
+            for (std::size_t j = 0; j < n; ++j) wide[j] = tb::f32_bits_to_f64_bits(row[j]);
+            check_level_f64(w, name, wide, "row");
+            std::vector<char> out(n * (tb::kReprMaxBytes + 1) + 72);
+            for (std::size_t at = 0; at < n; ++at) {
+                std::vector<std::uint32_t> with_bad = row;
+                with_bad[at] = bad32[at % 4];
+                if (at + 2 < n) with_bad[n - 1] = 0x7f800000u;
+                for (const bool shortest : {true, false}) {
+                    std::size_t bad = 999999;
+                    CHECK(w.f32(with_bad.data(), n, shortest, out.data(), &bad) == nullptr);
+                    CHECK(bad == at);
+                }
+                std::vector<std::uint64_t> wide_bad = wide;
+                wide_bad[at] = at % 2 ? 0x7ff8000000000000ull : 0xfff0000000000000ull;
+                std::size_t bad = 999999;
+                CHECK(w.f64(wide_bad.data(), n, out.data(), &bad) == nullptr);
+                CHECK(bad == at);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -507,6 +713,7 @@ int main(int argc, char** argv) {
     timed("random bit patterns", [&] { test_random(quick ? 18 : 24); });
     timed("rows", test_rows);
     timed("rounding mode", test_rounding_mode);
+    timed("every level equals scalar", [&] { test_levels_equal_scalar(quick); });
     std::printf("float_text_tests: %ld float32 values in both modes; %ld passed, %ld failed\n",
                 float32_checked, passed, failed);
     return failed == 0 ? 0 : 1;
