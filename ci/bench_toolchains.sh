@@ -16,28 +16,22 @@ zig="$("$python" -c 'import ziglang, pathlib; print(pathlib.Path(ziglang.__file_
 work="$(mktemp -d "${TMPDIR:-/tmp}/tensorb64-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-common=(-std=c++17 -O2 -Wall -Wextra -I"$cpp/include" -DTENSORB64_HAVE_X86_KERNELS)
-avx2=(-mavx2 -mf16c -mfma -mbmi2)
-avx512=("${avx2[@]}" -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vbmi)
-build() {  # build NAME COMPILER... : kernel_bench into $work/NAME
-  local name=$1; shift
-  local objects=()
-  for s in encode dispatch kernel_scalar kernel_avx2 kernel_avx512 float_text_avx512; do
-    local flags=()
-    [[ $s == kernel_avx2 ]] && flags=("${avx2[@]}")
-    [[ $s == kernel_avx512 || $s == float_text_avx512 ]] && flags=("${avx512[@]}")
-    "$@" "${common[@]}" "${flags[@]}" -c "$cpp/src/$s.cpp" -o "$work/$name-$s.o"
-    objects+=("$work/$name-$s.o")
-  done
-  "$@" "${common[@]}" -c "$cpp/tests/kernel_bench.cpp" -o "$work/$name-bench.o"
-  # g++: static, as run_cross.sh links it; zig: glibc cannot be linked statically, so dynamically
-  # against glibc 2.17's symbols (libc++ static either way).
-  local link=(-pthread)
-  [[ $name == gxx ]] && link+=(-static)
-  "$@" "${link[@]}" "$work/$name-bench.o" "${objects[@]}" -o "$work/$name"
+# Both build through cpp/CMakeLists.txt, so the sources and each kernel's flags are the ones
+# written there (and nowhere else).
+build() {  # build NAME CXX: kernel_bench into $work/NAME
+  local name=$1 cxx=$2 link=()
+  [[ $name == gxx ]] && link=(-DCMAKE_EXE_LINKER_FLAGS=-static)  # as run_cross.sh links it
+  cmake -S "$cpp" -B "$work/$name-build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
+        -DTENSORB64_BUILD_TESTS=ON "${link[@]}" >/dev/null
+  cmake --build "$work/$name-build" -j "${JOBS:-2}" --target kernel_bench >/dev/null
+  cp "$work/$name-build/kernel_bench" "$work/$name"
 }
+# zig: glibc cannot be linked statically, so dynamically against glibc 2.17's symbols (libc++
+# static either way), through a one-line compiler wrapper.
+printf '#!/bin/sh\nexec "%s" c++ -target x86_64-linux-gnu.2.17 "$@"\n' "$zig" > "$work/zig-cxx"
+chmod +x "$work/zig-cxx"
 build gxx "${CXX:-g++}"
-build zig "$zig" c++ -target x86_64-linux-gnu.2.17
+build zig "$work/zig-cxx"
 for round in $(seq "${ROUNDS:-2}"); do
   for name in gxx zig; do
     echo "== $name (round $round)"
