@@ -27,8 +27,12 @@ constexpr std::size_t block_elements = 512;
 // Copies `n` elements of `size` bytes, `stride` apart, into `out`, in host byte order.
 void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size,
             bool swap, unsigned char* out) noexcept {
-    for (std::size_t i = 0; i < n; ++i)
-        std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
+    if (stride == static_cast<std::ptrdiff_t>(size)) {  // contiguous: one copy, not n
+        std::memcpy(out, src, n * size);
+    } else {
+        for (std::size_t i = 0; i < n; ++i)
+            std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
+    }
     if (swap && size > 1) swap_elements(out, n, size);
 }
 
@@ -53,14 +57,22 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
     *out++ = '[';
     for (std::size_t done = 0; done < source.row_length; done += block_elements) {
         const std::size_t k = std::min(block_elements, source.row_length - done);
-        gather(row + static_cast<std::ptrdiff_t>(done) * source.element_stride, k,
-               source.element_stride, size, swap, raw);
+        const unsigned char* block =
+            row + static_cast<std::ptrdiff_t>(done) * source.element_stride;
         std::size_t bad = 0;
-        if (type == dtype::float64) {  // the doubles themselves
-            out = writers.f64(doubles, k, out, &bad);
-        } else {
-            scalar_ops::widen(type, raw, k, wide);  // float32 bits, exactly as torch widens
+        if (type == dtype::float32 &&
+            !swap) {  // float32 bits already: gathered straight into place
+            gather(block, k, source.element_stride, 4, false,
+                   reinterpret_cast<unsigned char*>(wide));
             out = writers.f32(wide, k, shortest, out, &bad);
+        } else {
+            gather(block, k, source.element_stride, size, swap, raw);
+            if (type == dtype::float64) {  // the doubles themselves
+                out = writers.f64(doubles, k, out, &bad);
+            } else {
+                scalar_ops::widen(type, raw, k, wide);  // float32 bits, exactly as torch widens
+                out = writers.f32(wide, k, shortest, out, &bad);
+            }
         }
         if (out == nullptr) {
             *column = done + bad;
