@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -53,42 +54,9 @@ namespace tb = tensorb64;
 
 namespace {
 
-long passed = 0;
-long failed = 0;
-int reported = 0;
-
-void report_failure(const char* file, int line, const std::string& what) {
-    ++failed;
-    if (++reported <= 30) std::fprintf(stderr, "%s:%d: FAILED: %s\n", file, line, what.c_str());
-    if (reported == 30) std::fprintf(stderr, "(further failures not shown)\n");
-}
-
-#define CHECK(cond)                                                 \
-    do {                                                            \
-        if (cond) {                                                 \
-            ++passed;                                               \
-        } else {                                                    \
-            report_failure(__FILE__, __LINE__, "CHECK(" #cond ")"); \
-        }                                                           \
-    } while (0)
-
-#define CHECK_EQ_STR(actual, expected, context)                                                 \
-    do {                                                                                        \
-        const std::string a_ = (actual);                                                        \
-        const std::string e_ = (expected);                                                      \
-        if (a_ == e_) {                                                                         \
-            ++passed;                                                                           \
-        } else {                                                                                \
-            std::size_t at_ = 0;                                                                \
-            while (at_ < a_.size() && at_ < e_.size() && a_[at_] == e_[at_]) ++at_;             \
-            report_failure(__FILE__, __LINE__,                                                  \
-                           std::string(context) + ": got \"" + a_.substr(0, 80) +               \
-                               "\" expected \"" + e_.substr(0, 80) +                            \
-                               "\" (first difference "                                          \
-                               "at char " +                                                     \
-                               std::to_string(at_) + " of " + std::to_string(e_.size()) + ")"); \
-        }                                                                                       \
-    } while (0)
+using test_check::failed;
+using test_check::passed;
+using test_check::report_failure;
 
 const tb::dtype all_dtypes[] = {
     tb::dtype::float32,       tb::dtype::float16,     tb::dtype::bfloat16, tb::dtype::float64,

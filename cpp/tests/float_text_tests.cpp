@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "dispatch.hpp"
 #include "float_text.hpp"
 #include "float_text_oracle.hpp"
@@ -42,37 +43,9 @@ namespace oracle = float_text_oracle;
 
 namespace {
 
-long passed = 0;
-long failed = 0;
-int reported = 0;
-
-void report_failure(const char* file, int line, const std::string& what) {
-    ++failed;
-    if (++reported <= 30) std::fprintf(stderr, "%s:%d: FAILED: %s\n", file, line, what.c_str());
-    if (reported == 30) std::fprintf(stderr, "(further failures not shown)\n");
-}
-
-#define CHECK(cond)                                                 \
-    do {                                                            \
-        if (cond) {                                                 \
-            ++passed;                                               \
-        } else {                                                    \
-            report_failure(__FILE__, __LINE__, "CHECK(" #cond ")"); \
-        }                                                           \
-    } while (0)
-
-#define CHECK_EQ_STR(actual, expected, context)                                   \
-    do {                                                                          \
-        const std::string a_ = (actual);                                          \
-        const std::string e_ = (expected);                                        \
-        if (a_ == e_) {                                                           \
-            ++passed;                                                             \
-        } else {                                                                  \
-            report_failure(__FILE__, __LINE__,                                    \
-                           std::string(context) + ": got \"" + a_.substr(0, 80) + \
-                               "\" expected \"" + e_.substr(0, 80) + "\"");       \
-        }                                                                         \
-    } while (0)
+using test_check::failed;
+using test_check::passed;
+using test_check::report_failure;
 
 std::uint32_t bits_of(float x) {
     std::uint32_t b;
