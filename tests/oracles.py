@@ -59,3 +59,32 @@ def tensor_from_bits(bits: np.ndarray, dtype):
     """A torch tensor of `dtype` holding exactly the bit patterns of an unsigned integer array."""
     signed = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[bits.dtype.itemsize]
     return torch.from_numpy(np.ascontiguousarray(bits).view(signed).copy()).view(dtype)
+
+
+def fp8_to_f32_bits(exponent_bits: int, mantissa_bits: int, nan_bits: int, has_inf: bool) -> np.ndarray:
+    """float32 bits of each of the 256 values of a float8 format, as torch widens them: the rules
+    written out from their definition, independent of the core's bit arithmetic."""
+    bias = (1 << (exponent_bits - 1)) - 1
+    codes = np.arange(256, dtype=np.uint32)
+    sign = (codes >> 7) & 1
+    exponent = (codes >> mantissa_bits) & ((1 << exponent_bits) - 1)
+    mantissa = codes & ((1 << mantissa_bits) - 1)
+    magnitude = np.where(
+        exponent == 0,
+        np.ldexp(mantissa.astype(np.float64), 1 - bias - mantissa_bits),
+        np.ldexp((mantissa + (1 << mantissa_bits)).astype(np.float64), exponent.astype(np.int64) - bias - mantissa_bits),
+    )
+    bits = magnitude.astype(np.float32).view(np.uint32) | (sign << 31).astype(np.uint32)
+    all_ones = (1 << exponent_bits) - 1
+    if has_inf:  # IEEE-like: all-ones exponent is inf (zero mantissa) or NaN
+        special = exponent == all_ones
+        inf = (mantissa == 0) & special
+        bits = np.where(inf, (sign << 31) | 0x7F800000, bits)
+        nan = special & (mantissa != 0)
+        # NaNs widen through float16, which quiets them and keeps their payload.
+        payload = mantissa << (23 - mantissa_bits)
+        bits = np.where(nan, (sign << 31) | 0x7FC00000 | payload, bits)
+    else:  # float8_e4m3fn: only S.1111.111 is NaN, widened by torch to 0x7FF00000
+        nan = (codes & 0x7F) == 0x7F
+        bits = np.where(nan, (sign << 31) | nan_bits, bits)
+    return bits.astype(np.uint32)
