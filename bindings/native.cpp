@@ -101,6 +101,7 @@ struct registry {
     PyObject* readable = nullptr;  // _inputs.readable: x -> (readable object, dtype code or None)
     PyObject* tensor_type = nullptr;   // torch.Tensor, once the Python layer has seen torch
     PyObject* torch_dtypes = nullptr;  // dict: torch.dtype -> core dtype code
+    PyObject* torch_exchange_capsule = nullptr;  // torch.Tensor.__dlpack_c_exchange_api__, if any
     std::string dtype_names;           // "float32, float16, ..." for messages
     std::string byteorder_names;
     std::string float_format_names;
@@ -363,16 +364,161 @@ bool byte_extent(const input_array& in, std::ptrdiff_t* low, std::ptrdiff_t* hig
     return true;
 }
 
-// Reads a CPU torch.Tensor (exactly that type: a subclass's methods may say anything) through
-// its public methods: no torch headers, no numpy view. False (no error set) for what the Python
-// layer must handle: another device, dtype or layout, a negative-bit view, anything that raised.
-// Raises if its shape and strides reach outside its storage (a shrunk storage, as FSDP leaves).
-bool read_tensor(PyObject* x, input_array& in) {
+// DLPack's C exchange API (DLPack 1.2+, offered by torch as the capsule
+// `torch.Tensor.__dlpack_c_exchange_api__`): one C call fills a DLTensor (device, dtype, shape,
+// strides) where reading them through the tensor's methods takes five Python calls. The layout
+// is the DLPack standard's (dlpack.h, major version 1), declared here so that the package needs
+// no torch or dlpack headers.
+namespace dlpack {
+struct version {
+    std::uint32_t major, minor;
+};
+struct device {
+    std::int32_t type, id;
+};
+constexpr std::int32_t cpu_device = 1;  // kDLCPU
+struct data_type {
+    std::uint8_t code, bits;
+    std::uint16_t lanes;
+};
+struct tensor {
+    void* data;
+    device where;
+    std::int32_t ndim;
+    data_type type;
+    std::int64_t* shape;
+    std::int64_t* strides;  // in elements; null means C-contiguous
+    std::uint64_t byte_offset;
+};
+struct exchange_api {
+    version api_version;  // the header, stable across versions
+    const void* previous_api;
+    const void* managed_tensor_allocator;
+    const void* managed_tensor_from_py_object_no_sync;
+    const void* managed_tensor_to_py_object_no_sync;
+    // Fills `out` for `py_object`, borrowed (valid while the object lives and is not changed);
+    // 0, or -1 with a Python exception set.
+    int (*dltensor_from_py_object_no_sync)(void* py_object, tensor* out);
+    const void* current_work_stream;
+};
+constexpr const char* capsule_name = "dlpack_exchange_api";
+
+// The core type of a DLPack element type; -1 where the core does not read it in place.
+int core_code(data_type t) {
+    if (t.lanes != 1) return -1;
+    enum : std::uint8_t { int_code = 0, uint_code = 1, float_code = 2, bfloat_code = 4, bool_code = 6,
+                          float8_e4m3fn_code = 10, float8_e5m2_code = 12 };
+    tb::dtype core;
+    switch (t.code * 256 + t.bits) {
+    case float_code * 256 + 32: core = tb::dtype::float32; break;
+    case float_code * 256 + 16: core = tb::dtype::float16; break;
+    case float_code * 256 + 64: core = tb::dtype::float64; break;
+    case bfloat_code * 256 + 16: core = tb::dtype::bfloat16; break;
+    case float8_e4m3fn_code * 256 + 8: core = tb::dtype::float8_e4m3fn; break;
+    case float8_e5m2_code * 256 + 8: core = tb::dtype::float8_e5m2; break;
+    case int_code * 256 + 8: core = tb::dtype::int8; break;
+    case int_code * 256 + 16: core = tb::dtype::int16; break;
+    case int_code * 256 + 32: core = tb::dtype::int32; break;
+    case int_code * 256 + 64: core = tb::dtype::int64; break;
+    case uint_code * 256 + 8: core = tb::dtype::uint8; break;
+    case uint_code * 256 + 16: core = tb::dtype::uint16; break;
+    case uint_code * 256 + 32: core = tb::dtype::uint32; break;
+    case uint_code * 256 + 64: core = tb::dtype::uint64; break;
+    case bool_code * 256 + 8: core = tb::dtype::bool8; break;
+    default: return -1;
+    }
+    return static_cast<int>(core);
+}
+}  // namespace dlpack
+
+const dlpack::exchange_api* torch_exchange = nullptr;  // set by _configure_torch when offered
+
+// Element strides beyond this cannot address real memory (and their byte strides could overflow).
+constexpr std::int64_t max_stride = std::numeric_limits<std::ptrdiff_t>::max() / 16;
+
+[[noreturn]] void strides_out_of_range() {
+    raise(PyExc_ValueError,
+          "the tensor's shape and strides reach outside its storage (they are out of range)");
+}
+
+// The tensor's element type, shape and strides (in bytes) into `in`, and its address where the
+// DLPack exchange API gives it: through that API when torch offers it, otherwise through its
+// methods. False (no error set) for what the
+// Python layer must handle: another device, dtype or layout, anything that raised.
+bool describe_tensor(PyObject* x, input_array& in) {
+    if (torch_exchange != nullptr) {
+        dlpack::tensor dl{};
+        if (torch_exchange->dltensor_from_py_object_no_sync(x, &dl) != 0) {
+            PyErr_Clear();
+            return false;
+        }
+        const int code = dlpack::core_code(dl.type);
+        if (dl.where.type != dlpack::cpu_device || code < 0 || dl.ndim < 0 ||
+            static_cast<std::size_t>(dl.ndim) > tb::max_dims || (dl.ndim > 0 && dl.shape == nullptr)) {
+            return false;
+        }
+        if (code == static_cast<int>(tb::dtype::int8) || code == static_cast<int>(tb::dtype::uint8)) {
+            // torch exports its sub-byte integer dtypes (int1..int7, uint1..uint7) as 8-bit
+            // integers: the tensor's dtype says which it is.
+            static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
+            ref dtype(PyObject_GetAttr(x, dtype_name));
+            if (!dtype || lookup_code(names.torch_dtypes, dtype.get()) != code) {
+                PyErr_Clear();
+                return false;
+            }
+        }
+        in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
+        in.data = static_cast<const char*>(dl.data) + dl.byte_offset;
+        const auto size = static_cast<std::int64_t>(tb::dtype_size(in.format.type));
+        in.ndim = static_cast<std::size_t>(dl.ndim);
+        std::int64_t contiguous = 1;
+        for (std::size_t d = in.ndim; d-- > 0;) {
+            const std::int64_t stride = dl.strides != nullptr ? dl.strides[d] : contiguous;
+            if (dl.shape[d] < 0 || stride > max_stride || stride < -max_stride) strides_out_of_range();
+            in.shape[d] = static_cast<std::size_t>(dl.shape[d]);
+            in.strides[d] = static_cast<std::ptrdiff_t>(stride * size);
+            contiguous *= dl.shape[d] == 0 ? 1 : dl.shape[d];
+        }
+        return true;
+    }
     static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
     static PyObject* const is_cpu_name = PyUnicode_InternFromString("is_cpu");
-    static PyObject* const is_neg_name = PyUnicode_InternFromString("is_neg");
     static PyObject* const shape_name = PyUnicode_InternFromString("shape");
     static PyObject* const stride_name = PyUnicode_InternFromString("stride");
+    ref dtype(PyObject_GetAttr(x, dtype_name));
+    const int code = dtype ? lookup_code(names.torch_dtypes, dtype.get()) : -1;
+    ref is_cpu(PyObject_GetAttr(x, is_cpu_name));
+    ref shape(PyObject_GetAttr(x, shape_name));
+    ref strides(call_method(x, stride_name));
+    if (code < 0 || is_cpu.get() != Py_True || !shape || !strides || !PyTuple_Check(shape.get()) ||
+        !PyTuple_Check(strides.get()) ||
+        PyTuple_GET_SIZE(shape.get()) != PyTuple_GET_SIZE(strides.get()) ||
+        PyTuple_GET_SIZE(shape.get()) > static_cast<Py_ssize_t>(tb::max_dims)) {
+        PyErr_Clear();
+        return false;
+    }
+    in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
+    const auto size = static_cast<std::ptrdiff_t>(tb::dtype_size(in.format.type));
+    in.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape.get()));
+    for (std::size_t d = 0; d < in.ndim; ++d) {
+        std::ptrdiff_t extent = 0, stride = 0;
+        if (!as_ssize(PyTuple_GET_ITEM(shape.get(), d), &extent) ||
+            !as_ssize(PyTuple_GET_ITEM(strides.get(), d), &stride) || extent < 0 ||
+            stride > max_stride || stride < -max_stride) {
+            strides_out_of_range();
+        }
+        in.shape[d] = static_cast<std::size_t>(extent);
+        in.strides[d] = stride * size;
+    }
+    return true;
+}
+
+// Reads a CPU torch.Tensor (exactly that type: a subclass's methods may say anything) in place:
+// no torch headers, no numpy view. False (no error set) for what the Python layer must handle:
+// another device, dtype or layout, a negative-bit view, anything that raised. Raises if its
+// shape and strides reach outside its storage (a shrunk storage, as FSDP leaves).
+bool read_tensor(PyObject* x, input_array& in) {
+    static PyObject* const is_neg_name = PyUnicode_InternFromString("is_neg");
     static PyObject* const data_ptr_name = PyUnicode_InternFromString("data_ptr");
     static PyObject* const offset_name = PyUnicode_InternFromString("storage_offset");
     static PyObject* const storage_name = PyUnicode_InternFromString("untyped_storage");
@@ -380,63 +526,42 @@ bool read_tensor(PyObject* x, input_array& in) {
 
     // The storage first, and everything else after it (see test_storage_swapped_mid_call):
     // holding it keeps the memory alive for the whole call, even if another thread gives the
-    // tensor new storage meanwhile (t.set_(), which torch runs without the GIL). The address is
-    // computed from that storage and the offset (not from t.data_ptr(), which may already be
-    // another storage's), so whatever the race, every byte read is checked against memory this
-    // call holds.
+    // tensor new storage meanwhile (t.set_(), which torch runs without the GIL). Every byte read
+    // is checked against the storage held, so whatever the race, it lies in memory this call
+    // holds.
     ref storage(call_method(x, storage_name));
-    ref offset(call_method(x, offset_name));
-    ref dtype(PyObject_GetAttr(x, dtype_name));
-    const int code = dtype ? lookup_code(names.torch_dtypes, dtype.get()) : -1;
-    ref is_cpu(PyObject_GetAttr(x, is_cpu_name));
-    ref negated(code >= 0 && is_cpu.get() == Py_True ? call_method(x, is_neg_name) : nullptr);
-    if (negated.get() != Py_False) {
-        PyErr_Clear();
-        return false;
-    }
-    ref shape(PyObject_GetAttr(x, shape_name));
-    ref strides(call_method(x, stride_name));
-    if (!shape || !strides || !storage || !offset || !PyTuple_Check(shape.get()) ||
-        !PyTuple_Check(strides.get()) ||
-        PyTuple_GET_SIZE(shape.get()) != PyTuple_GET_SIZE(strides.get()) ||
-        PyTuple_GET_SIZE(shape.get()) > static_cast<Py_ssize_t>(tb::max_dims)) {
-        PyErr_Clear();
-        return false;
-    }
+    in.data = nullptr;
+    if (!storage || !describe_tensor(x, in)) return false;
+    // A negative-bit view (x.conj().imag) stores its values negated: the Python layer resolves it.
+    ref negated(call_method(x, is_neg_name));
     ref storage_address(call_method(storage.get(), data_ptr_name));
     ref storage_bytes(call_method(storage.get(), nbytes_name));
-    std::ptrdiff_t elements_before = 0;
     std::size_t base = 0, capacity = 0;
-    if (!storage_address || !storage_bytes || !as_ssize(offset.get(), &elements_before) ||
+    if (negated.get() != Py_False || !storage_address || !storage_bytes ||
         !as_size(storage_address.get(), &base) || !as_size(storage_bytes.get(), &capacity)) {
+        PyErr_Clear();
         return false;
     }
-    in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
     const auto size = static_cast<std::ptrdiff_t>(tb::dtype_size(in.format.type));
-    // The offset in bytes, if it lies within the storage (checked below, when anything is read).
-    const bool offset_inside =
-        elements_before >= 0 && static_cast<std::size_t>(elements_before) <= capacity / size;
-    const std::size_t data =
-        base + (offset_inside ? static_cast<std::size_t>(elements_before * size) : 0);
-    in.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape.get()));
-    for (std::size_t d = 0; d < in.ndim; ++d) {
-        std::ptrdiff_t extent = 0, stride = 0;
-        if (!as_ssize(PyTuple_GET_ITEM(shape.get(), d), &extent) ||
-            !as_ssize(PyTuple_GET_ITEM(strides.get(), d), &stride) || extent < 0 ||
-            stride > std::numeric_limits<std::ptrdiff_t>::max() / 16 ||
-            stride < std::numeric_limits<std::ptrdiff_t>::min() / 16) {
-            raise(
-                PyExc_ValueError,
-                "the tensor's shape and strides reach outside its storage (they are out of range)");
-        }
-        in.shape[d] = static_cast<std::size_t>(extent);
-        in.strides[d] = stride * size;
+    // The address torch gave, if it lies in the storage held; otherwise (the methods' path, a
+    // tensor given new storage since, or a shrunk one) the offset into the storage held, in bytes
+    // (whether what is read lies inside is checked below).
+    const auto address = reinterpret_cast<std::uintptr_t>(in.data);
+    bool offset_inside = address != 0 && address >= base && address - base <= capacity;
+    std::size_t offset = offset_inside ? address - base : 0;
+    if (!offset_inside) {
+        ref elements(call_method(x, offset_name));
+        std::ptrdiff_t elements_before = 0;
+        if (!elements || !as_ssize(elements.get(), &elements_before)) return false;
+        offset_inside =
+            elements_before >= 0 && static_cast<std::size_t>(elements_before) <= capacity / size;
+        offset = offset_inside ? static_cast<std::size_t>(elements_before * size) : 0;
     }
+    const std::size_t data = base + offset;
     in.data = reinterpret_cast<const void*>(data);
     std::ptrdiff_t low = 0, high = 0;
     bool inside = byte_extent(in, &low, &high);
     if (inside && high > low) {
-        const std::size_t offset = data - base;
         inside = offset_inside && offset <= capacity && static_cast<std::size_t>(-low) <= offset &&
                  static_cast<std::size_t>(high) <= capacity - offset;
     }
@@ -1255,12 +1380,28 @@ PYBIND11_MODULE(_native, m) {
         "import).");
     m.def(
         "_configure_torch",
-        [](const py::object& tensor_type, const py::dict& torch_dtypes) {
+        [](const py::object& tensor_type, const py::dict& torch_dtypes,
+           const py::object& exchange_api) {
             keep(names.torch_dtypes, torch_dtypes);
             keep(names.tensor_type, tensor_type);
+            // Taken only for the major version this file declares, from 1.2 (where the exchange
+            // API appeared) on; otherwise the tensor's methods are read.
+            torch_exchange = nullptr;
+            if (!exchange_api.is_none() && PyCapsule_IsValid(exchange_api.ptr(), dlpack::capsule_name)) {
+                const auto* api = static_cast<const dlpack::exchange_api*>(
+                    PyCapsule_GetPointer(exchange_api.ptr(), dlpack::capsule_name));
+                if (api != nullptr && api->api_version.major == 1 && api->api_version.minor >= 2 &&
+                    api->dltensor_from_py_object_no_sync != nullptr) {
+                    keep(names.torch_exchange_capsule, exchange_api);
+                    torch_exchange = api;
+                }
+            }
+            PyErr_Clear();
+            return torch_exchange != nullptr;
         },
-        py::arg("tensor_type"), py::arg("torch_dtypes"),
-        "Tells the binding torch.Tensor and the core code of each torch dtype it reads in place.");
+        py::arg("tensor_type"), py::arg("torch_dtypes"), py::arg("exchange_api"),
+        "Tells the binding torch.Tensor, the core code of each torch dtype it reads in place, and "
+        "torch's DLPack exchange API capsule (or None); True if tensors are read through that API.");
     m.def(
         "simd_level", [] { return std::string(tb::to_string(tb::active_simd_level())); },
         "The SIMD level of the kernel in use.");

@@ -53,4 +53,4 @@ def install() -> None:
     """Makes the binding read TensorLike objects in place, their dtype named by a core dtype name."""
     from tensorb64 import _native
 
-    _native._configure_torch(TensorLike, dict(_native.DTYPES))
+    _native._configure_torch(TensorLike, dict(_native.DTYPES), None)

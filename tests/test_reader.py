@@ -11,6 +11,8 @@ from __future__ import annotations
 import array
 import base64
 import ctypes
+import json
+import math
 import os
 import subprocess
 import sys
@@ -83,6 +85,7 @@ SHRUNK_CASES = {
     "plain_2d": "x = shrunk((10, 10))",
     "storage_emptied": "x = shrunk((10, 10), keep=0)",
     "offset_view": "t = torch.zeros(400); x = t[100:200].view(10, 10); t.untyped_storage().resize_(4 * 150)",
+    "offset_beyond_storage": "t = torch.zeros(400); x = t[300:].view(10, 10); t.untyped_storage().resize_(40)",
     "parameter": "x = torch.nn.Parameter(shrunk((10, 10)))",
     "torch_function_subclass": textwrap.dedent("""
         class Sub(torch.Tensor):
@@ -126,7 +129,11 @@ OPENAI_ENTRY_POINTS = {name for name in ENTRY_POINTS if name.split("_")[0] in ("
 
 SHRUNK_SCRIPT = """
 import torch, tensorb64
-from tensorb64 import openai
+from tensorb64 import _inputs, _native, openai
+
+_inputs._register_torch(torch)
+if {reader!r} == "methods":  # as on a torch without the DLPack exchange API
+    _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, None)
 
 def shrunk(shape, dtype=torch.float32, keep=10):
     t = torch.full(shape, 1, dtype=dtype) if dtype != torch.bool else torch.ones(shape, dtype=dtype)
@@ -146,9 +153,16 @@ for name, call in calls.items():
 """
 
 
+# The binding reads a plain tensor through torch's DLPack exchange API where torch has it (2.10
+# on), otherwise through the tensor's methods: both readers are tested.
+TORCH_READERS = ["exchange", "methods"]
+
+
+@pytest.mark.parametrize("reader", TORCH_READERS)
 @pytest.mark.parametrize("case", list(SHRUNK_CASES))
-def test_shrunk_storage_is_refused_by_every_entry_point(case):
-    out = run_isolated(SHRUNK_SCRIPT.format(case=textwrap.dedent(SHRUNK_CASES[case]), calls=ENTRY_POINTS))
+def test_shrunk_storage_is_refused_by_every_entry_point(case, reader):
+    script = SHRUNK_SCRIPT.format(case=textwrap.dedent(SHRUNK_CASES[case]), calls=ENTRY_POINTS, reader=reader)
+    out = run_isolated(script)
     results = {}
     for line in out.splitlines():
         if line.startswith("RESULT "):
@@ -164,6 +178,70 @@ def test_shrunk_storage_is_refused_by_every_entry_point(case):
         if not refused:
             wrong[name] = (kind, message)
     assert not wrong, f"{case}: not refused with ValueError('... outside its storage ...'): {wrong}"
+
+
+@pytest.fixture(params=TORCH_READERS)
+def torch_reader(request):
+    """Runs the test with plain tensors read by each of the binding's tensor readers."""
+    from tensorb64 import _inputs, _native
+
+    _inputs._register_torch(torch)
+    api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+    if request.param == "exchange" and api is None:
+        pytest.skip(f"torch {torch.__version__} has no DLPack exchange API (torch 2.10 on)")
+    _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, api if request.param == "exchange" else None)
+    try:
+        yield request.param
+    finally:
+        _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, api)
+
+
+def test_exchange_api_is_used_where_torch_offers_it():
+    from tensorb64 import _inputs, _native
+
+    _inputs._register_torch(torch)
+    api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+    assert _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, None) is False
+    assert _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, api) is (api is not None)
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13):
+        assert api is not None, "torch 2.13 offers the DLPack exchange API; the fast reader must find it"
+
+
+def reader_cases():
+    """Plain CPU tensors of every dtype the core reads in place, contiguous and as views."""
+    g = torch.Generator().manual_seed(7)
+    base = torch.randn(6, 8, 10, generator=g) * 100
+    cases = {}
+    for dtype in [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn,
+                  torch.float8_e5m2, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool]:
+        t = base.to(dtype) if dtype != torch.bool else base > 0
+        name = str(dtype).removeprefix("torch.")
+        cases[f"{name} 3-D"] = t
+        cases[f"{name} offset rows"] = t[2:5]
+        cases[f"{name} strided columns"] = t[:, :, 1::3]
+        cases[f"{name} permuted"] = t.permute(2, 0, 1)
+    cases["expanded (stride 0)"] = torch.randn(1, 16).expand(5, 16)
+    cases["0-d"] = torch.tensor(1.5)
+    cases["empty rows"] = torch.empty(0, 16)
+    cases["empty columns"] = torch.empty(3, 0)
+    cases["storage offset, transposed"] = torch.randn(40, 30)[5:, 3:].t()
+    return cases
+
+
+READER_CASES = reader_cases()
+
+
+@pytest.mark.parametrize("case", list(READER_CASES))
+def test_each_tensor_reader_reads_what_torch_holds(case, torch_reader):
+    t = READER_CASES[case]
+    assert tensorb64.encode(t) == torch_reference(t.reshape(-1))
+    if t.dim() == 0:
+        return  # one value: encode_rows refuses it (tested elsewhere)
+    rows = t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
+    assert tensorb64.encode_rows(t) == [torch_reference(r) for r in rows]
+    if t.dtype.is_floating_point and t.dtype.itemsize > 1 and t.dim() == 2 and t.numel() > 0:
+        assert tensorb64.json_rows(t) == [json.dumps(r.tolist(), separators=(",", ":")).encode() for r in
+                                          rows.to(torch.float32 if t.dtype != torch.float64 else torch.float64)]
 
 
 # ---- 2. conversions in the core against torch ---------------------------------------------------
