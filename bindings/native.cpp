@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -90,6 +89,28 @@ private:
     PyObject* object_ = nullptr;
 };
 
+// ---- the GIL while the core writes ------------------------------------------------------------
+
+// Below about 10 µs of work, releasing and retaking the GIL costs more than it lets other threads
+// do: that is about 64 KiB of base64 text or decoded bytes, or 4,096 values of float text.
+constexpr std::size_t release_gil_above_bytes = 64 * 1024;
+constexpr std::size_t release_gil_above_values = 4096;
+
+// Releases the GIL for its scope when `worth_it`; the core functions it wraps touch no Python
+// object and throw nothing.
+class gil_released_if {
+public:
+    explicit gil_released_if(bool worth_it) : state_(worth_it ? PyEval_SaveThread() : nullptr) {}
+    gil_released_if(const gil_released_if&) = delete;
+    gil_released_if& operator=(const gil_released_if&) = delete;
+    ~gil_released_if() {
+        if (state_ != nullptr) PyEval_RestoreThread(state_);
+    }
+
+private:
+    PyThreadState* state_;
+};
+
 // ---- the registry: names resolved by the Python layer, handed over once -----------------------
 
 // src/tensorb64/_formats.py holds every name; `_configure` gives the binding the dicts it needs.
@@ -102,7 +123,7 @@ struct registry {
     PyObject* tensor_type = nullptr;   // torch.Tensor, once the Python layer has seen torch
     PyObject* torch_dtypes = nullptr;  // dict: torch.dtype -> core dtype code
     PyObject* torch_exchange_capsule = nullptr;  // torch.Tensor.__dlpack_c_exchange_api__, if any
-    std::string dtype_names;           // "float32, float16, ..." for messages
+    std::string dtype_names;                     // "float32, float16, ..." for messages
     std::string byteorder_names;
     std::string float_format_names;
 } names;
@@ -406,26 +427,33 @@ constexpr const char* capsule_name = "dlpack_exchange_api";
 // The core type of a DLPack element type; -1 where the core does not read it in place.
 int core_code(data_type t) {
     if (t.lanes != 1) return -1;
-    enum : std::uint8_t { int_code = 0, uint_code = 1, float_code = 2, bfloat_code = 4, bool_code = 6,
-                          float8_e4m3fn_code = 10, float8_e5m2_code = 12 };
+    enum : std::uint8_t {
+        int_code = 0,
+        uint_code = 1,
+        float_code = 2,
+        bfloat_code = 4,
+        bool_code = 6,
+        float8_e4m3fn_code = 10,
+        float8_e5m2_code = 12
+    };
     tb::dtype core;
     switch (t.code * 256 + t.bits) {
-    case float_code * 256 + 32: core = tb::dtype::float32; break;
-    case float_code * 256 + 16: core = tb::dtype::float16; break;
-    case float_code * 256 + 64: core = tb::dtype::float64; break;
-    case bfloat_code * 256 + 16: core = tb::dtype::bfloat16; break;
-    case float8_e4m3fn_code * 256 + 8: core = tb::dtype::float8_e4m3fn; break;
-    case float8_e5m2_code * 256 + 8: core = tb::dtype::float8_e5m2; break;
-    case int_code * 256 + 8: core = tb::dtype::int8; break;
-    case int_code * 256 + 16: core = tb::dtype::int16; break;
-    case int_code * 256 + 32: core = tb::dtype::int32; break;
-    case int_code * 256 + 64: core = tb::dtype::int64; break;
-    case uint_code * 256 + 8: core = tb::dtype::uint8; break;
-    case uint_code * 256 + 16: core = tb::dtype::uint16; break;
-    case uint_code * 256 + 32: core = tb::dtype::uint32; break;
-    case uint_code * 256 + 64: core = tb::dtype::uint64; break;
-    case bool_code * 256 + 8: core = tb::dtype::bool8; break;
-    default: return -1;
+        case float_code * 256 + 32: core = tb::dtype::float32; break;
+        case float_code * 256 + 16: core = tb::dtype::float16; break;
+        case float_code * 256 + 64: core = tb::dtype::float64; break;
+        case bfloat_code * 256 + 16: core = tb::dtype::bfloat16; break;
+        case float8_e4m3fn_code * 256 + 8: core = tb::dtype::float8_e4m3fn; break;
+        case float8_e5m2_code * 256 + 8: core = tb::dtype::float8_e5m2; break;
+        case int_code * 256 + 8: core = tb::dtype::int8; break;
+        case int_code * 256 + 16: core = tb::dtype::int16; break;
+        case int_code * 256 + 32: core = tb::dtype::int32; break;
+        case int_code * 256 + 64: core = tb::dtype::int64; break;
+        case uint_code * 256 + 8: core = tb::dtype::uint8; break;
+        case uint_code * 256 + 16: core = tb::dtype::uint16; break;
+        case uint_code * 256 + 32: core = tb::dtype::uint32; break;
+        case uint_code * 256 + 64: core = tb::dtype::uint64; break;
+        case bool_code * 256 + 8: core = tb::dtype::bool8; break;
+        default: return -1;
     }
     return static_cast<int>(core);
 }
@@ -454,10 +482,12 @@ bool describe_tensor(PyObject* x, input_array& in) {
         }
         const int code = dlpack::core_code(dl.type);
         if (dl.where.type != dlpack::cpu_device || code < 0 || dl.ndim < 0 ||
-            static_cast<std::size_t>(dl.ndim) > tb::max_dims || (dl.ndim > 0 && dl.shape == nullptr)) {
+            static_cast<std::size_t>(dl.ndim) > tb::max_dims ||
+            (dl.ndim > 0 && dl.shape == nullptr)) {
             return false;
         }
-        if (code == static_cast<int>(tb::dtype::int8) || code == static_cast<int>(tb::dtype::uint8)) {
+        if (code == static_cast<int>(tb::dtype::int8) ||
+            code == static_cast<int>(tb::dtype::uint8)) {
             // torch exports its sub-byte integer dtypes (int1..int7, uint1..uint7) as 8-bit
             // integers: the tensor's dtype says which it is.
             static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
@@ -474,7 +504,8 @@ bool describe_tensor(PyObject* x, input_array& in) {
         std::int64_t contiguous = 1;
         for (std::size_t d = in.ndim; d-- > 0;) {
             const std::int64_t stride = dl.strides != nullptr ? dl.strides[d] : contiguous;
-            if (dl.shape[d] < 0 || stride > max_stride || stride < -max_stride) strides_out_of_range();
+            if (dl.shape[d] < 0 || stride > max_stride || stride < -max_stride)
+                strides_out_of_range();
             in.shape[d] = static_cast<std::size_t>(dl.shape[d]);
             in.strides[d] = static_cast<std::ptrdiff_t>(stride * size);
             contiguous *= dl.shape[d] == 0 ? 1 : dl.shape[d];
@@ -726,18 +757,10 @@ std::size_t row_text_length(const tb::strided_rows& source, tb::element_format t
     return length;
 }
 
-// Below this much output, releasing and retaking the GIL costs more than it lets others run.
-constexpr std::size_t release_gil_above = 64 * 1024;
-
 void run_kernel(const tb::strided_rows& source, tb::element_format target, char* const* outputs,
                 unsigned threads, tb::row_output output, std::size_t total) {
-    if (total < release_gil_above) {
-        tb::encode_rows(source, target, outputs, threads, output);
-        return;
-    }
-    PyThreadState* state = PyEval_SaveThread();
+    gil_released_if released(total >= release_gil_above_bytes);
     tb::encode_rows(source, target, outputs, threads, output);
-    PyEval_RestoreThread(state);
 }
 
 // One base64 str per row, written in place by the kernel.
@@ -1005,10 +1028,12 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
         if (!body) throw python_error{};
         char* out = PyBytes_AS_STRING(body.get());
         std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
-        PyThreadState* state = size >= release_gil_above ? PyEval_SaveThread() : nullptr;
-        char* end =
-            tb::write_base64_data(source, target, call.first_index, out + head_size, call.threads);
-        if (state != nullptr) PyEval_RestoreThread(state);
+        char* end = nullptr;
+        {
+            gil_released_if released(size >= release_gil_above_bytes);
+            end = tb::write_base64_data(source, target, call.first_index, out + head_size,
+                                        call.threads);
+        }
         std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
         return body.release();
     });
@@ -1062,11 +1087,11 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
             PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);
             outputs[r] = PyBytes_AS_STRING(text);
         }
-        const bool release = source.rows * source.row_length >= 4096;  // ~80 µs of digits
-        PyThreadState* state = release ? PyEval_SaveThread() : nullptr;
-        const tb::float_text_result result =
-            tb::write_float_rows(source, format, outputs.data(), lengths.data(), threads);
-        if (state != nullptr) PyEval_RestoreThread(state);
+        tb::float_text_result result;
+        {
+            gil_released_if released(source.rows * source.row_length >= release_gil_above_values);
+            result = tb::write_float_rows(source, format, outputs.data(), lengths.data(), threads);
+        }
         if (!result.finite) refuse_non_finite(result);
         for (std::size_t r = 0; r < source.rows; ++r) {
             PyObject* text = PyList_GET_ITEM(list.get(), static_cast<Py_ssize_t>(r));
@@ -1108,11 +1133,12 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
         char* out = PyBytes_AS_STRING(body);
         std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
         char* end = nullptr;
-        PyThreadState* state =
-            source.rows * source.row_length >= 4096 ? PyEval_SaveThread() : nullptr;
-        const tb::float_text_result result = tb::write_float_data(
-            source, format, call.first_index, out + head_size, &end, call.threads);
-        if (state != nullptr) PyEval_RestoreThread(state);
+        tb::float_text_result result;
+        {
+            gil_released_if released(source.rows * source.row_length >= release_gil_above_values);
+            result = tb::write_float_data(source, format, call.first_index, out + head_size, &end,
+                                          call.threads);
+        }
         if (!result.finite) refuse_non_finite(result);
         std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
         body = owner.release();
@@ -1276,9 +1302,6 @@ void check(const tensorb64::decode_result& result) {
         throw py::value_error(tensorb64::to_string(result));
 }
 
-// Below this many characters, releasing the GIL costs more than it lets others do.
-constexpr std::size_t release_gil_above = 64 * 1024;
-
 void add_functions(py::module_& m) {
     m.def(
         "decoded_length",
@@ -1322,8 +1345,7 @@ void add_functions(py::module_& m) {
             const auto out_bytes = static_cast<std::size_t>(output.view.len);
             tensorb64::decode_result result;
             {
-                std::optional<py::gil_scoped_release> release;
-                if (text.size > release_gil_above) release.emplace();
+                gil_released_if released(text.size >= release_gil_above_bytes);
                 result = base64 ? tensorb64::decode_base64(text.data, text.size, stored, widen,
                                                            output.view.buf, out_bytes)
                                 : tensorb64::convert_elements(text.data, text.size, stored, widen,
@@ -1387,7 +1409,8 @@ PYBIND11_MODULE(_native, m) {
             // Taken only for the major version this file declares, from 1.2 (where the exchange
             // API appeared) on; otherwise the tensor's methods are read.
             torch_exchange = nullptr;
-            if (!exchange_api.is_none() && PyCapsule_IsValid(exchange_api.ptr(), dlpack::capsule_name)) {
+            if (!exchange_api.is_none() &&
+                PyCapsule_IsValid(exchange_api.ptr(), dlpack::capsule_name)) {
                 const auto* api = static_cast<const dlpack::exchange_api*>(
                     PyCapsule_GetPointer(exchange_api.ptr(), dlpack::capsule_name));
                 if (api != nullptr && api->api_version.major == 1 && api->api_version.minor >= 2 &&
@@ -1401,7 +1424,8 @@ PYBIND11_MODULE(_native, m) {
         },
         py::arg("tensor_type"), py::arg("torch_dtypes"), py::arg("exchange_api"),
         "Tells the binding torch.Tensor, the core code of each torch dtype it reads in place, and "
-        "torch's DLPack exchange API capsule (or None); True if tensors are read through that API.");
+        "torch's DLPack exchange API capsule (or None); True if tensors are read through that "
+        "API.");
     m.def(
         "simd_level", [] { return std::string(tb::to_string(tb::active_simd_level())); },
         "The SIMD level of the kernel in use.");
