@@ -153,7 +153,21 @@ struct avx2_ops : scalar_ops {
         scalar_ops::widen(from, raw + i * dtype_size(from), n - i, out + i);
     }
 
-    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
+    static void swap_bytes(unsigned char* data, std::size_t n, std::size_t size) noexcept {
+        if (size < 2) return;
+        const byte_reversal reversal(size);
+        const __m256i order = _mm256_broadcastsi128_si256(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(reversal.order)));
+        const std::size_t bytes = n * size;
+        std::size_t i = 0;
+        for (; i + 32 <= bytes; i += 32) {  // 32-byte steps end on element boundaries
+            auto* p = reinterpret_cast<__m256i*>(data + i);
+            _mm256_storeu_si256(p, _mm256_shuffle_epi8(_mm256_loadu_si256(p), order));
+        }
+        scalar_ops::swap_bytes(data + i, (bytes - i) / size, size);
+    }
+
+    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, std::uint16_t bf16_nan,
                        unsigned char* out) noexcept {
         std::size_t i = 0;
         switch (to) {
@@ -171,7 +185,7 @@ struct avx2_ops : scalar_ops {
                 break;
             case dtype::bfloat16: {
                 // Integer rounding (f32_to_bf16): no MXCSR dependence at all.
-                const __m256i nan = _mm256_set1_epi32(bf16_nan_from(from));
+                const __m256i nan = _mm256_set1_epi32(bf16_nan);
                 const __m256i infinity = _mm256_set1_epi32(0x7f800000);
                 for (; i + 16 <= n; i += 16) {
                     __m256i halves[2];
@@ -196,7 +210,7 @@ struct avx2_ops : scalar_ops {
             }
             default: break;
         }
-        scalar_ops::narrow(in + i, n - i, to, from, out + i * dtype_size(to));
+        scalar_ops::narrow(in + i, n - i, to, bf16_nan, out + i * dtype_size(to));
     }
 };
 

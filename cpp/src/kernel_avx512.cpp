@@ -158,7 +158,20 @@ struct avx512_ops : scalar_ops {
         }
     }
 
-    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
+    static void swap_bytes(unsigned char* data, std::size_t n, std::size_t size) noexcept {
+        if (size < 2) return;
+        const byte_reversal reversal(size);
+        const __m512i order = _mm512_broadcast_i32x4(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(reversal.order)));
+        const std::size_t bytes = n * size;  // 64-byte steps end on element boundaries
+        for (std::size_t i = 0; i < bytes; i += 64) {
+            const __mmask64 m = bytes - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (bytes - i)) - 1;
+            const __m512i v = _mm512_maskz_loadu_epi8(m, data + i);
+            _mm512_mask_storeu_epi8(data + i, m, _mm512_shuffle_epi8(v, order));
+        }
+    }
+
+    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, std::uint16_t bf16_nan,
                        unsigned char* out) noexcept {
         switch (to) {
             case dtype::float16:
@@ -176,7 +189,7 @@ struct avx512_ops : scalar_ops {
                 return;
             case dtype::bfloat16: {
                 // Integer rounding, as f32_to_bf16: no MXCSR dependence at all.
-                const __m512i nan = _mm512_set1_epi32(bf16_nan_from(from));
+                const __m512i nan = _mm512_set1_epi32(bf16_nan);
                 const __m512i infinity = _mm512_set1_epi32(0x7f800000);
                 const __m512i magnitude_mask = _mm512_set1_epi32(0x7fffffff);
                 const __m512i one = _mm512_set1_epi32(1);
@@ -194,7 +207,7 @@ struct avx512_ops : scalar_ops {
                 }
                 return;
             }
-            default: scalar_ops::narrow(in, n, to, from, out); return;
+            default: scalar_ops::narrow(in, n, to, bf16_nan, out); return;
         }
     }
 };

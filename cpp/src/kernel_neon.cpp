@@ -89,7 +89,22 @@ struct neon_ops : scalar_ops {
         scalar_ops::widen(from, raw + i * dtype_size(from), n - i, out + i);
     }
 
-    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
+    static void swap_bytes(unsigned char* data, std::size_t n, std::size_t size) noexcept {
+        const std::size_t bytes = n * size;
+        std::size_t i = 0;
+        for (; i + 16 <= bytes; i += 16) {  // 16-byte steps end on element boundaries
+            const uint8x16_t v = vld1q_u8(data + i);
+            switch (size) {
+                case 2: vst1q_u8(data + i, vrev16q_u8(v)); break;
+                case 4: vst1q_u8(data + i, vrev32q_u8(v)); break;
+                case 8: vst1q_u8(data + i, vrev64q_u8(v)); break;
+                default: return;  // one-byte elements: nothing to reverse
+            }
+        }
+        scalar_ops::swap_bytes(data + i, (bytes - i) / size, size);
+    }
+
+    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, std::uint16_t bf16_nan,
                        unsigned char* out) noexcept {
         std::size_t i = 0;
         switch (to) {
@@ -106,7 +121,7 @@ struct neon_ops : scalar_ops {
                 break;
             case dtype::bfloat16: {
                 // Integer rounding, as f32_to_bf16.
-                const uint32x4_t nan = vdupq_n_u32(bf16_nan_from(from));
+                const uint32x4_t nan = vdupq_n_u32(bf16_nan);
                 const uint32x4_t infinity = vdupq_n_u32(0x7f800000u);
                 const uint32x4_t magnitude_mask = vdupq_n_u32(0x7fffffffu);
                 const uint32x4_t half_minus_one = vdupq_n_u32(0x7fffu);
@@ -128,7 +143,7 @@ struct neon_ops : scalar_ops {
             }
             default: break;
         }
-        scalar_ops::narrow(in + i, n - i, to, from, out + i * dtype_size(to));
+        scalar_ops::narrow(in + i, n - i, to, bf16_nan, out + i * dtype_size(to));
     }
 };
 

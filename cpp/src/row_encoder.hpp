@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats.hpp"
 #include "host.hpp"
 #include "kernels.hpp"
 
@@ -24,10 +25,9 @@ namespace {
 constexpr std::size_t block_elements = 768;
 static_assert(block_elements % 3 == 0, "blocks must end on base64 group boundaries");
 
-// Copies `n` elements of `size` bytes, `stride` bytes apart, into `out`, reversing the bytes of
-// each when `swap` is set.
+// Copies `n` elements of `size` bytes, `stride` bytes apart, into `out`.
 inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size,
-                   bool swap, unsigned char* out) noexcept {
+                   unsigned char* out) noexcept {
     if (stride == static_cast<std::ptrdiff_t>(size)) {
         std::memcpy(out, src, n * size);
     } else {
@@ -35,7 +35,6 @@ inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t strid
             std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
         }
     }
-    if (swap && size > 1) swap_elements(out, n, size);
 }
 
 template <class Ops>
@@ -50,6 +49,7 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
     const bool same_type = from.type == target.type;
     const bool swap_bytes = same_type ? from.order != target.order : false;
     const bool as_base64 = output == row_output::base64;
+    const std::uint16_t bf16_nan = bf16_nan_from(from.type);
     // Writes the next `size` converted bytes of the row and moves past them.
     const auto emit = [as_base64, &out](const unsigned char* bytes, std::size_t size) {
         if (as_base64) {
@@ -74,12 +74,14 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
         const unsigned char* block = src + static_cast<std::ptrdiff_t>(done) * stride;
         const unsigned char* bytes;
         if (same_type) {
-            gather(block, k, stride, in_size, swap_bytes, raw);
+            gather(block, k, stride, in_size, raw);
+            if (swap_bytes) Ops::swap_bytes(raw, k, in_size);
             bytes = raw;
         } else {
             const unsigned char* elements = block;
             if (!contiguous || (from.order != host_byte_order && in_size > 1)) {
-                gather(block, k, stride, in_size, from.order != host_byte_order, raw);
+                gather(block, k, stride, in_size, raw);
+                if (from.order != host_byte_order && in_size > 1) Ops::swap_bytes(raw, k, in_size);
                 elements = raw;
             }
             // float32 text in host order: a kernel may widen and encode in registers.
@@ -91,11 +93,11 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
             Ops::widen(from.type, elements, k, wide);
             unsigned char* converted = reinterpret_cast<unsigned char*>(wide);
             if (target.type != dtype::float32) {
-                Ops::narrow(wide, k, target.type, from.type, narrow);
+                Ops::narrow(wide, k, target.type, bf16_nan, narrow);
                 converted = narrow;
             }
             if (target.order != host_byte_order && out_size > 1)
-                swap_elements(converted, k, out_size);
+                Ops::swap_bytes(converted, k, out_size);
             bytes = converted;
         }
         emit(bytes, k * out_size);

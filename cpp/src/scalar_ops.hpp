@@ -7,8 +7,11 @@
 //                                  as torch widens them (formats.hpp)
 //   widen_base64(from, raw, n, out) widen then base64 in one step, or false (nothing written)
 //                                  when the kernel has no fused path for `from`
-//   narrow(in, n, to, from, out)   float32 bits to n elements of output type `to` (`from` only
-//                                  picks torch's bfloat16 NaN, see bf16_nan_from)
+//   narrow(in, n, to, bf16_nan, out) float32 bits to n elements of output type `to`; a NaN
+//                                  becomes `bf16_nan` when `to` is bfloat16 (the caller picks
+//                                  torch's pattern for its source, bf16_nan_from)
+//   swap_bytes(data, n, size)      reverses the bytes of each of n elements of `size` (2, 4 or
+//                                  8) bytes, in place
 // Blocks are at most row_encoder.hpp's block_elements long and need no alignment.
 #pragma once
 
@@ -18,9 +21,20 @@
 
 #include "base64_scalar.hpp"
 #include "formats.hpp"
+#include "host.hpp"
 
 namespace tensorb64 {
 namespace {
+
+// The byte shuffle that reverses each element of `size` (2, 4 or 8) bytes in a 16-byte lane:
+// byte j comes from (j / size) * size + size - 1 - j % size. For the SIMD kernels' swap_bytes.
+struct byte_reversal {
+    alignas(16) std::uint8_t order[16];
+    explicit constexpr byte_reversal(std::size_t size) noexcept : order{} {
+        for (std::size_t j = 0; j < 16; ++j)
+            order[j] = static_cast<std::uint8_t>(j / size * size + size - 1 - j % size);
+    }
+};
 
 struct scalar_ops {
     static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
@@ -78,18 +92,16 @@ struct scalar_ops {
     }
 
     // Writes `n` host-ordered elements of type `to` (not float32) from float32 bits.
-    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, dtype from,
+    static void narrow(const std::uint32_t* in, std::size_t n, dtype to, std::uint16_t bf16_nan,
                        unsigned char* out) noexcept {
         switch (to) {
             case dtype::float16:
                 for (std::size_t i = 0; i < n; ++i) store<std::uint16_t>(out, i, f32_to_f16(in[i]));
                 return;
-            case dtype::bfloat16: {
-                const std::uint16_t nan = bf16_nan_from(from);
+            case dtype::bfloat16:
                 for (std::size_t i = 0; i < n; ++i)
-                    store<std::uint16_t>(out, i, f32_to_bf16(in[i], nan));
+                    store<std::uint16_t>(out, i, f32_to_bf16(in[i], bf16_nan));
                 return;
-            }
             case dtype::float8_e4m3fn:
                 for (std::size_t i = 0; i < n; ++i) out[i] = f32_to_e4m3fn(in[i]);
                 return;
@@ -99,6 +111,10 @@ struct scalar_ops {
             default:
                 return;  // float32 needs no narrowing; no other type is a target (is_output_type)
         }
+    }
+
+    static void swap_bytes(unsigned char* data, std::size_t n, std::size_t size) noexcept {
+        swap_elements(data, n, size);
     }
 
     template <class T>
