@@ -469,49 +469,51 @@ constexpr std::int64_t max_stride = std::numeric_limits<std::ptrdiff_t>::max() /
           "the tensor's shape and strides reach outside its storage (they are out of range)");
 }
 
-// The tensor's element type, shape and strides (in bytes) into `in`, and its address where the
-// DLPack exchange API gives it: through that API when torch offers it, otherwise through its
-// methods. False (no error set) for what the
-// Python layer must handle: another device, dtype or layout, anything that raised.
-bool describe_tensor(PyObject* x, input_array& in) {
-    if (torch_exchange != nullptr) {
-        dlpack::tensor dl{};
-        if (torch_exchange->dltensor_from_py_object_no_sync(x, &dl) != 0) {
+// The tensor's element type, shape, strides (in bytes) and address into `in`, through torch's
+// DLPack exchange API: false (no error set) where it cannot say, or says something the core does
+// not read in place (another device or dtype); the tensor's methods are asked then.
+bool describe_by_exchange(PyObject* x, input_array& in) {
+    dlpack::tensor dl{};
+    if (torch_exchange->dltensor_from_py_object_no_sync(x, &dl) != 0) {
+        PyErr_Clear();
+        return false;
+    }
+    const int code = dlpack::core_code(dl.type);
+    if (dl.where.type != dlpack::cpu_device || code < 0 || dl.ndim < 0 ||
+        static_cast<std::size_t>(dl.ndim) > tb::max_dims || (dl.ndim > 0 && dl.shape == nullptr)) {
+        return false;
+    }
+    if (code == static_cast<int>(tb::dtype::int8) || code == static_cast<int>(tb::dtype::uint8)) {
+        // torch exports its sub-byte integer dtypes (int1..int7, uint1..uint7) as 8-bit
+        // integers: the tensor's dtype says which it is.
+        static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
+        ref dtype(PyObject_GetAttr(x, dtype_name));
+        if (!dtype || lookup_code(names.torch_dtypes, dtype.get()) != code) {
             PyErr_Clear();
             return false;
         }
-        const int code = dlpack::core_code(dl.type);
-        if (dl.where.type != dlpack::cpu_device || code < 0 || dl.ndim < 0 ||
-            static_cast<std::size_t>(dl.ndim) > tb::max_dims ||
-            (dl.ndim > 0 && dl.shape == nullptr)) {
-            return false;
-        }
-        if (code == static_cast<int>(tb::dtype::int8) ||
-            code == static_cast<int>(tb::dtype::uint8)) {
-            // torch exports its sub-byte integer dtypes (int1..int7, uint1..uint7) as 8-bit
-            // integers: the tensor's dtype says which it is.
-            static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
-            ref dtype(PyObject_GetAttr(x, dtype_name));
-            if (!dtype || lookup_code(names.torch_dtypes, dtype.get()) != code) {
-                PyErr_Clear();
-                return false;
-            }
-        }
-        in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
-        in.data = static_cast<const char*>(dl.data) + dl.byte_offset;
-        const auto size = static_cast<std::int64_t>(tb::dtype_size(in.format.type));
-        in.ndim = static_cast<std::size_t>(dl.ndim);
-        std::int64_t contiguous = 1;
-        for (std::size_t d = in.ndim; d-- > 0;) {
-            const std::int64_t stride = dl.strides != nullptr ? dl.strides[d] : contiguous;
-            if (dl.shape[d] < 0 || stride > max_stride || stride < -max_stride)
-                strides_out_of_range();
-            in.shape[d] = static_cast<std::size_t>(dl.shape[d]);
-            in.strides[d] = static_cast<std::ptrdiff_t>(stride * size);
-            contiguous *= dl.shape[d] == 0 ? 1 : dl.shape[d];
-        }
-        return true;
     }
+    in.format = {static_cast<tb::dtype>(code), tb::host_byte_order};
+    in.data = static_cast<const char*>(dl.data) + dl.byte_offset;
+    const auto size = static_cast<std::int64_t>(tb::dtype_size(in.format.type));
+    in.ndim = static_cast<std::size_t>(dl.ndim);
+    std::int64_t contiguous = 1;
+    for (std::size_t d = in.ndim; d-- > 0;) {
+        const std::int64_t stride = dl.strides != nullptr ? dl.strides[d] : contiguous;
+        if (dl.shape[d] < 0 || stride > max_stride || stride < -max_stride) strides_out_of_range();
+        in.shape[d] = static_cast<std::size_t>(dl.shape[d]);
+        in.strides[d] = static_cast<std::ptrdiff_t>(stride * size);
+        contiguous *= dl.shape[d] == 0 ? 1 : dl.shape[d];
+    }
+    return true;
+}
+
+// The tensor's element type, shape and strides (in bytes) into `in`, and its address where the
+// exchange API gives it (null otherwise): through that API when torch offers it and it can say,
+// otherwise through the tensor's methods. False (no error set) for what the Python layer must
+// handle: another device, dtype or layout, anything that raised.
+bool describe_tensor(PyObject* x, input_array& in) {
+    if (torch_exchange != nullptr && describe_by_exchange(x, in)) return true;
     static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
     static PyObject* const is_cpu_name = PyUnicode_InternFromString("is_cpu");
     static PyObject* const shape_name = PyUnicode_InternFromString("shape");
