@@ -70,3 +70,14 @@ def test_smoke_bench_draws_a_png(tmp_path):
     png = tmp_path / "throughput.png"
     run_cli("bench", "--smoke", "--plot", str(png))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="bench --device cuda needs torch, which is not installed")
+def test_cuda_bench_without_a_cuda_device_says_so():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: ci/gpu_check.sh runs the CUDA bench")
+    proc = subprocess.run([sys.executable, "-m", "tensorb64", "bench", "--device", "cuda"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "bench --device cuda: no CUDA device" in proc.stderr

@@ -9,6 +9,7 @@ USAGE = """usage: python -m tensorb64 {info,bench} [options]
   info    the version, the SIMD level in use and the levels this CPU can run
   bench   tensorb64 against the struct, numpy and pybase64 paths
           [--full] [--json PATH] [--plot PATH.png] [--table PATH.md]
+          [--device cuda]: CUDA tensors (staged copies, GPU narrowing) against the same paths
           (needs the bench extra: pip install "tensorb64[bench]")
 """
 

@@ -846,7 +846,14 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib); "
                         "the body section's bars go to PATH itself with --section body, else beside it as *_body.png")
     parser.add_argument("--table", metavar="PATH", help="write the table as Markdown")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: CUDA tensors (issue 14's table: tensorb64 against the pybase64 and numpy paths and the "
+                        "plain copy; --json and --smoke apply)")
     args = parser.parse_args(argv)
+    if args.device == "cuda":
+        from . import _bench_cuda
+
+        return _bench_cuda.main([*(["--json", args.json] if args.json else []), *(["--quick"] if args.smoke else [])])
 
     torch = _require("torch")
     pybase64 = _require("pybase64")

@@ -7,7 +7,7 @@ _formats.py.
 
 from __future__ import annotations
 
-from . import _inputs, _native  # noqa: F401  (_inputs configures the binding's reader)
+from . import _cuda, _inputs, _native  # noqa: F401  (_inputs configures the binding's reader)
 from ._formats import byteorder_name
 
 encode = _native.encode
@@ -25,7 +25,10 @@ def encode_body(x, *, dtype: str = "float32", byteorder: str = "little", threads
     "native"`` is recorded as the order it stands for here ("little" or "big"), so that the
     receiver need not share this host's. ``decode_body`` is the inverse.
     """
-    body, count, length = _native.row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
+    if _cuda.on_device(x):  # staged through pinned memory, narrowed on the GPU where it is narrower
+        body, count, length = _cuda.row_bytes(x, dtype, byteorder, threads)
+    else:
+        body, count, length = _native.row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
     endianness = byteorder_name(byteorder)
     row_bytes = len(body) // count if count else 0
     metadata = [

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from . import _native
+from . import _cuda, _native
 from ._formats import BYTEORDER_CODES, CORE_DTYPES, EXTENSION_DTYPES, FLOAT_FORMAT_CODES, OUTPUT_DTYPE_CODES
 
 ACCEPTED = (
@@ -97,7 +97,8 @@ def _readable_tensor(t, torch):
             raise unsupported from None
     if t.device.type != "cpu":
         # Cross the bus in the tensor's own dtype: a bf16 tensor moves half the bytes of float32.
-        t = t.detach().to("cpu")
+        # CUDA tensors through reused pinned buffers (_cuda.host_copy: bounds and thresholds there).
+        t = _cuda.host_copy(t) if t.is_cuda else t.detach().to("cpu")
     try:
         if t.is_neg():  # a negative-bit view (x.conj().imag) stores its values negated
             t = t.resolve_neg()

@@ -24,7 +24,7 @@ from numbers import Integral
 
 import numpy as np
 
-from . import _native
+from . import _cuda, _native
 from ._encode import encode_rows
 from ._formats import FLOAT_FORMAT_CODES, STORAGE, byteorder_name, output_dtype
 from ._inputs import readable
@@ -51,7 +51,8 @@ def _rows(embeddings):
             x = np.asarray(x)
     if x.ndim not in (1, 2):
         raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
-    _native.row_shape(x)  # refuses what every encoder refuses, in the same words
+    if not _cuda.staged(x):  # (a CUDA tensor's rows are read where they are encoded)
+        _native.row_shape(x)  # refuses what every encoder refuses, in the same words
     return x if x.ndim == 2 else x[None]
 
 
@@ -116,7 +117,7 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
     rows = _cut(_rows(embeddings), dimensions)
     if encoding_format == "base64":
-        values = encode_rows(rows)
+        values = _cuda.encode_rows(rows, "float32", "little", 1) if _cuda.on_device(rows) else encode_rows(rows)
     else:
         values = _float_lists(rows)
     return [{"object": "embedding", "index": start_index + i, "embedding": value} for i, value in enumerate(values)]
@@ -231,6 +232,8 @@ def _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype
 def _base64_data(rows, dtype, byteorder, threads, *, first_index=0, head=b"", tail=b"") -> bytes:
     """head + the data entries of ``rows`` as base64 (indices from first_index) + tail, written
     by the core into one bytes object."""
+    if _cuda.on_device(rows):
+        return _cuda.response_body_base64(rows, dtype, byteorder, head, tail, first_index, threads)
     return _native._response_body_base64(rows, dtype, byteorder, head, tail, first_index, threads)
 
 
@@ -244,6 +247,8 @@ def _float_data_array(rows, float_format: str, threads: int, *, first_index: int
     text is exactly ``json_rows``'s: ``json.dumps(row.to(torch.float32).tolist())``'s in "repr"
     mode. NaN and infinity: ValueError naming the row and the column.
     """
+    if _cuda.on_device(rows):
+        return _cuda.response_body_float(rows, float_format, head, tail, first_index, threads)
     return _native._response_body_float(rows, float_format, head, tail, first_index, threads)
 
 
@@ -342,7 +347,7 @@ def iter_response_body(
             return _base64_data(rows[start:stop], dtype, byteorder, threads, first_index=start, head=prefix, tail=suffix)
 
     else:
-        _native._check_finite(rows)  # NaN and infinity refused before the first chunk
+        (_cuda.check_finite if _cuda.on_device(rows) else _native._check_finite)(rows)  # NaN and infinity refused before the first chunk
         entry = _ENTRY_WRAPPER + digits + width * (_FLOAT_TEXT_MAX + 1) + 1
 
         def write(start, stop, prefix, suffix):

@@ -1,0 +1,189 @@
+"""`python -m tensorb64 bench --device cuda`: CUDA tensors to base64 rows, issue 14's table.
+
+Side by side in one process, interleaved medians (the same `measure` as the CPU bench), each
+call complete (its result on the host, the GPU work it waited for included):
+
+  encode_rows     tensorb64.encode_rows(t): the binding's entry; the whole tensor staged
+                  through a reused pinned buffer in its own dtype (no GPU narrowing, no overlap)
+  staged rows     tensorb64._cuda.encode_rows(t, ...): the pipeline embedding_data,
+                  encode_body and response_body use: GPU narrowing, chunks overlapped with encoding
+  response_body   tensorb64.response_body(t, model=...): the whole /v1/embeddings body
+  pybase64 path   a = t.to(out).cpu().numpy(); [pybase64.b64encode_as_string(r) for r in a]
+  numpy path      c = t.cpu(); [base64.b64encode(c[i].to(out).numpy().tobytes()).decode() ...]
+  d2h             t.cpu() alone (the blocking pageable copy)
+and, for float32 with dtype="float16", the staged rows without GPU narrowing. A second table
+compares the pinned staged copy with t.cpu() around PLAIN_COPY_BELOW, which decides it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import platform
+import sys
+import time
+
+import tensorb64
+from tensorb64 import _cuda
+from ._bench import _require, measure
+
+CASES = (  # (input dtype, B, D, output dtype); issue 14's table
+    ("float32", 1, 384, "float32"),
+    ("float32", 64, 3072, "float32"),
+    ("float32", 1024, 3072, "float32"),
+    ("bfloat16", 64, 3072, "float32"),
+    ("bfloat16", 8192, 1024, "float32"),
+    ("float32", 64, 3072, "float16"),
+)
+# Issue 14's targets: the staged rows' speed-up over the pybase64 path (GPU narrowing's over no
+# narrowing for the float16 output).
+TARGETS = {("float32", 64, 3072, "float32"): 3.0, ("bfloat16", 64, 3072, "float32"): 4.0,
+           ("float32", 1024, 3072, "float32"): 3.5, ("float32", 1, 384, "float32"): 1.2}
+NARROWING_TARGET = 1.3
+THRESHOLD_ROWS = (4, 16, 32, 64, 128, 256)  # float32 rows of 1024: 16 KiB to 1 MiB
+
+
+def _paths(torch, pybase64, t, out: str) -> dict:
+    torch_out = getattr(torch, {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}.get(out, out))
+
+    def staged(narrow: bool):
+        def call():
+            previous, _cuda.NARROW_ON_DEVICE = _cuda.NARROW_ON_DEVICE, narrow
+            try:
+                return _cuda.encode_rows(t, out, "little", 1)
+            finally:
+                _cuda.NARROW_ON_DEVICE = previous
+        return call
+
+    paths = {
+        "encode_rows": lambda: tensorb64.encode_rows(t, dtype=out),
+        "staged rows": staged(True),
+        "response_body": lambda: tensorb64.response_body(t, model="m", dtype=out),
+    }
+    if out != "float32" and t.dtype.itemsize > torch_out.itemsize:
+        paths["staged rows, no GPU narrowing"] = staged(False)
+    if pybase64 is not None:
+        paths["pybase64 path"] = lambda: [pybase64.b64encode_as_string(r) for r in t.to(torch_out).cpu().numpy()]
+
+    def numpy_path():
+        c = t.cpu()
+        return [base64.b64encode(c[i].to(torch_out).numpy().tobytes()).decode() for i in range(c.shape[0])]
+
+    paths["numpy path"] = numpy_path
+    paths["d2h"] = lambda: t.cpu()
+    return paths
+
+
+def _check(paths: dict, reference) -> list:
+    errors = []
+    for name, call in paths.items():
+        if name in ("d2h", "response_body"):
+            continue
+        if call() != reference:
+            errors.append(f"{name}: output differs from tensorb64.encode_rows of the CPU copy")
+    return errors
+
+
+def run(torch, pybase64, cfg, log, device=None) -> dict:
+    device = torch.device("cuda", torch.cuda.current_device()) if device is None else device
+    cases = []
+    for source, B, D, out in CASES:
+        g = torch.Generator(device=device).manual_seed(B * D)
+        t = (torch.randn(B, D, device=device, generator=g) * 0.05).to(getattr(torch, source))
+        torch.cuda.synchronize()
+        reference = tensorb64.encode_rows(t.cpu(), dtype=out)
+        paths = _paths(torch, pybase64, t, out)
+        errors = _check(paths, reference)
+        timed = measure(paths, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"])
+        case = {"input": source, "B": B, "D": D, "output": out, "results": timed, "errors": errors}
+        cases.append(case)
+        log(f"  done {source}->{out} B={B} D={D}: staged rows {timed['staged rows']['us']:.1f} µs")
+    threshold = []
+    for rows in THRESHOLD_ROWS:
+        t = torch.randn(rows, 1024, device=device)
+        torch.cuda.synchronize()
+
+        def staged(t=t):
+            previous, _cuda.PLAIN_COPY_BELOW = _cuda.PLAIN_COPY_BELOW, 0
+            try:
+                return _cuda.host_copy(t)
+            finally:
+                _cuda.PLAIN_COPY_BELOW = previous
+
+        timed = measure({"pinned staged copy": staged, "t.cpu()": lambda t=t: t.cpu()},
+                        rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"] / 2)
+        threshold.append({"bytes": rows * 1024 * 4, "results": timed})
+    return {"cases": cases, "threshold": threshold}
+
+
+def machine(torch) -> dict:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1), "devices": torch.cuda.device_count(),
+            "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
+            "cpu_count": os.cpu_count(), "simd_level": tensorb64.simd_level(), "tensorb64": tensorb64.__version__,
+            "chunk_bytes": _cuda.CHUNK_BYTES, "plain_copy_below": _cuda.PLAIN_COPY_BELOW, "pinned_limit": _cuda.PINNED_LIMIT}
+
+
+def lines(report: dict) -> list:
+    out = ["| source | shape | output | path | µs/call | spread | × vs pybase64 path |", "|---|---|---|---|---:|---:|---:|"]
+    summary = []
+    for case in report["cases"]:
+        r = case["results"]
+        base = r.get("pybase64 path", {}).get("us")
+        for name, m in r.items():
+            ratio = f"{base / m['us']:.2f}×" if base else ""
+            spread = (m["p75"] - m["p25"]) / m["us"] if m["us"] else 0.0
+            out.append(f"| {case['input']} | {case['B']}×{case['D']} | {case['output']} | {name} | {m['us']:,.1f} | {spread:.0%} | {ratio} |")
+        key = (case["input"], case["B"], case["D"], case["output"])
+        if key in TARGETS and base:
+            got = base / r["staged rows"]["us"]
+            summary.append(f"target {case['input']} {case['B']}×{case['D']}: staged rows {got:.2f}× the pybase64 path "
+                           f"(target ≥ {TARGETS[key]}×; encode_rows {base / r['encode_rows']['us']:.2f}×)")
+        if "staged rows, no GPU narrowing" in r:
+            got = r["staged rows, no GPU narrowing"]["us"] / r["staged rows"]["us"]
+            summary.append(f"target {case['input']} {case['B']}×{case['D']} dtype={case['output']}: GPU narrowing {got:.2f}× "
+                           f"the speed without it (target ≥ {NARROWING_TARGET}×)")
+    out += ["", "Plain copy threshold (float32 rows of 1024; PLAIN_COPY_BELOW = "
+            f"{report['machine']['plain_copy_below']} bytes):", "| bytes | pinned staged copy µs | t.cpu() µs |", "|---:|---:|---:|"]
+    for row in report["threshold"]:
+        r = row["results"]
+        out.append(f"| {row['bytes']:,} | {r['pinned staged copy']['us']:,.1f} | {r['t.cpu()']['us']:,.1f} |")
+    return out + [""] + summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tensorb64 bench --device cuda")
+    parser.add_argument("--device", choices=("cuda",), default="cuda")
+    parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    args = parser.parse_args(argv)
+    torch = _require("torch")
+    if not torch.cuda.is_available():
+        print("bench --device cuda: no CUDA device (torch.cuda.is_available() is False; torch "
+              f"{torch.__version__}, CUDA build {torch.version.cuda})", file=sys.stderr)
+        return 2
+    try:
+        import pybase64
+    except ImportError:
+        pybase64 = None
+        print("note: pybase64 is not installed: the pybase64 path and the ratios are left out", file=sys.stderr)
+    torch.set_num_threads(1)
+    cfg = {"rounds": 7, "sample_s": 0.002, "budget_s": 0.2} if args.quick else {"rounds": 21, "sample_s": 0.003, "budget_s": 1.0}
+    started = time.perf_counter()
+    report = {"machine": machine(torch), "config": cfg}
+    print(" ".join(f"{k}={v}" for k, v in report["machine"].items()), flush=True)
+    report.update(run(torch, pybase64, cfg, lambda s: print(s, file=sys.stderr, flush=True)))
+    report["elapsed_s"] = time.perf_counter() - started
+    report["errors"] = [e for c in report["cases"] for e in c["errors"]]
+    print("\n".join(lines(report)))
+    print(f"\n{len(report['cases'])} cases in {report['elapsed_s']:.1f} s")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+    if report["errors"]:
+        print("\n".join(report["errors"]), file=sys.stderr)
+        return 1
+    return 0

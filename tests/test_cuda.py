@@ -1,0 +1,157 @@
+"""CUDA tensors on a CUDA device: every entry point gives the bytes of the tensor's CPU copy.
+
+Marked `cuda` and skipped, with the reason, where torch has no CUDA device; ci/gpu_check.sh
+runs them on a GPU machine. The pipeline's logic (chunks, slots, waiting, bounds) is tested
+without a GPU in tests/test_cuda_staging.py; these check the device side: torch's CUDA casts
+against the core's (GPU narrowing), streams, device indices, pinned buffers.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tensorb64  # noqa: E402
+from tensorb64 import _cuda, _formats  # noqa: E402
+from tensorb64.openai import embedding_data, iter_response_body, response_body  # noqa: E402
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine (torch.cuda.is_available() is False)"),
+]
+
+OUTPUTS = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
+SOURCES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+SHAPES = ((1, 384), (64, 3072), (700, 1024))  # below the plain-copy threshold, one chunk, several chunks
+
+
+def edge_values(rows: int, width: int, dtype, device="cuda") -> torch.Tensor:
+    """Normal values and, spread over the rows, what GPU narrowing must not change: NaN
+    payloads, infinities, values past each narrow format's range, subnormals, rounding ties."""
+    g = torch.Generator().manual_seed(rows * 7919 + width)
+    t = torch.randn(rows, width, generator=g, dtype=torch.float32) * 0.05
+    specials = torch.tensor(
+        [0x7FC00001, 0xFFA00000 - (1 << 32), 0x7F800000, 0xFF800000 - (1 << 32), 0x00000001, 0x00400000,
+         0x33000000, 0x33800001, 0x477FF000, 0x47800000, 0x43E00000, 0x43E80000, 0x7F7FFFFF, 0x387FC000],
+        dtype=torch.int32,
+    ).view(torch.float32)
+    for row in range(1, rows, max(1, rows // 5)):
+        t[row, : min(width, len(specials))] = specials[: min(width, len(specials))]
+    if rows > 2:  # a row of ties for float16 (bit 12 set exactly) and bfloat16 (bit 15)
+        t[rows - 1] = (torch.randn(width, generator=g).abs().view(torch.int32) & ~0x1FFF | 0x1000).view(torch.float32)
+    return t.to(dtype).to(device)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("source", SOURCES, ids=str)
+def test_every_entry_point_equals_the_cpu_copy(source, shape):
+    t = edge_values(*shape, source)
+    c = t.cpu()
+    view, cview = t[:, : shape[1] // 2 + 1], c[:, : shape[1] // 2 + 1]
+    for output in OUTPUTS:
+        for x, cx in ((t, c), (view, cview)):
+            assert tensorb64.encode_rows(x, dtype=output) == tensorb64.encode_rows(cx, dtype=output), output
+            assert tensorb64.encode_body(x, dtype=output, byteorder="big") == tensorb64.encode_body(cx, dtype=output, byteorder="big"), output
+            assert response_body(x, model="m", dtype=output) == response_body(cx, model="m", dtype=output), output
+        assert tensorb64.encode(t, dtype=output) == tensorb64.encode(c, dtype=output)
+    assert embedding_data(view, encoding_format="base64") == embedding_data(cview, encoding_format="base64")
+    assert b"".join(iter_response_body(t, model="m", dtype="float16", chunk_size=100_000)) == response_body(c, model="m", dtype="float16")
+    finite = torch.nan_to_num(t, nan=0.0, posinf=1.0, neginf=-1.0)
+    for float_format in ("repr", "shortest"):
+        assert response_body(finite, model="m", encoding_format="float", float_format=float_format) == response_body(
+            finite.cpu(), model="m", encoding_format="float", float_format=float_format)
+        assert tensorb64.json_rows(finite, float_format=float_format) == tensorb64.json_rows(finite.cpu(), float_format=float_format)
+    if shape[0] > 1:  # row 1 starts with a NaN
+        with pytest.raises(ValueError, match=r"row 1, column 0 is NaN or infinite"):
+            response_body(t, model="m", encoding_format="float")
+        with pytest.raises(ValueError, match=r"row 1, column 0 is NaN or infinite"):
+            iter_response_body(t, model="m", encoding_format="float")
+
+
+def test_gpu_narrowing_equals_the_core_on_every_float16_and_bfloat16_neighbourhood():
+    """float32 values around every float16 and bfloat16 value (each, its midpoints to its
+    neighbours, and one ulp either side of them) narrowed on the GPU give the core's bytes."""
+    bits = torch.arange(0, 1 << 16, dtype=torch.int32)
+    for narrow in (torch.float16, torch.bfloat16):
+        centres = bits.to(torch.int16).view(narrow).to(torch.float32).view(torch.int32)
+        candidates = torch.cat([centres + d for d in (-0x1001, -0x1000, -1, 0, 1, 0x1000, 0x1001)] if narrow == torch.float16
+                               else [centres + d for d in (-0x8001, -0x8000, -1, 0, 1, 0x8000, 0x8001)])
+        candidates = candidates.view(torch.float32)
+        for output in OUTPUTS:
+            # only what is narrowed on the GPU: NaN, infinities and values past the output's
+            # largest finite one are narrowed by the core (edge_values covers those)
+            largest = torch.finfo(getattr(torch, _formats.OUTPUT_DTYPES[output])).max
+            kept = candidates[torch.isfinite(candidates) & (candidates.abs() <= largest)]
+            values = kept[: kept.numel() // 1024 * 1024].reshape(-1, 1024)
+            expected = tensorb64.encode_body(values, dtype=output)[0]
+            assert tensorb64.encode_body(values.cuda(), dtype=output)[0] == expected, (narrow, output)
+
+
+def test_the_copy_is_ordered_after_work_on_a_non_default_stream():
+    stream = torch.cuda.Stream()
+    expected = None
+    with torch.cuda.stream(stream):
+        for _ in range(5):
+            a = torch.randn(2048, 2048, device="cuda")
+            torch.cuda._sleep(2_000_000)  # keep the stream busy: an unordered copy would read old values
+            t = (a @ a)[:512] * 1e-3
+            body = tensorb64.encode_body(t, dtype="float16")[0]
+            rows = _cuda.encode_rows(t, "float32", "little", 1)
+            expected = tensorb64.encode_body(t.cpu(), dtype="float16")[0]
+            assert body == expected
+            assert rows == tensorb64.encode_rows(t.cpu())
+    torch.cuda.synchronize()
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="one CUDA device: the second device index is not tested")
+def test_a_second_device():
+    t = edge_values(300, 1024, torch.bfloat16, device="cuda:1")
+    with torch.cuda.device(0):
+        assert tensorb64.encode_body(t, dtype="fp8_e4m3") == tensorb64.encode_body(t.cpu(), dtype="fp8_e4m3")
+        assert tensorb64.encode_rows(t) == tensorb64.encode_rows(t.cpu())
+
+
+def test_device_index_zero_named_explicitly_and_requires_grad():
+    t = edge_values(200, 1024, torch.float32, device=torch.device("cuda", 0)).requires_grad_()
+    assert tensorb64.encode_body(t, dtype="bfloat16") == tensorb64.encode_body(t.detach().cpu(), dtype="bfloat16")
+    assert tensorb64.encode_rows(t) == tensorb64.encode_rows(t.detach().cpu())
+
+
+def test_concurrent_threads_on_the_gpu():
+    tensors = [edge_values(300 + 17 * i, 1024, (torch.float32, torch.bfloat16)[i % 2]) for i in range(8)]
+    expected = [(tensorb64.encode_rows(t.cpu()), response_body(t.cpu(), model="m", dtype="float16")) for t in tensors]
+    failures = []
+
+    def worker(i):
+        try:
+            for _ in range(5):
+                if (tensorb64.encode_rows(tensors[i]), response_body(tensors[i], model="m", dtype="float16")) != expected[i]:
+                    failures.append(i)
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            failures.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
+    staging = _cuda.pool()
+    assert staging.leased == 0 and staging.held <= staging.limit and staging.reuses > 0
+
+
+def test_pinned_buffers_are_reused_and_pinned():
+    t = torch.randn(1024, 3072, device="cuda")
+    staging = _cuda.pool()
+    tensorb64.encode_rows(t)
+    allocations = staging.allocations
+    for _ in range(3):
+        tensorb64.encode_rows(t)
+        tensorb64.encode_body(t, dtype="float16")
+    assert staging.leased == 0
+    assert staging.allocations <= allocations + 2  # the pipeline's slots, once
+    host = _cuda.host_copy(t)
+    assert host.is_pinned() and torch.equal(host, t.cpu())

@@ -1,0 +1,403 @@
+"""The CUDA staging pipeline (src/tensorb64/_cuda.py) on CPU, through a stand-in copier.
+
+The copier below keeps the CUDA copier's contract with CPU tensors standing in for device ones:
+copies run later, in order, on a worker thread (a stream), after a delay; a destination holds
+0xFF bytes from the moment its copy is queued until it lands, so a pipeline that read a slot
+before waiting for it, or queued into a slot still being encoded, would give wrong bytes. The
+entry points are routed through the pipeline for CPU tensors (`routed`), so the code exercised
+is the code that runs on CUDA, narrowing included (torch's CPU casts stand in for the GPU's);
+every result is compared with the host path's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import random
+import subprocess
+import sys
+import threading
+from collections import Counter
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tensorb64  # noqa: E402
+from tensorb64 import _cuda, _native  # noqa: E402
+from tensorb64.openai import embedding_data, iter_response_body, response_body  # noqa: E402
+
+OUTPUTS = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
+SOURCES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+class FakeCopier:
+    """CudaCopier's contract on CPU tensors, with copies that land late (see the module doc)."""
+
+    def __init__(self, delay: float = 0.0, seed: int = 0, disagree: bool = True):
+        self.delay = delay
+        self.disagree = disagree
+        self.log: list = []
+        self._random = random.Random(seed)
+        self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending: Counter = Counter()  # slot storage address -> copies queued, not landed
+        self._worker = threading.Thread(target=self._run, daemon=True)
+        self._worker.start()
+
+    def begin(self, source):
+        self.log.append(("begin", source.data_ptr()))
+
+    def device_work(self):
+        return contextlib.nullcontext()
+
+    def narrow(self, source, dtype):
+        """torch's cast, except where a device's casts may disagree with the host's (NaN bits,
+        overflow): there it writes 0, which the pipeline must never let through."""
+        narrowed = source.to(dtype)
+        self.log.append(("narrow", source.dtype, dtype))
+        if self.disagree:
+            bits = narrowed.view(torch.uint8) if narrowed.element_size() == 1 else narrowed  # (no masked_fill for float8)
+            bits[~torch.isfinite(narrowed.to(torch.float32)) | ~torch.isfinite(source)] = 0
+        return narrowed
+
+    def copy(self, source, host):
+        assert source.shape == host.shape and source.dtype == host.dtype and host.is_contiguous()
+        key = host.untyped_storage().data_ptr()
+        with self._lock:
+            self._pending[key] += 1
+        host.view(-1).view(torch.uint8).fill_(0xFF)  # undefined until the copy lands
+        self.log.append(("copy", key, source.dtype, host.shape[0]))
+        self._queue.put((source, host, key))
+
+    def record(self):
+        event = threading.Event()
+        self._queue.put(event)
+        return event
+
+    def wait(self, event):
+        assert event.wait(timeout=60), "a copy never landed"
+        self.log.append(("wait",))
+
+    def pending_into(self, buffer) -> int:
+        with self._lock:
+            return self._pending[buffer.untyped_storage().data_ptr()]
+
+    def close(self):
+        self._queue.put(None)
+        self._worker.join(timeout=60)
+
+    def _run(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            if self.delay:
+                threading.Event().wait(self._random.uniform(0, self.delay))
+            source, host, key = item
+            host.copy_(source)
+            del item, source, host  # hold no tensor between copies (host_copy's lease ends with its tensor)
+            with self._lock:
+                self._pending[key] -= 1
+
+
+class CheckedPool(_cuda.StagingPool):
+    """A pool of plain host buffers that refuses to take back a buffer a copy is still queued
+    into, and records the most bytes it ever held."""
+
+    def __init__(self, limit, copier):
+        super().__init__(limit, lambda n: torch.empty(n, dtype=torch.uint8))
+        self.copier = copier
+        self.most_held = 0
+
+    def acquire(self, nbytes):
+        buffer = super().acquire(nbytes)
+        self.most_held = max(self.most_held, self.held)
+        return buffer
+
+    def release(self, buffer):
+        assert self.copier.pending_into(buffer) == 0, "a buffer went back to the pool with a copy still queued into it"
+        super().release(buffer)
+
+
+@pytest.fixture
+def routed(monkeypatch):
+    """CPU tensors take the CUDA route, with small chunks (many per call) and a fresh pool."""
+    copier = FakeCopier(delay=0.0005)
+    staging = CheckedPool(1 << 20, copier)
+    monkeypatch.setattr(_cuda, "on_device", lambda x: type(x) is torch.Tensor)
+    monkeypatch.setattr(_cuda, "copier_for", lambda t: copier)
+    monkeypatch.setattr(_cuda, "_POOL", staging)
+    monkeypatch.setattr(_cuda, "PLAIN_COPY_BELOW", 256)
+    monkeypatch.setattr(_cuda, "CHUNK_BYTES", 1024)
+    yield staging
+    copier.close()
+    assert staging.leased == 0
+
+
+def host_path(fn):
+    """fn() with the CUDA route turned off: what the host path returns for the same tensor."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_cuda, "on_device", lambda x: False)
+        return fn()
+
+
+def values(rows: int, width: int, dtype, *, specials: bool = True, seed: int = 0) -> torch.Tensor:
+    """Normal values with, in a few rows, what narrowing must not change: NaN payloads,
+    infinities, values past float16's and fp8's range, subnormals and rounding ties."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randn(rows, width, generator=g, dtype=torch.float64) * 0.05
+    if specials and rows > 3:
+        t[1, :8] = torch.tensor([float("nan"), float("inf"), -float("inf"), 70000.0, -1e30, 500.0, 1e-40, 2**-25])
+        t[rows - 2, 3] = 65520.0
+        bits = torch.tensor([0x7FC00001, 0xFFA00000 - (1 << 32), 0x00000001, 0x33000000], dtype=torch.int32)
+        t32 = t.to(torch.float32)
+        t32[rows // 2, :4] = bits.view(torch.float32)
+        return t32.to(dtype) if dtype != torch.float64 else t32.to(torch.float64)
+    return t.to(dtype)
+
+
+# ---- the entry points through the pipeline equal the host path ------------------------------------
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=str)
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_encode_body_and_response_body_equal_the_host_path(routed, source, output):
+    t = values(40, 37, source)
+    for byteorder in ("little", "big"):
+        assert tensorb64.encode_body(t, dtype=output, byteorder=byteorder) == host_path(
+            lambda: tensorb64.encode_body(t, dtype=output, byteorder=byteorder))  # noqa: B023
+    kwargs = {"model": "m", "dtype": output, "dimensions": 30, "usage": {"prompt_tokens": 3, "total_tokens": 3}}
+    expected = host_path(lambda: response_body(t, **kwargs))
+    assert response_body(t, **kwargs) == expected
+    assert b"".join(iter_response_body(t, chunk_size=700, **kwargs)) == expected
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=str)
+def test_embedding_data_and_float_bodies_equal_the_host_path(routed, source):
+    t = values(33, 50, source, specials=False)
+    assert embedding_data(t, encoding_format="base64") == host_path(lambda: embedding_data(t, encoding_format="base64"))
+    assert embedding_data(t[0], encoding_format="base64", dimensions=7) == host_path(
+        lambda: embedding_data(t[0], encoding_format="base64", dimensions=7))
+    for float_format in ("repr", "shortest"):
+        kwargs = {"model": "m", "encoding_format": "float", "float_format": float_format}
+        expected = host_path(lambda: response_body(t, **kwargs))  # noqa: B023
+        assert response_body(t, **kwargs) == expected
+        assert b"".join(iter_response_body(t, chunk_size=2000, **kwargs)) == expected
+
+
+def test_n_dimensional_and_strided_inputs(routed):
+    t = values(6 * 7, 40, torch.float32).view(6, 7, 40)
+    for x in (t, t.permute(1, 0, 2), t[:, :, ::3], t[0]):
+        assert tensorb64.encode_body(x, dtype="float16") == host_path(lambda: tensorb64.encode_body(x, dtype="float16"))  # noqa: B023
+        assert _cuda.encode_rows(x, "bfloat16", "big", 1) == tensorb64.encode_rows(x, dtype="bfloat16", byteorder="big")
+
+
+def test_narrowing_crosses_the_bus_narrow_and_falls_back_where_it_must(routed):
+    copier = routed.copier
+    t = values(64, 16, torch.float32)  # 64-byte float16 rows: 15 rows a 1 KiB chunk
+    assert tensorb64.encode_body(t, dtype="float16") == host_path(lambda: tensorb64.encode_body(t, dtype="float16"))
+    copies = [entry for entry in copier.log if entry[0] == "copy"]
+    assert {dtype for _, _, dtype, _ in copies} == {torch.float32, torch.float16}  # range checks, float16 rows
+    assert sum(rows for _, _, dtype, rows in copies if dtype == torch.float16) == 64
+    # float text keeps the source's own values: nothing is narrowed
+    copier.log.clear()
+    response_body(values(64, 16, torch.float64, specials=False), model="m", encoding_format="float")
+    assert {entry[2] for entry in copier.log if entry[0] == "copy"} == {torch.float64}
+
+
+def test_which_dtype_crosses_the_bus():
+    f32, f16, bf16, f64, e4 = torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn
+    table = {
+        (f32, f32): f32, (f32, f16): f16, (f32, bf16): bf16, (f32, e4): e4,
+        (bf16, f32): bf16, (bf16, f16): bf16, (bf16, e4): e4, (f16, bf16): f16,
+        (f64, f32): f32, (f64, f16): f32, (f64, e4): f32, (f32, None): f32, (f64, None): f64,
+    }
+    for (source, output), bus in table.items():
+        assert _cuda._bus_dtype(torch, source, output) == bus, (source, output)
+
+
+# ---- ordering, slot reuse, waiting -----------------------------------------------------------------
+
+
+def test_chunks_are_copied_ahead_awaited_before_reading_and_slots_alternate():
+    copier = FakeCopier(delay=0.002)
+    staging = CheckedPool(1 << 20, copier)
+    t = values(50, 64, torch.float32, specials=False)  # 256-byte rows
+    events = []
+
+    def write(host, start):
+        assert copier.pending_into(host) == 0, "a slot was read with a copy into it still queued"
+        assert torch.equal(host, t[start : start + host.shape[0]]), "a slot was read before its copy landed"
+        events.append(("write", host.untyped_storage().data_ptr(), start))
+        copier.log.append(events[-1])
+        return _native.encode_rows(host)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_cuda, "CHUNK_BYTES", 1024)  # 4 rows a chunk: 13 chunks
+        results = _cuda.staged_chunks(t, torch.float32, write, copier=copier, staging=staging)
+    copier.close()
+    assert [row for chunk in results for row in chunk] == tensorb64.encode_rows(t)
+    assert [start for _, _, start in events] == list(range(0, 50, 4))
+    log = [entry[0] for entry in copier.log]
+    assert log[:3] == ["begin", "copy", "wait"]
+    # after each wait: the next chunk's copy is queued before the awaited chunk is written
+    assert log[3:] == ["copy", "write", "wait"] * 12 + ["write"]
+    slots = [entry[1] for entry in copier.log if entry[0] == "copy"]
+    assert len(set(slots)) == 2 and all(slots[i] != slots[i + 1] for i in range(len(slots) - 1))
+    assert [slot for _, slot, _ in events] == slots
+    assert staging.leased == 0 and staging.idle_bytes() == staging.held
+
+
+def test_a_failing_write_waits_for_queued_copies_before_the_slots_are_reused():
+    copier = FakeCopier(delay=0.01)
+    staging = CheckedPool(1 << 20, copier)
+    t = values(40, 64, torch.float32, specials=False)
+
+    def write(host, start):
+        if start == 8:
+            raise ValueError("boom")
+        return start
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_cuda, "CHUNK_BYTES", 1024)
+        with pytest.raises(ValueError, match="boom"):
+            _cuda.staged_chunks(t, torch.float32, write, copier=copier, staging=staging)
+    copier.close()
+    assert staging.leased == 0 and staging.held == staging.idle_bytes() > 0  # given back only once landed
+
+
+def test_a_non_finite_float_row_is_named_as_in_the_whole_input(routed):
+    t = values(40, 16, torch.float32, specials=False)
+    t[33, 5] = float("nan")
+    with pytest.raises(ValueError) as routed_error:
+        response_body(t, model="m", encoding_format="float")
+    with pytest.raises(ValueError) as host_error:
+        host_path(lambda: response_body(t, model="m", encoding_format="float"))
+    assert str(routed_error.value) == str(host_error.value) and "row 33, column 5" in str(host_error.value)
+    with pytest.raises(ValueError, match="row 33, column 5"):
+        iter_response_body(t, model="m", encoding_format="float")
+
+
+def test_bad_arguments_raise_what_the_host_path_raises(routed):
+    t = values(20, 16, torch.float32, specials=False)
+    for kwargs in ({"dtype": "float8"}, {"byteorder": "middle"}, {"threads": 0}, {"dtype": None}):
+        with pytest.raises((TypeError, ValueError)) as routed_error:
+            tensorb64.encode_body(t, **kwargs)
+        with pytest.raises((TypeError, ValueError)) as host_error:
+            host_path(lambda: tensorb64.encode_body(t, **kwargs))  # noqa: B023
+        assert type(routed_error.value) is type(host_error.value) and str(routed_error.value) == str(host_error.value)
+    with pytest.raises(ValueError, match="unknown dtype 'float8'"):
+        _cuda.encode_rows(t, "float8", "little", 1)
+    with pytest.raises(ValueError, match="encode_rows needs an input with at least one dimension"):
+        _cuda.encode_rows(torch.tensor(1.0), "float32", "little", 1)
+    assert routed.leased == 0
+
+
+# ---- bounds, reuse, concurrency -----------------------------------------------------------------
+
+
+def test_pool_reuses_bounds_and_evicts():
+    made = []
+    staging = _cuda.StagingPool(1 << 20, lambda n: made.append(n) or torch.empty(n, dtype=torch.uint8))
+    a = staging.acquire(100_000)  # a 128 KiB class
+    assert a.numel() == 128 << 10
+    staging.release(a)
+    assert staging.acquire(70_000) is a and staging.reuses == 1
+    b = staging.acquire(512 << 10)
+    c = staging.acquire(300 << 10)  # 128 + 512 + 512 KiB > 1 MiB
+    assert c is None and staging.refusals == 1
+    staging.release(b)
+    c = staging.acquire(300 << 10)  # the idle 512 KiB one, reused
+    assert c is b
+    staging.release(c)
+    d = staging.acquire(1 << 19 | 1)  # 1 MiB class: the idle 512 KiB is dropped, still too much with `a`
+    assert d is None and staging.held == 128 << 10
+    staging.release(a)
+    d = staging.acquire(600 << 10)  # now the idle 128 KiB goes too
+    assert d is not None and staging.held == 1 << 20 and staging.leased == 1 << 20
+    staging.release(d)
+    assert made == [128 << 10, 512 << 10, 1 << 20]
+
+    def refuse(n):
+        raise RuntimeError("CUDA error: out of memory")
+
+    failing = _cuda.StagingPool(1 << 20, refuse)
+    assert failing.acquire(10) is None and failing.held == 0 and failing.leased == 0
+
+
+def test_a_full_pool_takes_the_plain_path(routed, monkeypatch):
+    monkeypatch.setattr(routed, "limit", 1000)  # smaller than one slot
+    t = values(40, 37, torch.float32)
+    assert tensorb64.encode_body(t, dtype="float16") == host_path(lambda: tensorb64.encode_body(t, dtype="float16"))
+    assert response_body(t, model="m") == host_path(lambda: response_body(t, model="m"))
+    assert routed.refusals >= 2 and routed.held == 0
+
+
+def test_concurrent_calls_never_share_a_slot(routed):
+    routed.limit = 320 << 10  # room for two calls' slots at once: the rest take the plain copy
+    tensors = [values(30 + i, 24 + i, (torch.float32, torch.bfloat16)[i % 2], seed=i) for i in range(8)]
+    expected = [host_path(lambda t=t: response_body(t, model="m", dtype="float16")) for t in tensors]
+    failures = []
+
+    def worker(i):
+        try:
+            for _ in range(10):
+                if response_body(tensors[i], model="m", dtype="float16") != expected[i]:
+                    failures.append(i)
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            failures.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
+    assert routed.leased == 0 and routed.most_held <= routed.limit and routed.reuses > 0
+
+
+def test_a_suspended_generator_holds_no_staging_buffer(routed):
+    t = values(60, 64, torch.float32, specials=False)
+    expected = host_path(lambda: response_body(t, model="m"))
+    chunks = iter_response_body(t, model="m", chunk_size=2000)
+    pieces = []
+    for piece in chunks:
+        assert routed.leased == 0
+        other = values(20, 64, torch.float32, seed=1)  # another call in between reuses the buffers
+        assert response_body(other, model="m") == host_path(lambda: response_body(other, model="m"))  # noqa: B023
+        pieces.append(piece)
+    assert len(pieces) > 2 and b"".join(pieces) == expected
+
+
+# ---- the whole-tensor copy (the binding's own entry points) ------------------------------------------
+
+
+def test_host_copy_keeps_its_buffer_until_the_copy_is_freed():
+    copier = FakeCopier(delay=0.002)
+    staging = CheckedPool(1 << 20, copier)
+    t = values(64, 96, torch.bfloat16)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_cuda, "PLAIN_COPY_BELOW", 1024)
+        host = _cuda.host_copy(t[:, :90], copier=copier, staging=staging)
+        assert staging.leased == 64 << 10  # the smallest buffer
+        assert tensorb64.encode_rows(host) == tensorb64.encode_rows(t[:, :90])
+        assert tensorb64.encode_rows(_cuda.host_copy(t, copier=copier, staging=staging)) == tensorb64.encode_rows(t)
+        assert staging.leased == 64 << 10 and staging.allocations == 2  # the second, freed, went back
+        del host
+        assert staging.leased == 0
+        assert tensorb64.encode_rows(_cuda.host_copy(t, copier=copier, staging=staging)) == tensorb64.encode_rows(t)
+        assert staging.leased == 0 and staging.reuses == 1 and staging.allocations == 2
+        small = _cuda.host_copy(t[:2], copier=copier, staging=staging)  # below the threshold: plain
+        assert torch.equal(small.view(torch.int16), t[:2].view(torch.int16)) and staging.leased == 0
+    copier.close()
+
+
+def test_importing_tensorb64_does_not_import_torch():
+    code = "import sys, tensorb64, tensorb64._cuda; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
