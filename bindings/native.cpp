@@ -123,7 +123,10 @@ struct registry {
     PyObject* tensor_type = nullptr;   // torch.Tensor, once the Python layer has seen torch
     PyObject* torch_dtypes = nullptr;  // dict: torch.dtype -> core dtype code
     PyObject* torch_exchange_capsule = nullptr;  // torch.Tensor.__dlpack_c_exchange_api__, if any
-    std::string dtype_names;                     // "float32, float16, ..." for messages
+    // The staging pipeline's encode_rows and json_rows (src/tensorb64/_cuda.py), for CUDA tensors.
+    PyObject* cuda_encode_rows = nullptr;
+    PyObject* cuda_json_rows = nullptr;
+    std::string dtype_names;  // "float32, float16, ..." for messages
     std::string byteorder_names;
     std::string float_format_names;
 } names;
@@ -614,10 +617,29 @@ bool read_in_place(PyObject* x, int source_override, input_array& in) {
     return read_buffer(x, source_override, in);
 }
 
-// The one reader: every input of every entry point comes through here.
-void read_input(PyObject* x, input_array& in) {
-    if (read_in_place(x, -1, in)) return;
+// A plain torch.Tensor on a CUDA device: what the staging pipeline (src/tensorb64/_cuda.py)
+// reads, for the entry points it serves. Asked only of inputs that could not be read in place.
+bool on_cuda_device(PyObject* x) {
+    static PyObject* const is_cuda_name = PyUnicode_InternFromString("is_cuda");
+    if (names.tensor_type == nullptr ||
+        Py_TYPE(x) != reinterpret_cast<PyTypeObject*>(names.tensor_type)) {
+        return false;
+    }
+    ref is_cuda(PyObject_GetAttr(x, is_cuda_name));
+    PyErr_Clear();
+    return is_cuda.get() == Py_True;
+}
+
+enum class device_inputs { converted, left_to_the_pipeline };
+
+// The one reader: every input of every entry point comes through here. With
+// `left_to_the_pipeline`, false (nothing read) for a tensor on a CUDA device: the entry point
+// hands the call to the staging pipeline, which copies it in chunks (narrowed on the GPU where
+// the output is narrower) and calls the entry point again on each chunk's host copy.
+bool read_input(PyObject* x, input_array& in, device_inputs device = device_inputs::converted) {
+    if (read_in_place(x, -1, in)) return true;
     if (PyErr_Occurred()) throw python_error{};
+    if (device == device_inputs::left_to_the_pipeline && on_cuda_device(x)) return false;
     if (in.has_view) {
         PyBuffer_Release(&in.view);
         in.has_view = false;
@@ -639,6 +661,17 @@ void read_input(PyObject* x, input_array& in) {
                                    Py_TYPE(x)->tp_name + "); this is a bug in tensorb64");
     }
     in.converted = std::move(converted);  // keeps the converted object alive
+    return true;
+}
+
+// The staging pipeline's function for an entry point, called with the entry's own arguments
+// (already checked).
+PyObject* call_pipeline(PyObject* function, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames) {
+    PyObject* result =
+        PyObject_Vectorcall(function, args, static_cast<std::size_t>(nargs), kwnames);
+    if (result == nullptr) throw python_error{};
+    return result;
 }
 
 // ---- from an array to rows -------------------------------------------------------------------
@@ -934,7 +967,8 @@ PyObject* encode_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
         const tb::element_format target{output_dtype(call.dtype), byte_order(call.byteorder)};
         const unsigned threads = thread_count(call.threads);
         input_array in;
-        read_input(call.x, in);
+        if (!read_input(call.x, in, device_inputs::left_to_the_pipeline))
+            return call_pipeline(names.cuda_encode_rows, args, nargs, kwnames);
         if (in.ndim == 0) {
             raise(PyExc_ValueError,
                   "encode_rows needs an input with at least one dimension; use encode() for a "
@@ -1071,7 +1105,8 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
         const tb::float_format format = float_format(call.float_format);
         const unsigned threads = thread_count(call.threads);
         input_array in;
-        read_input(call.x, in);
+        if (!read_input(call.x, in, device_inputs::left_to_the_pipeline))
+            return call_pipeline(names.cuda_json_rows, args, nargs, kwnames);
         if (in.ndim == 0)
             raise(PyExc_ValueError, "json_rows needs an input with at least one dimension");
         const tb::strided_rows source = rows_of(in);
@@ -1402,6 +1437,15 @@ PYBIND11_MODULE(_native, m) {
         py::arg("ndarray_type"), py::arg("readable"),
         "Hands the binding the Python layer's registry of names and its input converter (once, at "
         "import).");
+    m.def(
+        "_configure_cuda",
+        [](const py::object& encode_rows, const py::object& json_rows) {
+            keep(names.cuda_encode_rows, encode_rows);
+            keep(names.cuda_json_rows, json_rows);
+        },
+        py::arg("encode_rows"), py::arg("json_rows"),
+        "Hands the binding the staging pipeline's encode_rows and json_rows, which take the calls "
+        "of those entry points whose input is a torch.Tensor on a CUDA device.");
     m.def(
         "_configure_torch",
         [](const py::object& tensor_type, const py::dict& torch_dtypes,

@@ -81,3 +81,29 @@ def test_cuda_bench_without_a_cuda_device_says_so():
     proc = subprocess.run([sys.executable, "-m", "tensorb64", "bench", "--device", "cuda"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "bench --device cuda: no CUDA device" in proc.stderr
+
+
+def test_cuda_bench_paths_checks_and_report_run_on_cpu_tensors():
+    # The CUDA bench runs only on a GPU machine, in a short prepared session: its paths, output
+    # checks and report are run here on CPU tensors, so that a slip in them cannot waste it.
+    torch = pytest.importorskip("torch")
+    pybase64 = pytest.importorskip("pybase64")
+    from tensorb64 import _bench_cuda
+
+    t = torch.randn(4, 96)
+    measured = {"us": 2.0, "p25": 1.9, "p75": 2.1}
+    cases = []
+    for source, B, D, out in _bench_cuda.CASES:
+        paths = _bench_cuda._paths(torch, pybase64, t.to(getattr(torch, source)), out)
+        host = t.to(getattr(torch, source))
+        rows, body = tensorb64.encode_rows(host, dtype=out), tensorb64.response_body(host, model="m", dtype=out)
+        assert _bench_cuda._check(paths, rows, body) == []
+        assert _bench_cuda._check(paths, rows[:-1], body) != []  # a wrong output is reported
+        cases.append({"input": source, "B": B, "D": D, "output": out, "errors": [],
+                      "results": {name: measured for name in paths}})
+    report = {"cases": cases, "machine": {"plain_copy_below": _bench_cuda._cuda.PLAIN_COPY_BELOW},
+              "threshold": [{"bytes": 16384, "results": {"pinned staged copy": measured, "t.cpu()": measured}}]}
+    text = "\n".join(_bench_cuda.lines(report))
+    for key in _bench_cuda.TARGETS:
+        assert f"target {key[0]} {key[1]}×{key[2]}: encode_rows" in text
+    assert "GPU narrowing 1.00× the speed without it" in text

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -193,7 +194,9 @@ def test_n_dimensional_and_strided_inputs(routed):
     t = values(6 * 7, 40, torch.float32).view(6, 7, 40)
     for x in (t, t.permute(1, 0, 2), t[:, :, ::3], t[0]):
         assert tensorb64.encode_body(x, dtype="float16") == host_path(lambda: tensorb64.encode_body(x, dtype="float16"))  # noqa: B023
-        assert _cuda.encode_rows(x, "bfloat16", "big", 1) == tensorb64.encode_rows(x, dtype="bfloat16", byteorder="big")
+        assert _cuda.encode_rows(x, dtype="bfloat16", byteorder="big") == tensorb64.encode_rows(x, dtype="bfloat16", byteorder="big")
+        finite = torch.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0)  # (float text refuses NaN)
+        assert _cuda.json_rows(finite, float_format="shortest") == tensorb64.json_rows(finite, float_format="shortest")
 
 
 def test_narrowing_crosses_the_bus_narrow_and_falls_back_where_it_must(routed):
@@ -290,10 +293,10 @@ def test_bad_arguments_raise_what_the_host_path_raises(routed):
         with pytest.raises((TypeError, ValueError)) as host_error:
             host_path(lambda: tensorb64.encode_body(t, **kwargs))  # noqa: B023
         assert type(routed_error.value) is type(host_error.value) and str(routed_error.value) == str(host_error.value)
-    with pytest.raises(ValueError, match="unknown dtype 'float8'"):
-        _cuda.encode_rows(t, "float8", "little", 1)
     with pytest.raises(ValueError, match="encode_rows needs an input with at least one dimension"):
-        _cuda.encode_rows(torch.tensor(1.0), "float32", "little", 1)
+        _cuda.encode_rows(torch.tensor(1.0))
+    with pytest.raises(ValueError, match="json_rows needs an input with at least one dimension"):
+        _cuda.json_rows(torch.tensor(1.0))
     assert routed.leased == 0
 
 
@@ -401,3 +404,57 @@ def test_importing_tensorb64_does_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_the_binding_hands_device_tensors_to_the_pipeline_with_its_own_arguments():
+    # encode_rows and json_rows are the binding's functions: for a torch.Tensor on a CUDA device
+    # (here a TensorLike registered as the tensor type, saying is_cuda), their reader leaves the
+    # input to the pipeline, called with the call's own arguments once they are checked. In a
+    # subprocess: install() replaces torch's registration.
+    code = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import numpy as np
+import tensorb64
+from tensorb64 import _native
+from tensor_like import TensorLike, install
+install()
+calls = []
+_native._configure_cuda(lambda *a, **k: calls.append(("encode_rows", a, k)) or ["routed"],
+                        lambda *a, **k: calls.append(("json_rows", a, k)) or [b"routed"])
+a = np.arange(8, dtype=np.float32)
+p = a.ctypes.data
+device = TensorLike(p, (2, 4), (4, 1), p, 32)
+device.is_cpu, device.is_cuda = False, True
+assert tensorb64.encode_rows(device, dtype="float16", threads=2) == ["routed"]
+assert calls[-1] == ("encode_rows", (device,), {{"dtype": "float16", "threads": 2}}), calls
+assert tensorb64.json_rows(device, float_format="shortest") == [b"routed"]
+assert calls[-1] == ("json_rows", (device,), {{"float_format": "shortest"}}), calls
+for bad in ({{"dtype": "float8"}}, {{"threads": 0}}, {{"byteorder": "middle"}}):
+    try:
+        tensorb64.encode_rows(device, **bad)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"{{bad}} was not refused before routing")
+assert len(calls) == 2, calls
+host = TensorLike(p, (2, 4), (4, 1), p, 32)
+host.is_cuda = False
+assert tensorb64.encode_rows(host) == tensorb64.encode_rows(a.reshape(2, 4))  # read in place, not routed
+assert len(calls) == 2, calls
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
+
+
+def test_json_rows_through_the_pipeline_names_the_row_of_the_whole_input(routed):
+    t = values(40, 16, torch.float32, specials=False)
+    t[33, 5] = float("nan")
+    with pytest.raises(ValueError) as routed_error:
+        _cuda.json_rows(t)
+    with pytest.raises(ValueError) as host_error:
+        tensorb64.json_rows(t)
+    assert str(routed_error.value) == str(host_error.value)
+    assert "33" in str(host_error.value)

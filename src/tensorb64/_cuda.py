@@ -4,12 +4,13 @@ and copies overlapped with encoding.
 Two ways in:
 
 * ``host_copy(t)``: the whole tensor on the host in its own dtype. The reader's fallback
-  (``_inputs.readable``) uses it for every CUDA tensor, so the binding's own entry points
-  (``encode``, ``encode_rows``, ``json_rows``) get it; they do not tell the reader their output
-  dtype, so nothing is narrowed on the GPU there and the copy is not overlapped.
-* ``encode_rows``, ``row_bytes``, ``response_body_base64``, ``response_body_float``: what the
-  Python entry points (``encode_body``, ``embedding_data``, ``response_body``,
-  ``iter_response_body``) call for a CUDA tensor. They know the output, so the rows cross the
+  (``_inputs.readable``) uses it for every CUDA tensor the entry points below do not take
+  (``encode``, whose one text does not split at row boundaries, and every other reader).
+* ``encode_rows``, ``json_rows``: what the binding's entry points of those names call, with
+  their own (already checked) arguments, when the input is a CUDA tensor (the binding's reader
+  leaves it to them). ``row_bytes``, ``response_body_base64``, ``response_body_float``: what the
+  Python entry points (``encode_body``, ``response_body``, ``iter_response_body``) call for a
+  CUDA tensor. They know the output, so the rows cross the
   bus in the narrowest dtype that gives the same bytes (``_bus_dtype``), in chunks of at most
   ``CHUNK_BYTES``: chunk k is encoded (the native call, GIL released) while chunk k+1 copies,
   into the same result the host path returns. A result made of more than one chunk of bytes
@@ -390,10 +391,11 @@ def _torch_output(torch, dtype: str):
     return getattr(torch, OUTPUT_DTYPES[dtype])
 
 
-def encode_rows(x, dtype: str, byteorder: str, threads: int) -> list:
-    """``tensorb64.encode_rows(x, ...)`` for a CUDA tensor: staged and overlapped."""
+def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> list:
+    """``tensorb64.encode_rows(x, ...)`` for a CUDA tensor (the binding's entry point calls this
+    with its own arguments, already checked): staged and overlapped, narrowed on the GPU where
+    the output is narrower; otherwise one host copy, encoded as any CPU tensor."""
     torch = sys.modules["torch"]
-    _native.encode_rows(torch.empty(0, 1), dtype=dtype, byteorder=byteorder, threads=threads)  # the argument errors
     bus = _bus_dtype(torch, x.dtype, _torch_output(torch, dtype))
     if _worth_staging(x, bus, torch):
         out: list = []
@@ -402,7 +404,27 @@ def encode_rows(x, dtype: str, byteorder: str, threads: int) -> list:
         )
         if done is not None:
             return out
-    return _native.encode_rows(x, dtype=dtype, byteorder=byteorder, threads=threads)
+    return _native.encode_rows(host_copy(x), dtype=dtype, byteorder=byteorder, threads=threads)
+
+
+def json_rows(x, *, float_format: str = "repr", threads: int = 1) -> list:
+    """``tensorb64.json_rows(x, ...)`` for a CUDA tensor (called by the binding's entry point, as
+    encode_rows): staged in the tensor's own dtype (the text is written from the values
+    themselves) and overlapped; otherwise one host copy."""
+    torch = sys.modules["torch"]
+    if _worth_staging(x, x.dtype, torch):
+        out: list = []
+        try:
+            done = staged_chunks(
+                _rows_2d(x), x.dtype, lambda host, start: out.extend(_native.json_rows(host, float_format=float_format, threads=threads))
+            )
+        except ValueError:
+            # A chunk's error names its row within the chunk: the whole input names the row.
+            _native._check_finite(x)
+            raise
+        if done is not None:
+            return out
+    return _native.json_rows(host_copy(x), float_format=float_format, threads=threads)
 
 
 def row_bytes(x, dtype: str, byteorder: str, threads: int) -> tuple:

@@ -161,3 +161,5 @@ def _first_non_number(x):
 
 
 _native._configure(OUTPUT_DTYPE_CODES, BYTEORDER_CODES, FLOAT_FORMAT_CODES, np.ndarray, readable)
+# encode_rows and json_rows hand a CUDA tensor to the staging pipeline, with their own arguments.
+_native._configure_cuda(_cuda.encode_rows, _cuda.json_rows)

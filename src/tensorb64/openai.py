@@ -117,7 +117,7 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
     rows = _cut(_rows(embeddings), dimensions)
     if encoding_format == "base64":
-        values = _cuda.encode_rows(rows, "float32", "little", 1) if _cuda.on_device(rows) else encode_rows(rows)
+        values = encode_rows(rows)  # (a CUDA tensor: through the staging pipeline)
     else:
         values = _float_lists(rows)
     return [{"object": "embedding", "index": start_index + i, "embedding": value} for i, value in enumerate(values)]
