@@ -433,15 +433,27 @@ template <bool Widened>
 inline repr_x8 repr_digits_x8(__m512i mag) noexcept {
     __m512i digits, k;
     to_decimal64_x8<Widened>(mag, &digits, &k);
-    const __m512i length = decimal_length_x8(digits);
-    const __m512i digits17 = mul_low(digits, pow10_x8(_mm512_sub_epi64(set64(17), length)));
+    // Schubfach's digits of a normal double that is not a small integer have 16 or 17 digits (s is
+    // in [2^52, 10 * 2^53), the choice within 10 of it), so where all eight lie in [10^15, 10^17)
+    // the length is one compare: no bit length, no table (repr 8.6 -> 7.6 ns/value). Integers,
+    // subnormals and zeros take the general way.
+    __m512i digits17, e10;
+    if ((_mm512_cmpge_epu64_mask(digits, set64(kPow10[15])) &
+         _mm512_cmplt_epu64_mask(digits, set64(kPow10[17]))) == 0xff) {
+        const __mmask8 is17 = _mm512_cmpge_epu64_mask(digits, set64(kPow10[16]));
+        digits17 = _mm512_mask_mov_epi64(mul_low(digits, hidden_constant(set64(10))), is17, digits);
+        e10 = _mm512_mask_add_epi64(_mm512_add_epi64(k, set64(15)), is17, k, set64(16));
+    } else {
+        const __m512i length = decimal_length_x8(digits);
+        digits17 = mul_low(digits, pow10_x8(_mm512_sub_epi64(set64(17), length)));
+        e10 = _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1)));
+    }
     // digits17 / 10^8 (exact for digits17 < 1.4e21: 2^90 / 10^8 rounded up, then >> 90).
     const __m512i high9 = _mm512_srli_epi64(mul_high(digits17, set64(12379400392853802749ull)), 26);
     const __m512i lower = _mm512_sub_epi64(digits17, _mm512_mul_epu32(high9, set64(100000000u)));
     const __m512i lead = _mm512_srli_epi64(_mm512_mul_epu32(high9, set64(1441151881u)), 57);
     const __m512i upper = _mm512_sub_epi64(high9, _mm512_mul_epu32(lead, set64(100000000u)));
-    return {lead, digit_bytes8_x8(upper), digit_bytes8_x8(lower),
-            _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1)))};
+    return {lead, digit_bytes8_x8(upper), digit_bytes8_x8(lower), e10};
 }
 
 // write_fixed_fractions_x8 for repr texts (up to 17 digits, "-0.00012345678901234567,", 24
