@@ -342,11 +342,28 @@ struct shortest_x8 {
 inline shortest_x8 shortest_digits_x8(__m512i mag) noexcept {
     __m512i digits, k;
     to_decimal32_x8(mag, &digits, &k);
-    const __m512i length = decimal_length_x8(digits);
-    const __m512i digits9 = _mm512_mul_epu32(digits, pow10_x8(_mm512_sub_epi64(set64(9), length)));
+    // As in repr_digits_x8: a normal float32's digits have 7 to 9 digits (s is in [2^23,
+    // 10 * 2^24)), so where all eight lie in [10^6, 10^9) the length is two compares
+    // (shortest 6.7 -> 5.8 ns/value); integers, subnormals and zeros take the general way.
+    __m512i digits9, e10;
+    if ((_mm512_cmpge_epu64_mask(digits, set64(kPow10[6])) &
+         _mm512_cmplt_epu64_mask(digits, set64(kPow10[9]))) == 0xff) {
+        const __mmask8 ge7 = _mm512_cmpge_epu64_mask(digits, set64(kPow10[7]));
+        const __mmask8 ge8 = _mm512_cmpge_epu64_mask(digits, set64(kPow10[8]));
+        const __m512i scale =
+            _mm512_mask_mov_epi64(_mm512_mask_mov_epi64(set64(100), ge7, set64(10)), ge8, set64(1));
+        digits9 = _mm512_mul_epu32(digits, scale);
+        const __m512i e6 = _mm512_add_epi64(k, set64(6));
+        const __m512i e7 = _mm512_mask_add_epi64(e6, ge7, e6, set64(1));
+        e10 = _mm512_mask_add_epi64(e7, ge8, e7, set64(1));
+    } else {
+        const __m512i length = decimal_length_x8(digits);
+        digits9 = _mm512_mul_epu32(digits, pow10_x8(_mm512_sub_epi64(set64(9), length)));
+        e10 = _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1)));
+    }
     const __m512i lead = _mm512_srli_epi64(_mm512_mul_epu32(digits9, set64(1441151881u)), 57);
     const __m512i rest = _mm512_sub_epi64(digits9, _mm512_mul_epu32(lead, set64(100000000u)));
-    return {lead, digit_bytes8_x8(rest), _mm512_add_epi64(k, _mm512_sub_epi64(length, set64(1)))};
+    return {lead, digit_bytes8_x8(rest), e10};
 }
 
 // significant_in8 of each lane: the highest nonzero byte's position + 1 (0 for none).
