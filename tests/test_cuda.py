@@ -8,9 +8,8 @@ against the core's (GPU narrowing), streams, device indices, pinned buffers.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
+from threads import failures_in_threads
 
 torch = pytest.importorskip("torch")
 
@@ -123,21 +122,10 @@ def test_device_index_zero_named_explicitly_and_requires_grad():
 def test_concurrent_threads_on_the_gpu():
     tensors = [edge_values(300 + 17 * i, 1024, (torch.float32, torch.bfloat16)[i % 2]) for i in range(8)]
     expected = [(tensorb64.encode_rows(t.cpu()), response_body(t.cpu(), model="m", dtype="float16")) for t in tensors]
-    failures = []
+    def check(i):
+        return (tensorb64.encode_rows(tensors[i]), response_body(tensors[i], model="m", dtype="float16")) == expected[i]
 
-    def worker(i):
-        try:
-            for _ in range(5):
-                if (tensorb64.encode_rows(tensors[i]), response_body(tensors[i], model="m", dtype="float16")) != expected[i]:
-                    failures.append(i)
-        except BaseException as e:  # noqa: BLE001 (reported below)
-            failures.append(repr(e))
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    failures = failures_in_threads(check, count=8, repeats=5)
     assert failures == []
     staging = _cuda.pool()
     assert staging.leased == 0 and staging.held <= staging.limit and staging.reuses > 0

@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from threads import failures_in_threads
 
 torch = pytest.importorskip("torch")
 
@@ -344,21 +345,8 @@ def test_concurrent_calls_never_share_a_slot(routed):
     routed.limit = 320 << 10  # room for two calls' slots at once: the rest take the plain copy
     tensors = [values(30 + i, 24 + i, (torch.float32, torch.bfloat16)[i % 2], seed=i) for i in range(8)]
     expected = [host_path(lambda t=t: response_body(t, model="m", dtype="float16")) for t in tensors]
-    failures = []
-
-    def worker(i):
-        try:
-            for _ in range(10):
-                if response_body(tensors[i], model="m", dtype="float16") != expected[i]:
-                    failures.append(i)
-        except BaseException as e:  # noqa: BLE001 (reported below)
-            failures.append(repr(e))
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    failures = failures_in_threads(lambda i: response_body(tensors[i], model="m", dtype="float16") == expected[i],
+                                   count=8, repeats=10)
     assert failures == []
     assert routed.leased == 0 and routed.most_held <= routed.limit and routed.reuses > 0
 
