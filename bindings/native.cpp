@@ -668,6 +668,7 @@ bool read_input(PyObject* x, input_array& in, device_inputs device = device_inpu
 // (already checked).
 PyObject* call_pipeline(PyObject* function, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) {
+    if (function == nullptr) raise(PyExc_SystemError, "tensorb64: _configure_cuda was not called");
     PyObject* result =
         PyObject_Vectorcall(function, args, static_cast<std::size_t>(nargs), kwnames);
     if (result == nullptr) throw python_error{};
