@@ -126,36 +126,57 @@ inline __m512i choose_digits(__m512i s, __m512i vb, __m512i vbl, __m512i vbr,
     return _mm512_mask_mov_epi64(one_of_st, use_ten_multiple, ten_multiple);
 }
 
+// Schubfach's steps before its multiplications (float_text.hpp's to_decimal32/to_decimal64), for
+// eight magnitudes of a binary format with `FractionBits` stored significand bits and exponent
+// q = biased exponent - `QBias` (value = c 2^q): integers below 2^(FractionBits+1) and their own
+// digits, c's parity (out), the interval bounds cb, cbl, cbr (4 c and its neighbours' midpoints;
+// `regular` where they are symmetric), k, the shift h (`HOffset`: 33 for the float32 path's 64-bit
+// g, 2 for double's 128-bit g) and the row of kSchubfachG to gather (doubled: two words a row).
+struct schubfach_setup {
+    __m512i integer, out, cb, cbl, cbr, k, h, index;
+    __mmask8 is_integer, regular;
+};
+
+template <int FractionBits, int QBias, int HOffset>
+inline schubfach_setup schubfach_setup_x8(__m512i mag) noexcept {
+    constexpr long long q_min = 1 - QBias;  // a subnormal's exponent
+    const __m512i one = set64(1);
+    const __m512i hidden = set64(std::uint64_t{1} << FractionBits);
+    const __m512i biased = _mm512_srli_epi64(mag, FractionBits);
+    const __m512i fraction = _mm512_and_si512(mag, set64((std::uint64_t{1} << FractionBits) - 1));
+    const __mmask8 normal = _mm512_test_epi64_mask(biased, biased);
+    const __m512i c = _mm512_mask_or_epi64(fraction, normal, fraction, hidden);
+    const __m512i q = _mm512_mask_sub_epi64(_mm512_set1_epi64(q_min), normal, biased, set64(QBias));
+    const __m512i minus_q = _mm512_sub_epi64(_mm512_setzero_si512(), q);
+    schubfach_setup r;
+    r.integer = _mm512_srlv_epi64(c, minus_q);
+    r.is_integer = normal & _mm512_cmplt_epi64_mask(q, _mm512_setzero_si512()) &
+                   _mm512_cmpgt_epi64_mask(q, _mm512_set1_epi64(-(FractionBits + 1))) &
+                   _mm512_cmpeq_epi64_mask(_mm512_sllv_epi64(r.integer, minus_q), c);
+    r.out = _mm512_and_si512(c, one);
+    r.cb = _mm512_slli_epi64(c, 2);
+    r.cbr = _mm512_add_epi64(r.cb, set64(2));
+    r.regular =
+        _mm512_cmpneq_epi64_mask(c, hidden) | _mm512_cmpeq_epi64_mask(q, _mm512_set1_epi64(q_min));
+    r.cbl = _mm512_mask_sub_epi64(_mm512_sub_epi64(r.cb, one), r.regular, r.cb, set64(2));
+    r.k = _mm512_mask_mov_epi64(mul_shift(q, 661971961083LL, 274743187321LL, 41), r.regular,
+                                mul_shift(q, 661971961083LL, 0, 41));
+    r.h = _mm512_add_epi64(
+        _mm512_add_epi64(
+            q, mul_shift(_mm512_sub_epi64(_mm512_setzero_si512(), r.k), 913124641741LL, 0, 38)),
+        set64(HOffset));
+    r.index = _mm512_slli_epi64(_mm512_sub_epi64(r.k, _mm512_set1_epi64(kSchubfachKMin)), 1);
+    return r;
+}
+
 // to_decimal32 of eight nonzero finite float32 magnitudes (zero-extended to 64 bits; zero lanes
 // give unspecified digits).
 inline void to_decimal32_x8(__m512i mag, __m512i* digits, __m512i* exponent) noexcept {
     const __m512i one = set64(1);
-    const __m512i hidden = set64(1u << 23);
-    const __m512i biased = _mm512_srli_epi64(mag, 23);
-    const __m512i fraction = _mm512_and_si512(mag, set64(0x7fffffu));
-    const __mmask8 normal = _mm512_test_epi64_mask(biased, biased);
-    const __m512i c = _mm512_mask_or_epi64(fraction, normal, fraction, hidden);
-    const __m512i q = _mm512_mask_sub_epi64(_mm512_set1_epi64(-149), normal, biased, set64(150));
-    // Integers below 2^24: their own digits.
-    const __m512i minus_q = _mm512_sub_epi64(_mm512_setzero_si512(), q);
-    const __m512i integer = _mm512_srlv_epi64(c, minus_q);
-    const __mmask8 is_integer = normal & _mm512_cmplt_epi64_mask(q, _mm512_setzero_si512()) &
-                                _mm512_cmpgt_epi64_mask(q, _mm512_set1_epi64(-24)) &
-                                _mm512_cmpeq_epi64_mask(_mm512_sllv_epi64(integer, minus_q), c);
-    const __m512i out = _mm512_and_si512(c, one);
-    const __m512i cb = _mm512_slli_epi64(c, 2);
-    const __m512i cbr = _mm512_add_epi64(cb, set64(2));
-    const __mmask8 regular =
-        _mm512_cmpneq_epi64_mask(c, hidden) | _mm512_cmpeq_epi64_mask(q, _mm512_set1_epi64(-149));
-    const __m512i cbl = _mm512_mask_sub_epi64(_mm512_sub_epi64(cb, one), regular, cb, set64(2));
-    const __m512i k = _mm512_mask_mov_epi64(mul_shift(q, 661971961083LL, 274743187321LL, 41),
-                                            regular, mul_shift(q, 661971961083LL, 0, 41));
-    const __m512i h = _mm512_add_epi64(
-        _mm512_add_epi64(
-            q, mul_shift(_mm512_sub_epi64(_mm512_setzero_si512(), k), 913124641741LL, 0, 38)),
-        set64(33));
-    const __m512i index =
-        _mm512_slli_epi64(_mm512_sub_epi64(k, _mm512_set1_epi64(kSchubfachKMin)), 1);
+    const schubfach_setup x = schubfach_setup_x8<23, 150, 33>(mag);
+    const __m512i &integer = x.integer, &out = x.out, &cb = x.cb, &cbl = x.cbl, &cbr = x.cbr,
+                  &k = x.k, &h = x.h, &index = x.index;
+    const __mmask8 is_integer = x.is_integer;
     const __m512i g = _mm512_add_epi64(_mm512_i64gather_epi64(index, &kSchubfachG[0][0], 8), one);
     // h is 33..36 for every float32 (and cx < 2^27), so cx << h has its low 32 bits zero: the
     // high half of g (cx << h) is g_hi c + (g_lo c >> 32) with c = cx << (h - 32) < 2^31, two
@@ -187,33 +208,10 @@ inline void to_decimal32_x8(__m512i mag, __m512i* digits, __m512i* exponent) noe
 // Widened: every lane is a float32 widened (widen_magnitudes), which allows cheaper products.
 template <bool Widened>
 inline void to_decimal64_x8(__m512i mag, __m512i* digits, __m512i* exponent) noexcept {
-    const __m512i one = set64(1);
-    const __m512i hidden = set64(std::uint64_t{1} << 52);
-    const __m512i biased = _mm512_srli_epi64(mag, 52);
-    const __m512i fraction = _mm512_and_si512(mag, set64((std::uint64_t{1} << 52) - 1));
-    const __mmask8 normal = _mm512_test_epi64_mask(biased, biased);
-    const __m512i c = _mm512_mask_or_epi64(fraction, normal, fraction, hidden);
-    const __m512i q = _mm512_mask_sub_epi64(_mm512_set1_epi64(-1074), normal, biased, set64(1075));
-    // Integers below 2^53: their own digits.
-    const __m512i minus_q = _mm512_sub_epi64(_mm512_setzero_si512(), q);
-    const __m512i integer = _mm512_srlv_epi64(c, minus_q);
-    const __mmask8 is_integer = normal & _mm512_cmplt_epi64_mask(q, _mm512_setzero_si512()) &
-                                _mm512_cmpgt_epi64_mask(q, _mm512_set1_epi64(-53)) &
-                                _mm512_cmpeq_epi64_mask(_mm512_sllv_epi64(integer, minus_q), c);
-    const __m512i out = _mm512_and_si512(c, one);
-    const __m512i cb = _mm512_slli_epi64(c, 2);
-    const __m512i cbr = _mm512_add_epi64(cb, set64(2));
-    const __mmask8 regular =
-        _mm512_cmpneq_epi64_mask(c, hidden) | _mm512_cmpeq_epi64_mask(q, _mm512_set1_epi64(-1074));
-    const __m512i cbl = _mm512_mask_sub_epi64(_mm512_sub_epi64(cb, one), regular, cb, set64(2));
-    const __m512i k = _mm512_mask_mov_epi64(mul_shift(q, 661971961083LL, 274743187321LL, 41),
-                                            regular, mul_shift(q, 661971961083LL, 0, 41));
-    const __m512i h = _mm512_add_epi64(
-        _mm512_add_epi64(
-            q, mul_shift(_mm512_sub_epi64(_mm512_setzero_si512(), k), 913124641741LL, 0, 38)),
-        set64(2));
-    const __m512i index =
-        _mm512_slli_epi64(_mm512_sub_epi64(k, _mm512_set1_epi64(kSchubfachKMin)), 1);
+    const schubfach_setup x = schubfach_setup_x8<52, 1075, 2>(mag);
+    const __m512i &integer = x.integer, &out = x.out, &cb = x.cb, &cbl = x.cbl, &cbr = x.cbr,
+                  &k = x.k, &h = x.h, &index = x.index;
+    const __mmask8 is_integer = x.is_integer, regular = x.regular;
     const __m512i g1 = _mm512_i64gather_epi64(index, &kSchubfachG[0][0], 8);
     const __m512i g0 = _mm512_i64gather_epi64(index, &kSchubfachG[0][1], 8);
     const __m512i mask63 = set64((std::uint64_t{1} << 63) - 1);
