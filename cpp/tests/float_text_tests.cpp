@@ -471,85 +471,32 @@ void test_rounding_mode() {
 
 constexpr unsigned char kLevelCanary = 0xa5;
 
-// The level's f32 writer against write_values_f32 on `values` (all finite), written from an offset
-// start (1..3 bytes in: the writers must not assume alignment), both modes, and the writer keeps
-// within its bound.
-void check_level_f32(const tb::float_text_writers& w, const char* level,
-                     const std::vector<std::uint32_t>& values, const char* context) {
-    for (const bool shortest : {true, false}) {
-        const std::size_t per = (shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes) + 1;
-        const std::size_t bound = values.size() * per;
-        std::vector<char> expected(bound + 8);
-        std::vector<unsigned char> got(bound + 72, kLevelCanary);
-        std::size_t bad = 777;
-        char* e_end =
-            tb::write_values_f32(values.data(), values.size(), shortest, expected.data(), &bad);
-        const std::size_t offset = 1 + values.size() % 3;
-        char* start = reinterpret_cast<char*>(got.data()) + offset;
-        char* g_end = w.f32(values.data(), values.size(), shortest, start, &bad);
-        const bool same =
-            g_end != nullptr && bad == 777 && g_end - start == e_end - expected.data() &&
-            std::memcmp(start, expected.data(), static_cast<std::size_t>(g_end - start)) == 0;
-        if (!same) {
-            // Name the first value that differs.
-            std::string what =
-                std::string(level) + " " + context + (shortest ? " shortest" : " repr");
-            for (std::uint32_t v : values) {
-                char one_e[64], one_g[64 + 72];
-                std::size_t b2 = 0;
-                char* ee = tb::write_values_f32(&v, 1, shortest, one_e, &b2);
-                char* ge = w.f32(&v, 1, shortest, one_g, &b2);
-                if (ge == nullptr || ge - one_g != ee - one_e ||
-                    std::memcmp(one_g, one_e, static_cast<std::size_t>(ee - one_e)) != 0) {
-                    what += ": " + hex(v) + " wrote " +
-                            (ge ? std::string(one_g, ge) : std::string("nullptr")) + ", scalar " +
-                            std::string(one_e, ee);
-                    break;
-                }
-            }
-            if (g_end != nullptr) {  // where the row first differs (the SIMD paths take groups)
-                const std::size_t g_len = static_cast<std::size_t>(g_end - start);
-                const std::size_t e_len = static_cast<std::size_t>(e_end - expected.data());
-                std::size_t at = 0;
-                while (at < g_len && at < e_len && start[at] == expected[at]) ++at;
-                const std::size_t from = at > 30 ? at - 30 : 0;
-                what +=
-                    "; first difference at byte " + std::to_string(at) + ": wrote ..." +
-                    std::string(start + from, std::min(g_len, at + 30) - from) + "...; scalar ..." +
-                    std::string(expected.data() + from, std::min(e_len, at + 30) - from) + "...";
-            }
-            report_failure(__FILE__, __LINE__, what);
-        } else {
-            ++passed;
-        }
-        bool clean = true;
-        for (std::size_t i = 0; i < offset; ++i) clean = clean && got[i] == kLevelCanary;
-        for (std::size_t i = offset + bound; i < got.size(); ++i)
-            clean = clean && got[i] == kLevelCanary;
-        CHECK(clean);
-    }
-}
-
-void check_level_f64(const tb::float_text_writers& w, const char* level,
-                     const std::vector<std::uint64_t>& values, const char* context) {
-    const std::size_t bound = values.size() * (tb::kReprMaxBytes + 1);
+// A level's writer against the scalar one on `values` (all finite): `expected(values, n, out,
+// &bad)` and `written(...)` write the same texts, the level's from an offset start (1..3 bytes in:
+// the writers must not assume alignment), and the level's keeps within `per_value` bytes a value.
+// On a mismatch the failure names the first value that differs, and where the row first differs.
+template <class Bits, class Scalar, class Level>
+void check_level_writer(const std::vector<Bits>& values, std::size_t per_value,
+                        const std::string& what_is_checked, Scalar expected_writer,
+                        Level level_writer) {
+    const std::size_t bound = values.size() * per_value;
     std::vector<char> expected(bound + 8);
     std::vector<unsigned char> got(bound + 72, kLevelCanary);
     std::size_t bad = 777;
-    char* e_end = tb::write_values_f64(values.data(), values.size(), expected.data(), &bad);
+    char* e_end = expected_writer(values.data(), values.size(), expected.data(), &bad);
     const std::size_t offset = 1 + values.size() % 3;
     char* start = reinterpret_cast<char*>(got.data()) + offset;
-    char* g_end = w.f64(values.data(), values.size(), start, &bad);
+    char* g_end = level_writer(values.data(), values.size(), start, &bad);
     const bool same =
         g_end != nullptr && bad == 777 && g_end - start == e_end - expected.data() &&
         std::memcmp(start, expected.data(), static_cast<std::size_t>(g_end - start)) == 0;
     if (!same) {
-        std::string what = std::string(level) + " " + context + " f64";
-        for (std::uint64_t v : values) {
+        std::string what = what_is_checked;
+        for (Bits v : values) {
             char one_e[64], one_g[64 + 72];
             std::size_t b2 = 0;
-            char* ee = tb::write_values_f64(&v, 1, one_e, &b2);
-            char* ge = w.f64(&v, 1, one_g, &b2);
+            char* ee = expected_writer(&v, 1, one_e, &b2);
+            char* ge = level_writer(&v, 1, one_g, &b2);
             if (ge == nullptr || ge - one_g != ee - one_e ||
                 std::memcmp(one_g, one_e, static_cast<std::size_t>(ee - one_e)) != 0) {
                 what += ": " + hex(v) + " wrote " +
@@ -557,6 +504,16 @@ void check_level_f64(const tb::float_text_writers& w, const char* level,
                         std::string(one_e, ee);
                 break;
             }
+        }
+        if (g_end != nullptr) {  // where the row first differs (the SIMD paths take groups)
+            const std::size_t g_len = static_cast<std::size_t>(g_end - start);
+            const std::size_t e_len = static_cast<std::size_t>(e_end - expected.data());
+            std::size_t at = 0;
+            while (at < g_len && at < e_len && start[at] == expected[at]) ++at;
+            const std::size_t from = at > 30 ? at - 30 : 0;
+            what += "; first difference at byte " + std::to_string(at) + ": wrote ..." +
+                    std::string(start + from, std::min(g_len, at + 30) - from) + "...; scalar ..." +
+                    std::string(expected.data() + from, std::min(e_len, at + 30) - from) + "...";
         }
         report_failure(__FILE__, __LINE__, what);
     } else {
@@ -567,6 +524,32 @@ void check_level_f64(const tb::float_text_writers& w, const char* level,
     for (std::size_t i = offset + bound; i < got.size(); ++i)
         clean = clean && got[i] == kLevelCanary;
     CHECK(clean);
+}
+
+// The level's f32 writer against write_values_f32, both modes.
+void check_level_f32(const tb::float_text_writers& w, const char* level,
+                     const std::vector<std::uint32_t>& values, const char* context) {
+    for (const bool shortest : {true, false}) {
+        check_level_writer(
+            values, (shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes) + 1,
+            std::string(level) + " " + context + (shortest ? " shortest" : " repr"),
+            [shortest](const std::uint32_t* v, std::size_t n, char* out, std::size_t* bad) {
+                return tb::write_values_f32(v, n, shortest, out, bad);
+            },
+            [&w, shortest](const std::uint32_t* v, std::size_t n, char* out, std::size_t* bad) {
+                return w.f32(v, n, shortest, out, bad);
+            });
+    }
+}
+
+// The level's f64 writer against write_values_f64.
+void check_level_f64(const tb::float_text_writers& w, const char* level,
+                     const std::vector<std::uint64_t>& values, const char* context) {
+    check_level_writer(values, tb::kReprMaxBytes + 1, std::string(level) + " " + context + " f64",
+                       tb::write_values_f64,
+                       [&w](const std::uint64_t* v, std::size_t n, char* out, std::size_t* bad) {
+                           return w.f64(v, n, out, bad);
+                       });
 }
 
 // Feeds `values` to the checks in blocks of 512 (float_rows.cpp's block size).
