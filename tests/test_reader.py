@@ -153,8 +153,8 @@ for name, call in calls.items():
 """
 
 
-# The binding reads a plain tensor through torch's DLPack exchange API where torch has it (2.10
-# on), otherwise through the tensor's methods: both readers are tested.
+# The binding reads a plain tensor through torch's DLPack exchange API where torch has it (2.13
+# does), otherwise through the tensor's methods: both readers are tested.
 TORCH_READERS = ["exchange", "methods"]
 
 
@@ -188,7 +188,7 @@ def torch_reader(request):
     _inputs._register_torch(torch)
     api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
     if request.param == "exchange" and api is None:
-        pytest.skip(f"torch {torch.__version__} has no DLPack exchange API (torch 2.10 on)")
+        pytest.skip(f"torch {torch.__version__} has no DLPack exchange API")
     _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, api if request.param == "exchange" else None)
     try:
         yield request.param

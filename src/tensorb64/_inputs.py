@@ -64,7 +64,7 @@ def _register_torch(torch) -> None:
         torch_dtype = getattr(torch, name, None)  # uint16/32/64 exist from torch 2.3 on
         if torch_dtype is not None:
             _TORCH_CODES[torch_dtype] = CORE_DTYPES[name]
-    # torch's DLPack exchange API (torch 2.10 on): the binding reads a tensor's layout in one C call.
+    # torch's DLPack exchange API (recent torch; 2.13 has it): the binding reads a tensor's layout in one C call.
     _native._configure_torch(torch.Tensor, _TORCH_CODES, getattr(torch.Tensor, "__dlpack_c_exchange_api__", None))
 
 
