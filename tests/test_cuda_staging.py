@@ -12,6 +12,7 @@ every result is compared with the host path's.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import random
 import subprocess
@@ -446,3 +447,21 @@ def test_json_rows_through_the_pipeline_names_the_row_of_the_whole_input(routed)
         tensorb64.json_rows(t)
     assert str(routed_error.value) == str(host_error.value)
     assert "33" in str(host_error.value)
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5"])
+def test_a_bad_pinned_limit_names_the_variable(value):
+    env = {**os.environ, "TENSORB64_PINNED_MIB": value}
+    result = subprocess.run([sys.executable, "-c", "import tensorb64"], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert result.returncode != 0
+    assert f"TENSORB64_PINNED_MIB must be a whole number of MiB, 0 or more (0 turns pinned staging off), got {value!r}" \
+        in result.stderr
+
+
+def test_a_pinned_limit_of_zero_turns_staging_off():
+    code = "import tensorb64._cuda as c; print(c.PINNED_LIMIT, c.StagingPool(c.PINNED_LIMIT, bytearray).acquire(1))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "TENSORB64_PINNED_MIB": "0"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "None"]

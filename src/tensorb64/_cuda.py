@@ -50,13 +50,28 @@ from . import _native
 PLAIN_COPY_BELOW = 128 << 10
 
 # The bus bytes of one chunk of the overlapped pipeline (and so the size of its two staging
-# slots). Each chunk costs ~20-30 µs of Python and launch overhead; the first chunk's copy is
-# not hidden. 2 MiB copies in ~40 µs at ~50 GB/s, encodes in ~100 µs, so a 64x3072 float32 batch
-# (768 KiB) is one chunk and a 1024x3072 one (12 MiB) six.
+# slots). Estimates, not measured on a GPU yet (`bench --device cuda` will): each chunk costs some
+# tens of µs of Python and launches, and the first chunk's copy is not hidden; at ~50 GB/s 2 MiB
+# copies in ~40 µs and encodes in ~100 µs here, so a 64x3072 float32 batch (768 KiB) is one chunk
+# and a 1024x3072 one (12 MiB) six.
 CHUNK_BYTES = 2 << 20
 
+
+def _pinned_limit() -> int:
+    """TENSORB64_PINNED_MIB in bytes (default 256 MiB; 0 turns pinned staging off)."""
+    text = os.environ.get("TENSORB64_PINNED_MIB", "256")
+    try:
+        mib = int(text)
+    except ValueError:
+        mib = -1
+    if mib < 0:
+        raise ValueError(f"TENSORB64_PINNED_MIB must be a whole number of MiB, 0 or more (0 turns pinned staging "
+                         f"off), got {text!r}")
+    return mib << 20
+
+
 # The most pinned memory the package holds (leased and idle), bytes.
-PINNED_LIMIT = int(os.environ.get("TENSORB64_PINNED_MIB", "256")) << 20
+PINNED_LIMIT = _pinned_limit()
 
 # Narrow on the GPU when the output is narrower than the tensor (the bench turns it off to
 # measure what it saves).
