@@ -406,19 +406,26 @@ def _torch_output(torch, dtype: str):
     return getattr(torch, OUTPUT_DTYPES[dtype])
 
 
+def _staged_rows(x, bus, encode_chunk):
+    """The rows of a device tensor, each chunk's list from ``encode_chunk(host rows)`` in order,
+    staged and overlapped; None where it is not staged (small, a dtype or layout it does not
+    take, no room in the pool)."""
+    if not _worth_staging(x, bus, sys.modules["torch"]):
+        return None
+    out: list = []
+    done = staged_chunks(_rows_2d(x), bus, lambda host, start: out.extend(encode_chunk(host)))
+    return out if done is not None else None
+
+
 def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> list:
     """``tensorb64.encode_rows(x, ...)`` for a CUDA tensor (the binding's entry point calls this
     with its own arguments, already checked): staged and overlapped, narrowed on the GPU where
     the output is narrower; otherwise one host copy, encoded as any CPU tensor."""
     torch = sys.modules["torch"]
     bus = _bus_dtype(torch, x.dtype, _torch_output(torch, dtype))
-    if _worth_staging(x, bus, torch):
-        out: list = []
-        done = staged_chunks(
-            _rows_2d(x), bus, lambda host, start: out.extend(_native.encode_rows(host, dtype=dtype, byteorder=byteorder, threads=threads))
-        )
-        if done is not None:
-            return out
+    rows = _staged_rows(x, bus, lambda host: _native.encode_rows(host, dtype=dtype, byteorder=byteorder, threads=threads))
+    if rows is not None:
+        return rows
     return _native.encode_rows(host_copy(x), dtype=dtype, byteorder=byteorder, threads=threads)
 
 
@@ -426,19 +433,14 @@ def json_rows(x, *, float_format: str = "repr", threads: int = 1) -> list:
     """``tensorb64.json_rows(x, ...)`` for a CUDA tensor (called by the binding's entry point, as
     encode_rows): staged in the tensor's own dtype (the text is written from the values
     themselves) and overlapped; otherwise one host copy."""
-    torch = sys.modules["torch"]
-    if _worth_staging(x, x.dtype, torch):
-        out: list = []
-        try:
-            done = staged_chunks(
-                _rows_2d(x), x.dtype, lambda host, start: out.extend(_native.json_rows(host, float_format=float_format, threads=threads))
-            )
-        except ValueError:
-            # A chunk's error names its row within the chunk: the whole input names the row.
-            _native._check_finite(x)
-            raise
-        if done is not None:
-            return out
+    try:
+        rows = _staged_rows(x, x.dtype, lambda host: _native.json_rows(host, float_format=float_format, threads=threads))
+    except ValueError:
+        # A chunk's error names its row within the chunk: the whole input names the row.
+        _native._check_finite(x)
+        raise
+    if rows is not None:
+        return rows
     return _native.json_rows(host_copy(x), float_format=float_format, threads=threads)
 
 
