@@ -1,0 +1,480 @@
+// Tests of the JSON number parser (cpp/src/number_parser.hpp): the grammar with its error
+// positions, Python's extra literals and int rules, overflow and subnormal edges, halfway cases of
+// both roundings (to the double, then to float32), 800-digit texts, every SIMD level against the
+// scalar one, and random decimal texts against the reference: glibc's strtod (correctly rounded,
+// in the "C" locale this program never leaves) then the (float) cast, which is what json.loads +
+// numpy do.
+//
+//   number_parser_tests [RANDOM_TEXTS]     (default 2,000,000 random texts)
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "float_text.hpp"
+#include "number_parser.hpp"
+
+namespace {
+
+using tensorb64::detail::number_row;
+
+std::uint32_t bits_of(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+std::uint64_t bits_of(double d) {
+    std::uint64_t b;
+    std::memcpy(&b, &d, 8);
+    return b;
+}
+
+std::string hex(std::uint32_t b) {
+    char s[16];
+    std::snprintf(s, sizeof s, "0x%08x", b);
+    return s;
+}
+
+// Whether a valid number text is an integer (Python makes an int of it).
+bool is_integer_text(const std::string& s) { return s.find_first_of(".eE") == std::string::npos; }
+
+// json.loads + numpy.float32 for a valid number text: the double strtod gives (correctly rounded;
+// it reads NaN and Infinity too), then the (float) cast; an integer zero has no sign.
+std::uint32_t reference_f32(const std::string& s) {
+    const double d = std::strtod(s.c_str(), nullptr);
+    if (is_integer_text(s) && d == 0) return 0;
+    return bits_of(static_cast<float>(d));
+}
+
+// The row "[" + text + "]" (the parser starts after the '['), in a buffer of exactly its size.
+struct parsed_row {
+    number_row row;
+    std::vector<float> values;
+    std::size_t end_offset = 0;
+    std::size_t error_offset = 0;
+};
+
+using row_parser = number_row (*)(const char*, const char*, float*, std::size_t) noexcept;
+
+parsed_row parse_row(const std::string& body, row_parser parser, std::size_t capacity = 4096) {
+    std::vector<char> buffer(body.begin(), body.end());  // nothing after the text to read
+    if (body.empty()) buffer.resize(1);                  // (a non-null pointer)
+    parsed_row r;
+    r.values.assign(capacity, -12345.0f);
+    const char* begin = buffer.data();
+    r.row = parser(begin, begin + body.size(), r.values.data(), capacity);
+    if (r.row.end) r.end_offset = static_cast<std::size_t>(r.row.end - begin);
+    if (r.row.error_at) r.error_offset = static_cast<std::size_t>(r.row.error_at - begin);
+    return r;
+}
+
+// One number text as the scalar row parser reads it: its float32 bits, or nothing if refused.
+bool parse_one(const std::string& text, std::uint32_t* bits) {
+    const parsed_row r = parse_row(text + "]", tensorb64::detail::parse_number_row_scalar, 1);
+    if (r.row.end == nullptr || r.row.count != 1) return false;
+    *bits = bits_of(r.values[0]);
+    return true;
+}
+
+void check_value(const std::string& text, std::uint32_t expected, const char* what) {
+    std::uint32_t got = 0;
+    const bool ok = parse_one(text, &got);
+    if (ok && got == expected) {
+        ++test_check::passed;
+    } else {
+        test_check::report_failure(__FILE__, __LINE__,
+                                   std::string(what) + ": \"" + text.substr(0, 60) + "\" read " +
+                                       (ok ? hex(got) : std::string("as an error")) +
+                                       ", expected " + hex(expected));
+    }
+}
+
+void check_reference(const std::string& text, const char* what) {
+    check_value(text, reference_f32(text), what);
+}
+
+// ---- the grammar ----
+
+void test_valid_texts() {
+    const char* texts[] = {"0",
+                           "-0",
+                           "1",
+                           "-1",
+                           "0.5",
+                           "-0.0",
+                           "1e5",
+                           "1E5",
+                           "1e+5",
+                           "1e-5",
+                           "1E-05",
+                           "123.456e-7",
+                           "10",
+                           "100000000000000000000000",
+                           "0.000000000000000000000000000001",
+                           "1.7976931348623157e308",
+                           "4.9e-324",
+                           "2.2250738585072014e-308",
+                           "9007199254740993",
+                           "0.1",
+                           "0.30000000000000004",
+                           "5e-324",
+                           "1e23",
+                           "8.589973e9",
+                           "0e0",
+                           "0e-999999999999999",
+                           "0.0e99999999999999999999",
+                           "-0e5",
+                           "0.012345678",
+                           "-0.05123456783592701",
+                           "1234567890123456789",
+                           "12345678901234567890",
+                           "0.00000000000000000000000000000000000001"};
+    for (const char* t : texts) check_reference(t, "valid text");
+    check_value("-0", 0x00000000u, "-0 is Python's int 0");
+    check_value("-0.0", 0x80000000u, "-0.0 keeps its sign");
+    check_value("-0e0", 0x80000000u, "-0e0 is a float");
+    check_value("NaN", 0x7fc00000u, "NaN");
+    check_value("Infinity", 0x7f800000u, "Infinity");
+    check_value("-Infinity", 0xff800000u, "-Infinity");
+}
+
+struct bad_text {
+    const char* body;  // after the row's '['
+    std::size_t error_offset;
+    const char* expected;
+};
+
+void test_invalid_texts() {
+    const bad_text cases[] = {
+        {"+1]", 0, "a number or ']'"},
+        {"01]", 1, "',' or ']'"},
+        {".5]", 0, "a number or ']'"},
+        {"5.]", 2, "a digit"},
+        {"5.e3]", 2, "a digit"},
+        {"-]", 1, "a digit"},
+        {"-a]", 1, "a digit"},
+        {"1e]", 2, "a digit"},
+        {"1e+]", 3, "a digit"},
+        {"1E-x]", 3, "a digit"},
+        {"1.5.3]", 3, "',' or ']'"},
+        {"nan]", 0, "a number or ']'"},
+        {"NAN]", 0, "a number or ']'"},
+        {"-NaN]", 1, "a digit"},
+        {"inf]", 0, "a number or ']'"},
+        {"Infinit]", 0, "a number or ']'"},
+        {"+Infinity]", 0, "a number or ']'"},
+        {"-infinity]", 1, "a digit"},
+        {"1 2]", 2, "',' or ']'"},
+        {"1,]", 2, "a number"},
+        {"1,", 2, "a number"},
+        {"1", 1, "',' or ']'"},
+        {"", 0, "a number or ']'"},
+        {"[1]]", 0, "a number or ']'"},
+        {"0x10]", 1, "',' or ']'"},
+        {"1e5.5]", 3, "',' or ']'"},
+        {"\"1\"]", 0, "a number or ']'"},
+        {"1\v]", 1, "',' or ']'"},
+        {"1,,2]", 2, "a number"},
+        {"1 ,\t\n\r 2 x", 9, "',' or ']'"},
+        {",1]", 0, "a number or ']'"},
+        {"1,2,3", 5, "',' or ']'"},
+        {"1.", 2, "a digit"},
+        {"-", 1, "a digit"},
+        {"1e", 2, "a digit"},
+        {"Na", 0, "a number or ']'"},
+        {"true]", 0, "a number or ']'"},
+        {"null]", 0, "a number or ']'"},
+        {"1,-]", 3, "a digit"},
+        {"1]", 99, nullptr},  // valid (checked below)
+    };
+    for (const bad_text& c : cases) {
+        const parsed_row r = parse_row(c.body, tensorb64::detail::parse_number_row_scalar);
+        if (c.expected == nullptr) {
+            CHECK(r.row.end != nullptr && r.row.error_at == nullptr);
+            continue;
+        }
+        const bool ok = r.row.end == nullptr && r.row.error_at != nullptr &&
+                        r.error_offset == c.error_offset && r.row.expected != nullptr &&
+                        std::strcmp(r.row.expected, c.expected) == 0;
+        if (ok) {
+            ++test_check::passed;
+        } else {
+            test_check::report_failure(
+                __FILE__, __LINE__,
+                std::string("bad row \"") + c.body + "\": got " +
+                    (r.row.end ? std::string("success")
+                               : "error at " + std::to_string(r.error_offset) + " expecting " +
+                                     (r.row.expected ? r.row.expected : "?")));
+        }
+    }
+}
+
+void test_rows() {
+    using tensorb64::detail::parse_number_row_scalar;
+    {
+        const parsed_row r = parse_row(" \t\n\r]rest", parse_number_row_scalar);
+        CHECK(r.row.end != nullptr && r.end_offset == 5 && r.row.count == 0);
+    }
+    {
+        const parsed_row r = parse_row(" 1 ,\t-2.5e0\n,\r3 ]  ", parse_number_row_scalar);
+        CHECK(r.row.end != nullptr && r.end_offset == 17 && r.row.count == 3);
+        CHECK(r.values[0] == 1.0f && r.values[1] == -2.5f && r.values[2] == 3.0f);
+    }
+    {  // count past capacity: nothing written past it, the whole row still checked
+        const parsed_row r = parse_row("1,2,3,4]", parse_number_row_scalar, 2);
+        CHECK(r.row.end != nullptr && r.row.count == 4 && r.values.size() == 2);
+        CHECK(r.values[0] == 1.0f && r.values[1] == 2.0f);
+        const parsed_row bad = parse_row("1,2,3,x]", parse_number_row_scalar, 2);
+        CHECK(bad.row.end == nullptr && bad.error_offset == 6 && bad.row.count == 3);
+    }
+    {  // `end` cuts the text: nothing at or past it is read (the digits after it would be valid)
+        const std::string text = "0.1234567890123,2]";
+        for (std::size_t cut = 0; cut < text.size(); ++cut) {
+            std::vector<char> buffer(text.begin(), text.end());
+            float out[4];
+            const number_row r = tensorb64::detail::parse_number_row_scalar(
+                buffer.data(), buffer.data() + cut, out, 4);
+            CHECK(r.end == nullptr && r.error_at == buffer.data() + cut);
+        }
+    }
+    {  // parse_number: the double, the end of the text, nullptr where no number is
+        const std::string text = "-12.5e-1,";
+        double d = 0;
+        const char* end =
+            tensorb64::detail::parse_number(text.data(), text.data() + text.size(), &d);
+        CHECK(end == text.data() + 8 && d == -1.25);
+        const std::string zero = "-0]";
+        end = tensorb64::detail::parse_number(zero.data(), zero.data() + zero.size(), &d);
+        CHECK(end == zero.data() + 2 && bits_of(d) == 0);
+        const std::string leading = "0123";
+        end = tensorb64::detail::parse_number(leading.data(), leading.data() + 4, &d);
+        CHECK(end == leading.data() + 1 && d == 0);
+        for (const char* bad : {"-", "1.", "1e+", ".5", "x", "", "Inf"}) {
+            CHECK(tensorb64::detail::parse_number(bad, bad + std::strlen(bad), &d) == nullptr);
+        }
+        const std::string third = "0.1";
+        end = tensorb64::detail::parse_number(third.data(), third.data() + 3, &d);
+        CHECK(end == third.data() + 3 && bits_of(d) == bits_of(0.1));
+    }
+}
+
+// ---- Python's limits, overflow, subnormals, halfway cases ----
+
+void test_python_int_rules() {
+    std::uint32_t bits;
+    // An integer of more than 4300 digits is refused by Python's int(); one too large for a
+    // double by numpy's float(int). A float text of any length is fine.
+    CHECK(!parse_one("1" + std::string(4300, '0'), &bits));
+    const parsed_row limit =
+        parse_row("1" + std::string(4300, '0') + "]", tensorb64::detail::parse_number_row_scalar);
+    CHECK(limit.row.error_at != nullptr && limit.error_offset == 0 &&
+          std::strstr(limit.row.expected, "4300") != nullptr);
+    const parsed_row big =
+        parse_row("1" + std::string(400, '0') + "]", tensorb64::detail::parse_number_row_scalar);
+    CHECK(big.row.error_at != nullptr && big.error_offset == 0 &&
+          std::strstr(big.row.expected, "2^1024") != nullptr);
+    check_value("1" + std::string(4300, '0') + ".0", 0x7f800000u, "long float text");
+    check_value("1" + std::string(4400, '0') + "e-4400", 0x3f800000u, "long float text");
+    check_value("1" + std::string(308, '0'), 0x7f800000u, "10^308 as an int");
+    check_value("-1" + std::string(308, '0'), 0xff800000u, "-10^308 as an int");
+    // The largest double as an integer, and the integers just below and at 2^1024 - 2^970 (the
+    // midpoint between it and 2^1024, which rounds up: float() overflows).
+    char max_text[400];
+    std::snprintf(max_text, sizeof max_text, "%.0f", DBL_MAX);
+    check_value(max_text, 0x7f800000u, "DBL_MAX as an int");
+    CHECK(!parse_one("1" + std::string(309, '0'), &bits));  // 10^309 > 2^1024
+}
+
+void test_edges() {
+    check_value("1e400", 0x7f800000u, "overflow");
+    check_value("-1e400", 0xff800000u, "overflow");
+    check_value("1e99999999999999999999999", 0x7f800000u, "overflow");
+    check_value("1e-400", 0u, "underflow");
+    check_value("-1e-400", 0x80000000u, "underflow keeps the sign");
+    check_value("3.4028234663852886e38", 0x7f7fffffu, "FLT_MAX");
+    // FLT_MAX + half its ulp = 2^128 - 2^103 is a double: a tie, to even = infinity.
+    check_value("3.4028235677973366e38", 0x7f800000u, "FLT_MAX + half ulp");
+    check_value("3.4028235677973362e38", 0x7f7fffffu, "just below FLT_MAX + half ulp");
+    check_value("1.401298464324817e-45", 0x00000001u, "least float32 subnormal");
+    check_value("1e-45", 0x00000001u, "least float32 subnormal, shortest");
+    check_value("1.1754942e-38", 0x007fffffu, "largest float32 subnormal");
+    check_value("1.1754944e-38", 0x00800000u, "least float32 normal");
+    // 2^-150, half the least subnormal, exactly: a tie to even (zero); the next double above it
+    // rounds up.
+    char text[1200];
+    std::snprintf(text, sizeof text, "%.1100g", std::ldexp(1.0, -150));
+    check_value(text, 0u, "2^-150 exactly");
+    std::snprintf(text, sizeof text, "%.17g", std::nextafter(std::ldexp(1.0, -150), 1.0));
+    check_value(text, 1u, "just above 2^-150");
+    check_value("4.9406564584124654e-324", 0u, "least double subnormal");
+    check_value("2.4703282292062328e-324", 0u, "below half the least double subnormal");
+    check_reference(
+        "2.4703282292062327208828439643411068618252990130716238221279284125033775364"
+        "5e-324",
+        "half the least double subnormal");
+    check_reference(
+        "2.47032822920623272088284396434110686182529901307162382212792841250337753645"
+        "1e-324",
+        "just above half the least double subnormal");
+    // The double rounding that the contract asks for: 7.038531e-26 is read as the double nearest
+    // it, which lies on the float32 midpoint between 0x15ae43fd and 0x15ae43fe; ties to even give
+    // 0x15ae43fe, although the text is nearer 0x15ae43fd (what a direct float32 reader gives).
+    check_value("7.038531e-26", 0x15ae43feu, "double rounding");
+    CHECK(bits_of(std::strtof("7.038531e-26", nullptr)) == 0x15ae43fdu);
+    // Halfway between two doubles, 9007199254740993 = 2^53 + 1 goes to even 2^53; both ties
+    // land on a float32 value anyway, so check the doubles via parse_number.
+    double d;
+    const char* t = "9007199254740993";
+    CHECK(tensorb64::detail::parse_number(t, t + std::strlen(t), &d) && d == 9007199254740992.0);
+    t = "9007199254740995";
+    CHECK(tensorb64::detail::parse_number(t, t + std::strlen(t), &d) && d == 9007199254740996.0);
+    t = "9007199254740993.0000000000000000000000000000000000000000000000000000001";
+    CHECK(tensorb64::detail::parse_number(t, t + std::strlen(t), &d) && d == 9007199254740994.0);
+}
+
+// ---- random texts against the reference ----
+
+// Exact decimal text of a long double (glibc prints it exactly given enough digits).
+std::string exact_text(long double x) {
+    std::vector<char> text(1300);
+    std::snprintf(text.data(), text.size(), "%.1200Lg", x);
+    return text.data();
+}
+
+// A JSON number text with this many significant digits (the first nonzero), a random point and a
+// random exponent around `center`.
+std::string random_decimal(std::mt19937_64& rng, int digits, int center, int spread) {
+    std::string s;
+    if (rng() & 1) s += '-';
+    std::string mantissa(static_cast<std::size_t>(digits), '0');
+    for (char& c : mantissa) c = static_cast<char>('0' + rng() % 10);
+    mantissa[0] = static_cast<char>('1' + rng() % 9);
+    if (rng() % 4 == 0) {  // runs of zeros and nines: near the rounding boundaries
+        const std::size_t from = 1 + rng() % static_cast<std::size_t>(digits);
+        const char fill = (rng() & 1) ? '0' : '9';
+        for (std::size_t i = from; i < mantissa.size(); ++i) mantissa[i] = fill;
+        if (rng() & 1 && from < mantissa.size())
+            mantissa.back() = static_cast<char>('1' + rng() % 9);
+    }
+    const int point =
+        static_cast<int>(rng() % static_cast<unsigned>(digits + 1));  // integer digits
+    int exponent = center - point + 1 +
+                   static_cast<int>(rng() % static_cast<unsigned>(2 * spread + 1)) - spread;
+    if (point == 0) {
+        const int zeros = static_cast<int>(rng() % 4);
+        s += "0." + std::string(static_cast<std::size_t>(zeros), '0') + mantissa;
+        exponent += zeros;
+    } else {
+        s += mantissa.substr(0, static_cast<std::size_t>(point));
+        if (point < digits) s += "." + mantissa.substr(static_cast<std::size_t>(point));
+    }
+    const unsigned style = rng() % 8;
+    if (style == 0 && point == digits && exponent >= 0 && exponent < 40) {
+        s += std::string(static_cast<std::size_t>(exponent), '0');  // an integer text
+    } else if (style != 1 || exponent != 0) {
+        s += (rng() & 1) ? 'e' : 'E';
+        if (exponent >= 0 && (rng() & 1)) s += '+';
+        s += std::to_string(exponent);
+    }
+    return s;
+}
+
+void test_random(long texts) {
+    std::mt19937_64 rng(20261130);
+    long mismatches = 0;
+    const auto compare = [&](const std::string& text) {
+        std::uint32_t got = 0;
+        const std::uint32_t expected = reference_f32(text);
+        bool ok = parse_one(text, &got);
+        if (is_integer_text(text) && std::isinf(std::strtod(text.c_str(), nullptr))) {
+            ok = !ok;  // refused, as numpy's float(int) raises
+            got = expected;
+        }
+        if (ok && got == expected) {
+            ++test_check::passed;
+            return;
+        }
+        ++mismatches;
+        test_check::report_failure(__FILE__, __LINE__,
+                                   "random text \"" + text.substr(0, 90) + "\" read " +
+                                       (ok ? hex(got) : std::string("as an error")) +
+                                       ", expected " + hex(expected));
+    };
+    const bool exact_midpoints = std::numeric_limits<long double>::digits >= 64;
+    for (long i = 0; i < texts; ++i) {
+        const unsigned kind = static_cast<unsigned>(i % 10);
+        if (kind <= 2) {  // float32 range, up to 25 digits
+            compare(random_decimal(rng, 1 + static_cast<int>(rng() % 25), -20, 30));
+        } else if (kind == 3) {  // the edges of float32's range
+            compare(
+                random_decimal(rng, 1 + static_cast<int>(rng() % 20), (rng() & 1) ? 38 : -45, 2));
+        } else if (kind == 4) {  // the whole double range and past it
+            compare(random_decimal(rng, 1 + static_cast<int>(rng() % 20), 0, 345));
+        } else if (kind == 5) {  // long texts, up to 800 digits
+            compare(random_decimal(rng, 1 + static_cast<int>(rng() % 800), 0, 330));
+        } else if (kind == 6) {  // a random float32's texts: shortest and repr
+            const std::uint32_t b = static_cast<std::uint32_t>(rng()) & 0x7f7fffffu;
+            char buffer[64];
+            char* e = tensorb64::write_shortest_f32(b, buffer);
+            compare(std::string(buffer, e));
+            e = tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), buffer);
+            compare(std::string(buffer, e));
+        } else if (exact_midpoints) {
+            // Halfway cases: the midpoint between two adjacent float32 values (a double: a tie
+            // for the float32 rounding) and between that double and its neighbours (ties for the
+            // double rounding), exactly and one unit of the last digit above; also the midpoint
+            // between two random adjacent doubles (up to ~770 digits for subnormals).
+            double low;
+            if (kind == 9) {
+                std::uint64_t db = rng() & 0x7fefffffffffffffull;
+                if (rng() % 4 == 0) db &= 0x000fffffffffffffull;  // subnormal doubles
+                std::memcpy(&low, &db, 8);
+            } else {
+                std::uint32_t fb = static_cast<std::uint32_t>(rng()) & 0x7f7ffffeu;
+                if (rng() % 8 == 0) fb &= 0x00ffffffu;  // subnormal and least normal float32
+                float f, g;
+                std::memcpy(&f, &fb, 4);
+                g = std::nextafter(f, std::numeric_limits<float>::infinity());
+                const double mid = (static_cast<double>(f) + static_cast<double>(g)) / 2;
+                low = kind == 7 ? mid : (rng() & 1) ? std::nextafter(mid, 0.0) : mid;
+            }
+            const long double tie = (static_cast<long double>(low) +
+                                     static_cast<long double>(std::nextafter(low, 1e308))) /
+                                    2;
+            std::string text = exact_text(kind == 7 ? static_cast<long double>(low) : tie);
+            compare(text);
+            const std::size_t e = text.find('e');
+            std::string above = text;
+            if (above.find('.') == std::string::npos) {
+                above.insert(e == std::string::npos ? above.size() : e, ".000001");
+            } else {
+                above.insert(e == std::string::npos ? above.size() : e, "1");
+            }
+            compare(above);
+        } else {
+            compare(random_decimal(rng, 17, -10, 10));
+        }
+    }
+    std::printf("random texts: %ld checked, %ld mismatches\n", texts, mismatches);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const long random_texts = argc > 1 ? std::atol(argv[1]) : 2000000;
+    test_valid_texts();
+    test_invalid_texts();
+    test_rows();
+    test_python_int_rules();
+    test_edges();
+    test_random(random_texts);
+    std::printf("%ld passed, %ld failed\n", test_check::passed, test_check::failed);
+    return test_check::failed == 0 ? 0 : 1;
+}
