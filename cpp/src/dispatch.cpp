@@ -110,7 +110,7 @@ cpu_features host_features() {
 // Whether this CPU can run the row's kernels and this build compiled them (not stubs).
 bool runnable(const kernel_row& row) {
     return (row.required & ~host_features()) == 0 && row.entry() != nullptr &&
-           row.float_text() != nullptr;
+           row.float_text() != nullptr && row.number_parser() != nullptr;
 }
 
 const kernel_row* find_runnable(simd_level level) {
@@ -197,6 +197,11 @@ encode_rows_fn active_kernel() { return active_row().entry(); }
 const float_text_writers& active_float_text() {
     const float_text_writers* writers = active_row().float_text();
     return writers != nullptr ? *writers : *scalar_float_text();
+}
+
+number_row_parser active_number_parser() {
+    const number_row_parser parser = active_row().number_parser();
+    return parser != nullptr ? parser : scalar_number_parser();
 }
 
 }  // namespace tensorb64

@@ -15,6 +15,9 @@ encode_rows_fn active_kernel();
 // The active level's float-text block writers (the same choice as active_kernel).
 const float_text_writers& active_float_text();
 
+// The active level's JSON number-row parser (the same choice as active_kernel).
+number_row_parser active_number_parser();
+
 // The levels whose table requirements `features` meets, lowest first, whether or not this build
 // compiled their kernels (available_simd_levels is these, less the stubs, for this CPU).
 std::vector<simd_level> levels_supported_by(cpu_features features);

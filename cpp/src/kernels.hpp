@@ -1,14 +1,16 @@
 // The kernels: one translation unit per instruction set, each compiled with that set's flags
 // (cpp/CMakeLists.txt) and exporting its entry functions, all listed in kernel_table below, from
 // which dispatch.cpp derives everything it knows about SIMD levels (names, order, what each needs).
-// A level has two entries: the row encoder (base64 and raw bytes) and the float-text block writer
-// (JSON number text); a level without a faster float-text writer lists the scalar one.
+// A level has three entries: the row encoder (base64 and raw bytes), the float-text block writer
+// (JSON number text) and the JSON number-row parser; a level without a faster float-text writer
+// or parser lists the scalar one.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "cpu_features.hpp"
+#include "number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace tensorb64 {
@@ -47,12 +49,21 @@ using float_text_fn = const float_text_writers* (*)() noexcept;
 const float_text_writers* scalar_float_text() noexcept;
 const float_text_writers* avx512_float_text() noexcept;
 
+// A level's JSON number-row parser: exactly number_parser.hpp's parse_number_row_scalar (the
+// same values, ends and errors). nullptr where the translation unit compiled to a stub.
+using number_row_parser = detail::number_row (*)(const char* p, const char* end, float* out,
+                                                 std::size_t capacity) noexcept;
+using number_parser_fn = number_row_parser (*)() noexcept;
+number_row_parser scalar_number_parser() noexcept;
+number_row_parser avx512_number_parser() noexcept;
+
 struct kernel_row {
     simd_level level;
     const char* name;       // to_string's result; what TENSORB64_SIMD and force_simd_level take
     cpu_features required;  // exactly what its compile flags let the compiler use (checked there)
     encode_rows_fn (*entry)() noexcept;
     float_text_fn float_text;
+    number_parser_fn number_parser;
 };
 
 constexpr cpu_features avx2_features =
@@ -60,13 +71,13 @@ constexpr cpu_features avx2_features =
 
 // Lowest level first: dispatch runs the last row this CPU can run whose kernel is compiled.
 inline constexpr kernel_row kernel_table[] = {
-    {simd_level::scalar, "scalar", 0, scalar_kernel, scalar_float_text},
-    {simd_level::avx2, "avx2", avx2_features, avx2_kernel, scalar_float_text},
+    {simd_level::scalar, "scalar", 0, scalar_kernel, scalar_float_text, scalar_number_parser},
+    {simd_level::avx2, "avx2", avx2_features, avx2_kernel, scalar_float_text, scalar_number_parser},
     {simd_level::avx512, "avx512",
      avx2_features | feature::avx512f | feature::avx512bw | feature::avx512vl | feature::avx512dq |
          feature::avx512vbmi,
-     avx512_kernel, avx512_float_text},
-    {simd_level::neon, "neon", feature::neon, neon_kernel, scalar_float_text},
+     avx512_kernel, avx512_float_text, avx512_number_parser},
+    {simd_level::neon, "neon", feature::neon, neon_kernel, scalar_float_text, scalar_number_parser},
 };
 
 // The table's row for `level` (every simd_level has one).

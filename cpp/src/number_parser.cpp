@@ -22,7 +22,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dispatch.hpp"
 #include "float_text.hpp"
+#include "kernels.hpp"
 #include "number_parser_pow10.hpp"
 
 namespace tensorb64 {
@@ -552,15 +554,14 @@ const char* parse_one_float32(const char* p, const char* end, float* out, const 
     return read_float32(p, end, out, error_at, expected);
 }
 
-number_row parse_number_row_scalar(const char* p, const char* end, float* out,
-                                   std::size_t capacity) noexcept {
+number_row parse_number_row_scalar_from(const char* p, const char* end, float* out,
+                                        std::size_t capacity, std::size_t count) noexcept {
     p = skip_space(p, end);
-    if (p != end && *p == ']') {
+    if (count == 0 && p != end && *p == ']') {
         number_row row;
         row.end = p + 1;
         return row;
     }
-    std::size_t count = 0;
     for (;;) {
         float value;
         const char* error_at;
@@ -597,10 +598,18 @@ const char* parse_number(const char* p, const char* end, double* out) noexcept {
     return next;
 }
 
+number_row parse_number_row_scalar(const char* p, const char* end, float* out,
+                                   std::size_t capacity) noexcept {
+    return parse_number_row_scalar_from(p, end, out, capacity, 0);
+}
+
 number_row parse_number_row(const char* p, const char* end, float* out,
                             std::size_t capacity) noexcept {
-    return parse_number_row_scalar(p, end, out, capacity);
+    return active_number_parser()(p, end, out, capacity);
 }
 
 }  // namespace detail
+
+number_row_parser scalar_number_parser() noexcept { return detail::parse_number_row_scalar; }
+
 }  // namespace tensorb64

@@ -34,7 +34,8 @@ struct number_row {
 // `p` points just past a row's '['. Reads `number (ws* ',' ws* number)* ws* ']'` (JSON whitespace:
 // space, \t, \n, \r), or an empty `ws* ']'`; writes each value to out[i] for i < capacity. Never
 // reads at or past `end`. On failure, error_at and expected say where and what; count is then the
-// numbers read before it.
+// numbers read before it, held in out[0, min(count, capacity)); the rest of out[0, capacity) may
+// have been written.
 number_row parse_number_row(const char* p, const char* end, float* out,
                             std::size_t capacity) noexcept;
 
@@ -47,6 +48,12 @@ const char* parse_number(const char* p, const char* end, double* out) noexcept;
 // The scalar level's row parser (parse_number_row's contract); the reference for the SIMD levels.
 number_row parse_number_row_scalar(const char* p, const char* end, float* out,
                                    std::size_t capacity) noexcept;
+
+// The same from where a row's scalar loop stands after '[' (count == 0) or after a ',' (count: the
+// numbers before it): for the SIMD levels, which hand a row's rest to it where their fast path
+// stops.
+number_row parse_number_row_scalar_from(const char* p, const char* end, float* out,
+                                        std::size_t capacity, std::size_t count) noexcept;
 
 // One number at `p` as float32 (the row's rule), for the SIMD levels' lanes that leave the fast
 // path: returns the end of its text, or nullptr with *error_at and *expected set.

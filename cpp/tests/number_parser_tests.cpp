@@ -19,7 +19,9 @@
 
 #include "check.hpp"
 #include "float_text.hpp"
+#include "kernels.hpp"
 #include "number_parser.hpp"
+#include "tensorb64/tensorb64.hpp"
 
 namespace {
 
@@ -465,6 +467,125 @@ void test_random(long texts) {
     std::printf("random texts: %ld checked, %ld mismatches\n", texts, mismatches);
 }
 
+// ---- every level against the scalar one ----
+
+// One number's text for a row: the kinds a body holds (the writer's layouts of embedding-like
+// values, 17-digit texts next to float32 midpoints, exponents, integers, Python's literals, long
+// digit strings) and some that are wrong.
+std::string random_row_number(std::mt19937_64& rng) {
+    char buffer[64];
+    const unsigned kind = static_cast<unsigned>(rng() % 20);
+    if (kind < 8) {  // the writer's texts of values like an embedding's, or of any float32
+        std::uint32_t b = static_cast<std::uint32_t>(rng());
+        if (kind < 6) {
+            const float x =
+                static_cast<float>(static_cast<std::int64_t>(rng() % 2000001) - 1000000) *
+                (rng() % 4 == 0 ? 3e-9f : 3e-7f);
+            std::memcpy(&b, &x, 4);
+        }
+        b &= 0xff7fffffu;  // finite
+        char* e = (kind & 1) ? tensorb64::write_shortest_f32(b, buffer)
+                             : tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), buffer);
+        return std::string(buffer, e);
+    }
+    if (kind < 11) {  // next to a float32 midpoint: 16 to 18 significant digits
+        float f = static_cast<float>(static_cast<std::int64_t>(rng() % 2000001) - 1000000) * 3e-7f;
+        const float g = std::nextafter(f, 2.0f);
+        double mid = (static_cast<double>(f) + static_cast<double>(g)) / 2;
+        for (unsigned steps = static_cast<unsigned>(rng() % 5); steps > 0; --steps) {
+            mid = std::nextafter(mid, (rng() & 1) ? 2.0 : -2.0);
+        }
+        std::snprintf(buffer, sizeof buffer, "%.*f", 15 + static_cast<int>(rng() % 6), mid);
+        return buffer;
+    }
+    if (kind < 14) return random_decimal(rng, 1 + static_cast<int>(rng() % 30), -3, 5);
+    if (kind == 14) {
+        const char* specials[] = {"NaN", "Infinity", "-Infinity", "-0",  "0",     "0.0", "-0.0",
+                                  "1",   "12",       "-7",        "0.5", "10.25", "100"};
+        return specials[rng() % (sizeof specials / sizeof specials[0])];
+    }
+    if (kind == 15) return "0." + std::string(20 + rng() % 20, '1');  // past the fast path's limits
+    std::string t = random_row_number(rng);
+    if (kind == 16 && !t.empty()) {  // one byte wrong
+        const char bytes[] = "0123456789.-+eE ,]x\n";
+        t[rng() % t.size()] = bytes[rng() % (sizeof bytes - 1)];
+    }
+    if (kind == 17 && t.size() > 1) t.erase(rng() % t.size(), 1);
+    return t;
+}
+
+bool same_row(const parsed_row& a, const parsed_row& b, std::size_t capacity) {
+    if ((a.row.end == nullptr) != (b.row.end == nullptr) || a.end_offset != b.end_offset ||
+        a.row.count != b.row.count || (a.row.error_at == nullptr) != (b.row.error_at == nullptr) ||
+        a.error_offset != b.error_offset) {
+        return false;
+    }
+    if ((a.row.expected == nullptr) != (b.row.expected == nullptr) ||
+        (a.row.expected && std::strcmp(a.row.expected, b.row.expected) != 0)) {
+        return false;
+    }
+    const std::size_t n = a.row.count < capacity ? a.row.count : capacity;
+    return std::memcmp(a.values.data(), b.values.data(), n * sizeof(float)) == 0;
+}
+
+void test_levels(long rows) {
+    std::vector<std::pair<const char*, row_parser>> levels;
+    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
+        const tensorb64::kernel_row& k = tensorb64::kernel_for(level);
+        CHECK(k.number_parser() != nullptr);
+        if (k.number_parser() != nullptr) levels.emplace_back(k.name, k.number_parser());
+    }
+    CHECK(tensorb64::scalar_number_parser() == tensorb64::detail::parse_number_row_scalar);
+    std::mt19937_64 rng(7);
+    long numbers = 0, mismatches = 0;
+    for (long r = 0; r < rows; ++r) {
+        const std::size_t n = rng() % 4 == 0 ? rng() % 12 : rng() % 100;
+        const bool clean = rng() % 2 == 0;  // only the writer's texts, comma-separated
+        std::string text = (rng() % 16 == 0) ? " " : "";
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i > 0) text += (clean || rng() % 16 != 0) ? "," : (rng() & 1) ? ", " : " ,\n";
+            if (clean) {
+                char buffer[64];
+                const float x =
+                    static_cast<float>(static_cast<std::int64_t>(rng() % 2000001) - 1000000) *
+                    3e-7f;
+                std::uint32_t b;
+                std::memcpy(&b, &x, 4);
+                char* e = (r & 1)
+                              ? tensorb64::write_shortest_f32(b, buffer)
+                              : tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), buffer);
+                text.append(buffer, e);
+            } else {
+                text += random_row_number(rng);
+            }
+        }
+        text += rng() % 32 == 0 ? " ]" : "]";
+        if (rng() % 8 == 0) text.resize(rng() % (text.size() + 1));  // cut short
+        if (rng() % 4 == 0) text += ",[1,2]";                        // what follows the row
+        numbers += static_cast<long>(n);
+        const std::size_t capacity = rng() % 4 == 0 ? rng() % (n + 2) : n;
+        const parsed_row reference =
+            parse_row(text, tensorb64::detail::parse_number_row_scalar, capacity);
+        for (const auto& level : levels) {
+            const parsed_row got = parse_row(text, level.second, capacity);
+            if (same_row(got, reference, capacity)) {
+                ++test_check::passed;
+            } else if (++mismatches <= 10) {
+                test_check::report_failure(__FILE__, __LINE__,
+                                           std::string("level ") + level.first +
+                                               " differs from scalar on \"" + text.substr(0, 200) +
+                                               "\" (capacity " + std::to_string(capacity) + ")");
+            } else {
+                ++test_check::failed;
+            }
+        }
+    }
+    std::printf("levels:");
+    for (const auto& level : levels) std::printf(" %s", level.first);
+    std::printf(" against scalar: %ld rows, %ld numbers, %ld mismatches\n", rows, numbers,
+                mismatches);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -475,6 +596,7 @@ int main(int argc, char** argv) {
     test_python_int_rules();
     test_edges();
     test_random(random_texts);
+    test_levels(random_texts / 20);
     std::printf("%ld passed, %ld failed\n", test_check::passed, test_check::failed);
     return test_check::failed == 0 ? 0 : 1;
 }

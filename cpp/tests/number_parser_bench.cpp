@@ -1,0 +1,158 @@
+// Benchmark of the JSON number parser: ns a number for rows of N(0, 0.05) float32 values written
+// by this project's writer (shortest: orjson's / vLLM's digits; repr: json.dumps's), B rows of D,
+// read by a scan with std::from_chars(double) then a (float) cast (libstdc++'s fast_float), by the
+// scalar row parser, and by each SIMD level's. Rounds interleaved, medians of this thread's CPU
+// time (POSIX clock_gettime).
+//
+//   number_parser_bench [ROWS DIM ROUNDS]     (default 64 3072 15)
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "float_text.hpp"
+#include "kernels.hpp"
+#include "number_parser.hpp"
+#include "tensorb64/tensorb64.hpp"
+
+namespace {
+
+using row_parser = tensorb64::detail::number_row (*)(const char*, const char*, float*,
+                                                     std::size_t) noexcept;
+
+// The baseline: the same row grammar (no whitespace), each number by std::from_chars.
+tensorb64::detail::number_row from_chars_row(const char* p, const char* end, float* out,
+                                             std::size_t capacity) noexcept {
+    tensorb64::detail::number_row row;
+    std::size_t count = 0;
+    for (;;) {
+        double d;
+        const std::from_chars_result r = std::from_chars(p, end, d);
+        if (r.ec != std::errc()) {
+            row.error_at = r.ptr;
+            row.expected = "a number";
+            return row;
+        }
+        if (count < capacity) out[count] = static_cast<float>(d);
+        ++count;
+        p = r.ptr;
+        if (p != end && *p == ',') {
+            ++p;
+            continue;
+        }
+        if (p != end && *p == ']') {
+            row.end = p + 1;
+            row.count = count;
+            return row;
+        }
+        row.error_at = p;
+        row.expected = "',' or ']'";
+        return row;
+    }
+}
+
+struct body {
+    std::string text;
+    std::vector<std::size_t> row_starts;  // just past each '['
+};
+
+body make_body(const std::vector<std::uint32_t>& bits, std::size_t rows, std::size_t dim,
+               bool shortest) {
+    body b;
+    std::vector<char> buffer(tensorb64::kReprMaxBytes * (dim + 1) + 4);
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::size_t bad = 0;
+        char* e = tensorb64::write_json_row_f32(bits.data() + r * dim, dim, shortest, buffer.data(),
+                                                &bad);
+        b.row_starts.push_back(b.text.size() + 1);
+        b.text.append(buffer.data(), e);
+        b.text += ',';
+    }
+    return b;
+}
+
+// This thread's CPU time: the build machine is shared, and time spent descheduled is not ours.
+double thread_seconds() {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+double seconds_for(const body& b, std::size_t dim, row_parser parse, std::vector<float>& out) {
+    const double t0 = thread_seconds();
+    const char* end = b.text.data() + b.text.size();
+    for (std::size_t r = 0; r < b.row_starts.size(); ++r) {
+        const tensorb64::detail::number_row row =
+            parse(b.text.data() + b.row_starts[r], end, out.data() + r * dim, dim);
+        if (row.end == nullptr || row.count != dim) {
+            std::fprintf(stderr, "row %zu did not parse\n", r);
+            std::exit(1);
+        }
+    }
+    return thread_seconds() - t0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::size_t rows = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 64;
+    const std::size_t dim = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 3072;
+    const int rounds = argc > 3 ? std::atoi(argv[3]) : 15;
+    std::mt19937_64 rng(42);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<std::uint32_t> bits(rows * dim);
+    for (std::uint32_t& b : bits) {
+        const float x = normal(rng);
+        std::memcpy(&b, &x, 4);
+    }
+    std::vector<std::pair<std::string, row_parser>> parsers = {
+        {"from_chars", from_chars_row}, {"scalar", tensorb64::detail::parse_number_row_scalar}};
+    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
+        const tensorb64::kernel_row& k = tensorb64::kernel_for(level);
+        if (k.number_parser() != tensorb64::scalar_number_parser()) {
+            parsers.emplace_back(k.name, k.number_parser());
+        }
+    }
+    std::ifstream loadavg("/proc/loadavg");
+    std::string load;
+    std::getline(loadavg, load);
+    std::printf(
+        "%zu x %zu N(0, 0.05) float32, %d rounds interleaved, medians of thread CPU time; load: "
+        "%s\n",
+        rows, dim, rounds, load.c_str());
+    for (const bool shortest : {true, false}) {
+        const body b = make_body(bits, rows, dim, shortest);
+        std::vector<std::vector<double>> times(parsers.size());
+        std::vector<float> out(rows * dim);
+        for (int round = 0; round < rounds; ++round) {
+            for (std::size_t i = 0; i < parsers.size(); ++i) {
+                times[i].push_back(seconds_for(b, dim, parsers[i].second, out));
+                if (std::memcmp(out.data(), bits.data(), out.size() * 4) != 0) {
+                    std::fprintf(stderr, "%s read the values wrong\n", parsers[i].first.c_str());
+                    return 1;
+                }
+            }
+        }
+        std::printf("%s (%.1f bytes a value, %.2f MB):\n", shortest ? "shortest" : "repr",
+                    static_cast<double>(b.text.size()) / static_cast<double>(rows * dim),
+                    static_cast<double>(b.text.size()) / 1e6);
+        double baseline = 0;
+        for (std::size_t i = 0; i < parsers.size(); ++i) {
+            std::sort(times[i].begin(), times[i].end());
+            const double median = times[i][times[i].size() / 2];
+            if (i == 0) baseline = median;
+            std::printf("  %-10s %8.3f ms  %6.2f ns a number  %5.2fx from_chars\n",
+                        parsers[i].first.c_str(), median * 1e3,
+                        median * 1e9 / static_cast<double>(rows * dim), baseline / median);
+        }
+    }
+    return 0;
+}
