@@ -1,0 +1,241 @@
+// Opt-in exhaustive test of the JSON number parser: every finite float32 bit pattern, written three
+// ways — this project's writer in both formats (float_text.hpp: shortest and repr) and orjson's
+// float32 layout (the shortest digits, fixed notation for exponents -6..12, otherwise "1.5e-7",
+// "1e+20") — in rows of 512, parses back to the same bits through a level's row parser. The one
+// exception is orjson's text of 0x15ae43fd (and its negative), 7.038531e-26, which json.loads +
+// numpy read as 0x15ae43fe (double rounding; see float_text.hpp's write_shortest_f32): for it the
+// expected bits are that reading (strtod, then the cast).
+//
+//   number_parser_exhaustive [--level NAME] THREADS [FIRST LAST]
+//       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation); --level: that
+//       SIMD level's row parser (kernels.hpp), default the scalar one
+//   number_parser_exhaustive --print-orjson FIRST LAST STEP
+//       prints orjson's text of every STEP-th finite pattern, one a line (for comparing with
+//       orjson.dumps(numpy.float32 array, option=OPT_SERIALIZE_NUMPY))
+// Prints the rate and the first mismatches; exits non-zero on any.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "float_text.hpp"
+#include "kernels.hpp"
+#include "number_parser.hpp"
+#include "tensorb64/tensorb64.hpp"
+
+namespace {
+
+std::atomic<std::uint64_t> next_chunk{0};
+std::atomic<std::uint64_t> mismatches{0};
+std::atomic<std::uint64_t> checked{0};
+std::mutex print_lock;
+tensorb64::number_row_parser parser = tensorb64::detail::parse_number_row_scalar;
+
+// orjson's text of a finite float32 (its layout of the shortest digits), then a ','.
+char* write_orjson_f32(std::uint32_t b, char* out) {
+    if (b >> 31) *out++ = '-';
+    const std::uint32_t magnitude = b & 0x7fffffffu;
+    if (magnitude == 0) {
+        std::memcpy(out, "0.0,", 4);
+        return out + 4;
+    }
+    tensorb64::float_text_detail::decimal32 d =
+        tensorb64::float_text_detail::to_decimal32(magnitude);
+    while (d.digits % 10 == 0) {  // Schubfach's digits may end in zeros; the text has none
+        d.digits /= 10;
+        ++d.exponent;
+    }
+    char digits[16];
+    const int n = std::snprintf(digits, sizeof digits, "%u", d.digits);
+    const int e10 = d.exponent + n - 1;
+    if (e10 >= -6 && e10 <= 12) {
+        if (e10 < 0) {
+            *out++ = '0';
+            *out++ = '.';
+            for (int i = 0; i < -e10 - 1; ++i) *out++ = '0';
+            std::memcpy(out, digits, static_cast<std::size_t>(n));
+            out += n;
+        } else if (n <= e10 + 1) {
+            std::memcpy(out, digits, static_cast<std::size_t>(n));
+            out += n;
+            for (int i = n; i < e10 + 1; ++i) *out++ = '0';
+            *out++ = '.';
+            *out++ = '0';
+        } else {
+            std::memcpy(out, digits, static_cast<std::size_t>(e10 + 1));
+            out += e10 + 1;
+            *out++ = '.';
+            std::memcpy(out, digits + e10 + 1, static_cast<std::size_t>(n - e10 - 1));
+            out += n - e10 - 1;
+        }
+    } else {
+        *out++ = digits[0];
+        if (n > 1) {
+            *out++ = '.';
+            std::memcpy(out, digits + 1, static_cast<std::size_t>(n - 1));
+            out += n - 1;
+        }
+        out += std::sprintf(out, "e%+d", e10);
+    }
+    *out++ = ',';
+    return out;
+}
+
+std::uint32_t expected_orjson(std::uint32_t b, const char* text, const char* text_end) {
+    if ((b & 0x7fffffffu) != 0x15ae43fdu) return b;
+    const std::string t(text, text_end);
+    const float f = static_cast<float>(std::strtod(t.c_str(), nullptr));
+    std::uint32_t read;
+    std::memcpy(&read, &f, 4);
+    return read;
+}
+
+void report(const char* layout, std::uint32_t b, const char* text, const char* text_end,
+            std::uint32_t got) {
+    std::lock_guard<std::mutex> lock(print_lock);
+    static int shown = 0;
+    if (++shown > 20) return;
+    std::fprintf(stderr, "%s text of 0x%08x, %.*s: read 0x%08x\n", layout, b,
+                 static_cast<int>(text_end - text), text, got);
+}
+
+// One row of the patterns in one layout (its values written with a ',' after each): parsed, each
+// value compared.
+void check_row(const char* layout, const std::uint32_t* bits, std::size_t n,
+               std::vector<char>& text, char* text_end, std::vector<float>& values) {
+    text_end[-1] = ']';
+    const tensorb64::detail::number_row row = parser(text.data(), text_end, values.data(), n);
+    if (row.end != text_end || row.count != n) {
+        ++mismatches;
+        report(layout, bits[0], text.data(), text.data() + 40, 0);
+        return;
+    }
+    const char* token = text.data();
+    for (std::size_t i = 0; i < n; ++i) {
+        const char* token_end = static_cast<const char*>(
+            std::memchr(token, i + 1 < n ? ',' : ']', static_cast<std::size_t>(text_end - token)));
+        std::uint32_t got;
+        std::memcpy(&got, &values[i], 4);
+        const std::uint32_t expected = std::strcmp(layout, "orjson") == 0
+                                           ? expected_orjson(bits[i], token, token_end)
+                                           : bits[i];
+        if (got != expected) {
+            ++mismatches;
+            report(layout, bits[i], token, token_end, got);
+        }
+        token = token_end + 1;
+    }
+}
+
+void check_range(std::uint64_t first, std::uint64_t last) {
+    constexpr std::size_t kRow = 512;
+    std::vector<std::uint32_t> bits;
+    std::vector<char> text((tensorb64::kReprMaxBytes + 1) * kRow + 64);
+    std::vector<float> values(kRow);
+    std::uint64_t local_checked = 0;
+    const auto flush = [&] {
+        if (bits.empty()) return;
+        std::size_t bad = 0;
+        char* e = tensorb64::write_values_f32(bits.data(), bits.size(), true, text.data(), &bad);
+        check_row("shortest", bits.data(), bits.size(), text, e, values);
+        e = tensorb64::write_values_f32(bits.data(), bits.size(), false, text.data(), &bad);
+        check_row("repr", bits.data(), bits.size(), text, e, values);
+        e = text.data();
+        for (std::uint32_t b : bits) e = write_orjson_f32(b, e);
+        check_row("orjson", bits.data(), bits.size(), text, e, values);
+        local_checked += bits.size();
+        bits.clear();
+    };
+    for (std::uint64_t wide = first; wide < last; ++wide) {
+        const std::uint32_t b = static_cast<std::uint32_t>(wide);
+        if ((b & 0x7f800000u) == 0x7f800000u) continue;
+        bits.push_back(b);
+        if (bits.size() == kRow) flush();
+    }
+    flush();
+    checked += local_checked;
+}
+
+int print_orjson(std::uint64_t first, std::uint64_t last, std::uint64_t step) {
+    char text[64];
+    for (std::uint64_t wide = first; wide < last; wide += step) {
+        const std::uint32_t b = static_cast<std::uint32_t>(wide);
+        if ((b & 0x7f800000u) == 0x7f800000u) continue;
+        char* e = write_orjson_f32(b, text);
+        std::printf("%08x %.*s\n", b, static_cast<int>(e - 1 - text), text);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 5 && std::strcmp(argv[1], "--print-orjson") == 0) {
+        return print_orjson(std::strtoull(argv[2], nullptr, 0), std::strtoull(argv[3], nullptr, 0),
+                            std::strtoull(argv[4], nullptr, 0));
+    }
+    std::string level_name = "scalar";
+    if (argc >= 3 && std::strcmp(argv[1], "--level") == 0) {
+        tensorb64::simd_level level;
+        if (!tensorb64::parse_simd_level(argv[2], &level)) {
+            std::fprintf(stderr, "unknown SIMD level %s\n", argv[2]);
+            return 2;
+        }
+        tensorb64::force_simd_level(level);  // throws if this CPU cannot run it
+        parser = tensorb64::kernel_for(level).number_parser();
+        level_name = argv[2];
+        argv += 2;
+        argc -= 2;
+    }
+    if (argc != 2 && argc != 4) {
+        std::fprintf(stderr, "usage: %s [--level NAME] THREADS [FIRST LAST]\n", argv[0]);
+        return 2;
+    }
+    const unsigned threads = static_cast<unsigned>(std::strtoul(argv[1], nullptr, 0));
+    const std::uint64_t first = argc == 4 ? std::strtoull(argv[2], nullptr, 0) : 0;
+    const std::uint64_t last =
+        argc == 4 ? std::strtoull(argv[3], nullptr, 0) : (std::uint64_t{1} << 32);
+    if (threads == 0 || first > last || last > (std::uint64_t{1} << 32)) {
+        std::fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+    constexpr std::uint64_t chunk = std::uint64_t{1} << 20;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+        pool.emplace_back([&] {
+            for (;;) {
+                const std::uint64_t c = next_chunk++;
+                const std::uint64_t lo = first + c * chunk;
+                if (lo >= last) return;
+                check_range(lo, lo + chunk < last ? lo + chunk : last);
+                if (c % 256 == 255) {  // progress every 2^28 patterns
+                    std::lock_guard<std::mutex> lock(print_lock);
+                    std::printf("  chunk %llu done: %llu checked, %llu mismatches\n",
+                                static_cast<unsigned long long>(c),
+                                static_cast<unsigned long long>(checked.load()),
+                                static_cast<unsigned long long>(mismatches.load()));
+                    std::fflush(stdout);
+                }
+            }
+        });
+    }
+    for (std::thread& t : pool) t.join();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    const double rate = static_cast<double>(last - first) / took.count();
+    std::printf(
+        "number_parser_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite, each read back "
+        "from shortest, repr and orjson texts, in %.1f s on %u threads (%.2f M patterns/s; all "
+        "2^32 at this rate: %.0f s); %llu mismatches\n",
+        level_name.c_str(), static_cast<unsigned long long>(first),
+        static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
+        took.count(), threads, rate / 1e6, 4294967296.0 / rate,
+        static_cast<unsigned long long>(mismatches.load()));
+    return mismatches == 0 ? 0 : 1;
+}
