@@ -7,7 +7,8 @@
 #   2. the same two programs, built without sanitizers, under valgrind memcheck (valgrind's CPU
 #      has no AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
 #   3. the libFuzzer targets (clang): fuzz_encode (every level equals scalar; identity encodings
-#      decode back to the input) and fuzz_rows (odd strides, threads > 1 equal threads = 1);
+#      decode back to the input), fuzz_rows (odd strides, threads > 1 equal threads = 1) and
+#      fuzz_body (any bytes as a response body: an error or a result, threads > 1 equal one);
 #   4. (--full) the Python extension built with ASan + UBSan, and a subset of the Python suite run
 #      against it with libasan preloaded.
 #
@@ -72,7 +73,7 @@ build_core() {  # build_core DIR CXX FLAGS
   local dir="$1" cxx="$2" flags="$3"
   cmake -S "$root/cpp" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=None \
         -DCMAKE_CXX_FLAGS="$flags" -DTENSORB64_BUILD_TESTS=ON >/dev/null &&
-  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests float_text_tests tensorb64_core &&
+  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests float_text_tests body_reader_tests tensorb64_core &&
   "$cxx" -std=c++17 $flags -I"$root/cpp/include" "$here/edge_tests.cpp" "$dir/libtensorb64_core.a" \
          -pthread -o "$dir/edge_tests"
 }
@@ -85,7 +86,7 @@ run_fuzzers() {
   mkdir -p "$dir"
   local fflags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -g -O1"
   step "fuzz: build core (clang, ASan+UBSan)" build_fuzz_core "$clang" "$dir" "$fflags"
-  for target in fuzz_encode fuzz_rows; do
+  for target in fuzz_encode fuzz_rows fuzz_body; do
     step "fuzz: build $target" "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
          -fno-sanitize-recover=all -I"$root/cpp/include" "$here/$target.cpp" "$dir/core/libtensorb64_core.a" \
          -pthread -o "$dir/$target"
@@ -114,6 +115,7 @@ if [ -x "$build/asan/core_tests" ]; then
   step "asan+ubsan: core_tests ${core_args[*]:-}" "$build/asan/core_tests" "${core_args[@]}"
   step "asan+ubsan: edge_tests" "$build/asan/edge_tests"
   step "asan+ubsan: float_text_tests --quick" "$build/asan/float_text_tests" --quick
+  step "asan+ubsan: body_reader_tests" "$build/asan/body_reader_tests"
 fi
 
 # ---- 2. valgrind ------------------------------------------------------------------------------
@@ -123,6 +125,7 @@ if command -v valgrind >/dev/null; then
   if [ -x "$build/plain/core_tests" ]; then
     step "valgrind: core_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/core_tests" --quick
     step "valgrind: edge_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/edge_tests" --quick
+    step "valgrind: body_reader_tests (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/body_reader_tests"
   fi
 else
   skip "valgrind (not installed: apt-get install valgrind)"

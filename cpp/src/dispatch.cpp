@@ -110,7 +110,8 @@ cpu_features host_features() {
 // Whether this CPU can run the row's kernels and this build compiled them (not stubs).
 bool runnable(const kernel_row& row) {
     return (row.required & ~host_features()) == 0 && row.entry() != nullptr &&
-           row.float_text() != nullptr && row.number_parser() != nullptr;
+           row.float_text() != nullptr && row.number_parser() != nullptr &&
+           row.base64_decoder() != nullptr;
 }
 
 const kernel_row* find_runnable(simd_level level) {
@@ -193,6 +194,8 @@ void force_simd_level(simd_level level) {
 }
 
 encode_rows_fn active_kernel() { return active_row().entry(); }
+
+decode_groups_fn active_base64_decoder() { return active_row().base64_decoder(); }
 
 const float_text_writers& active_float_text() {
     const float_text_writers* writers = active_row().float_text();

@@ -18,6 +18,9 @@ const float_text_writers& active_float_text();
 // The active level's JSON number-row parser (the same choice as active_kernel).
 number_row_parser active_number_parser();
 
+// The active level's base64 group decoder (the same choice as active_kernel).
+decode_groups_fn active_base64_decoder();
+
 // The levels whose table requirements `features` meets, lowest first, whether or not this build
 // compiled their kernels (available_simd_levels is these, less the stubs, for this CPU).
 std::vector<simd_level> levels_supported_by(cpu_features features);

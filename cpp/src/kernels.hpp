@@ -2,8 +2,8 @@
 // (cpp/CMakeLists.txt) and exporting its entry functions, all listed in kernel_table below, from
 // which dispatch.cpp derives everything it knows about SIMD levels (names, order, what each needs).
 // A level has three entries: the row encoder (base64 and raw bytes), the float-text block writer
-// (JSON number text) and the JSON number-row parser; a level without a faster float-text writer
-// or parser lists the scalar one.
+// (JSON number text), the JSON number-row parser and the base64 group decoder; a level without a
+// faster float-text writer, parser or decoder lists the scalar one.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +57,15 @@ using number_parser_fn = number_row_parser (*)() noexcept;
 number_row_parser scalar_number_parser() noexcept;
 number_row_parser avx512_number_parser() noexcept;
 
+// A level's base64 group decoder: exactly decode.cpp's scalar one (`groups` groups of 4 characters
+// of the standard alphabet to 3 bytes each; false if any character is outside it, '=' included, and
+// then `out` holds unspecified bytes), faster. nullptr where the translation unit is a stub.
+using decode_groups_fn = bool (*)(const char* text, std::size_t groups,
+                                  unsigned char* out) noexcept;
+decode_groups_fn scalar_base64_decoder() noexcept;
+decode_groups_fn avx2_base64_decoder() noexcept;
+decode_groups_fn avx512_base64_decoder() noexcept;
+
 struct kernel_row {
     simd_level level;
     const char* name;       // to_string's result; what TENSORB64_SIMD and force_simd_level take
@@ -64,6 +73,7 @@ struct kernel_row {
     encode_rows_fn (*entry)() noexcept;
     float_text_fn float_text;
     number_parser_fn number_parser;
+    decode_groups_fn (*base64_decoder)() noexcept;
 };
 
 constexpr cpu_features avx2_features =
@@ -71,13 +81,16 @@ constexpr cpu_features avx2_features =
 
 // Lowest level first: dispatch runs the last row this CPU can run whose kernel is compiled.
 inline constexpr kernel_row kernel_table[] = {
-    {simd_level::scalar, "scalar", 0, scalar_kernel, scalar_float_text, scalar_number_parser},
-    {simd_level::avx2, "avx2", avx2_features, avx2_kernel, scalar_float_text, scalar_number_parser},
+    {simd_level::scalar, "scalar", 0, scalar_kernel, scalar_float_text, scalar_number_parser,
+     scalar_base64_decoder},
+    {simd_level::avx2, "avx2", avx2_features, avx2_kernel, scalar_float_text, scalar_number_parser,
+     avx2_base64_decoder},
     {simd_level::avx512, "avx512",
      avx2_features | feature::avx512f | feature::avx512bw | feature::avx512vl | feature::avx512dq |
          feature::avx512vbmi,
-     avx512_kernel, avx512_float_text, avx512_number_parser},
-    {simd_level::neon, "neon", feature::neon, neon_kernel, scalar_float_text, scalar_number_parser},
+     avx512_kernel, avx512_float_text, avx512_number_parser, avx512_base64_decoder},
+    {simd_level::neon, "neon", feature::neon, neon_kernel, scalar_float_text, scalar_number_parser,
+     scalar_base64_decoder},
 };
 
 // The table's row for `level` (every simd_level has one).

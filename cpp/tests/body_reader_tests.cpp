@@ -1,0 +1,394 @@
+// Tests of the body reader (tensorb64/body_reader.hpp) and its JSON scanner: bodies of every shape
+// json.loads accepts read to the values written; every kind of fault is an error naming its byte;
+// every truncation of a valid body and random byte changes give errors or values, never a read
+// outside the body (each body is copied into a heap block of exactly its size, so ASan and
+// valgrind see one byte too far), and threads > 1 equal one thread.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "json_scanner.hpp"
+#include "kernels.hpp"
+#include "tensorb64/body_reader.hpp"
+#include "tensorb64/tensorb64.hpp"
+
+namespace tb = tensorb64;
+
+namespace {
+
+// The result memory the allocator hands out, and what it was asked for.
+struct result_buffer {
+    std::vector<unsigned char> bytes;
+    tb::body_layout seen;
+    int calls = 0;
+};
+
+void* allocate(void* context, const tb::body_layout& layout) {
+    auto* r = static_cast<result_buffer*>(context);
+    ++r->calls;
+    r->seen = layout;
+    r->bytes.assign(layout.rows * layout.row_length * layout.element_size + 1, 0xab);
+    return r->bytes.data();
+}
+
+struct outcome {
+    tb::body_error error;
+    tb::body_layout layout;
+    std::vector<float> values;  // float32 results
+    std::vector<unsigned char> raw;
+};
+
+// Reads `text` from an exact-size heap copy.
+outcome read(const std::string& text, tb::body_options options = {}) {
+    unsigned char* block = static_cast<unsigned char*>(std::malloc(text.size() ? text.size() : 1));
+    if (block == nullptr) std::abort();
+    if (!text.empty()) std::memcpy(block, text.data(), text.size());
+    result_buffer buffer;
+    outcome o;
+    o.error = tb::read_embeddings_body(reinterpret_cast<const char*>(block), text.size(), options,
+                                       allocate, &buffer, &o.layout);
+    std::free(block);
+    if (o.error.status == tb::body_status::ok) {
+        const std::size_t n = o.layout.rows * o.layout.row_length;
+        o.raw.assign(buffer.bytes.begin(), buffer.bytes.begin() + n * o.layout.element_size);
+        if (o.layout.element_size == 4) {
+            o.values.resize(n);
+            if (n) std::memcpy(o.values.data(), buffer.bytes.data(), n * 4);
+        }
+    }
+    return o;
+}
+
+std::string base64_of(const std::vector<float>& row) {
+    tb::strided_rows rows{row.data(), 1, row.size(),
+                          0,          4, {tb::dtype::float32, tb::host_byte_order}};
+    std::size_t length = 0;
+    tb::encoded_size(row.size() * 4, &length);
+    std::string text(length, '\0');
+    char* out = &text[0];
+    tb::encode_rows(rows, {tb::dtype::float32, tb::byte_order::little}, &out);
+    return text;
+}
+
+std::vector<std::vector<float>> sample_rows(std::size_t rows, std::size_t length, unsigned seed) {
+    std::mt19937 random(seed);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<std::vector<float>> out(rows, std::vector<float>(length));
+    for (auto& row : out) {
+        for (float& v : row) v = normal(random);
+    }
+    return out;
+}
+
+// The body response_body writes for these rows (base64, OpenAI's key order).
+std::string base64_body(const std::vector<std::vector<float>>& rows) {
+    std::string body = "{\"object\":\"list\",\"data\":[";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (i) body += ",";
+        body += "{\"object\":\"embedding\",\"index\":" + std::to_string(i) + ",\"embedding\":\"" +
+                base64_of(rows[i]) + "\"}";
+    }
+    return body + "],\"model\":\"m\",\"usage\":{\"prompt_tokens\":3,\"total_tokens\":3}}";
+}
+
+bool same_bits(const std::vector<float>& values, const std::vector<std::vector<float>>& rows) {
+    std::size_t k = 0;
+    for (const auto& row : rows) {
+        for (float v : row) {
+            if (k >= values.size() || std::memcmp(&values[k++], &v, 4) != 0) return false;
+        }
+    }
+    return k == values.size();
+}
+
+#define CHECK_ERROR(outcome_, status_, offset_)                                   \
+    do {                                                                          \
+        const outcome& o_ = (outcome_);                                           \
+        CHECK(o_.error.status == (status_));                                      \
+        CHECK(o_.error.offset == (offset_));                                      \
+        if (o_.error.status != (status_) || o_.error.offset != (offset_))         \
+            std::fprintf(stderr, "  got: %s\n", tb::to_string(o_.error).c_str()); \
+    } while (0)
+
+void test_written_bodies() {
+    const auto rows = sample_rows(5, 7, 1);
+    const outcome o = read(base64_body(rows));
+    CHECK(o.error.status == tb::body_status::ok);
+    CHECK(o.layout.rows == 5 && o.layout.row_length == 7);
+    CHECK(o.layout.encoding == tb::row_encoding::base64);
+    CHECK(same_bits(o.values, rows));
+    const std::string body = base64_body(rows);
+    CHECK(o.layout.model.present &&
+          body.substr(o.layout.model.offset, o.layout.model.length) == "\"m\"");
+    CHECK(o.layout.usage.present && body.substr(o.layout.usage.offset, o.layout.usage.length) ==
+                                        "{\"prompt_tokens\":3,\"total_tokens\":3}");
+
+    // Shuffled indexes, other key orders, whitespace everywhere, escaped keys, unknown fields of
+    // every shape, duplicate keys (the last counts).
+    const std::string a = base64_of(rows[0]), b = base64_of(rows[1]);
+    const std::string shuffled =
+        " \r\n\t{ \"usage\" : null , \"d\\u0061ta\" :\n[ { \"embedding\" : \"" + b +
+        "\" , \"index\" : 1 , \"extra\" : [ {\"x\": [NaN, -Infinity, 1e5, \"\\\"]\"]} , true, "
+        "false, null ] } ,"
+        "{\"index\":-0,\"object\":{\"embedding\":[1,2]},\"embedding\":\"" +
+        a +
+        "\"}],"
+        "\"model\":\"first\",\"model\":\"m\\u00e9\\n\" } \n";
+    const outcome s = read(shuffled);
+    CHECK(s.error.status == tb::body_status::ok);
+    CHECK(same_bits(s.values, {rows[0], rows[1]}));
+    CHECK(shuffled.substr(s.layout.model.offset, s.layout.model.length) == "\"m\\u00e9\\n\"");
+    CHECK(shuffled.substr(s.layout.usage.offset, s.layout.usage.length) == "null");
+
+    // Repeated keys inside entries: the last embedding and the last index count.
+    const std::string repeated = "{\"data\":[{\"index\":1,\"embedding\":[1,2,3],\"embedding\":\"" +
+                                 a + "\",\"index\":0},{\"embedding\":\"" + b + "\",\"index\":1}]}";
+    const outcome r = read(repeated);
+    CHECK(r.error.status == tb::body_status::ok);
+    CHECK(same_bits(r.values, {rows[0], rows[1]}));
+
+    // A repeated "data": the last list counts, whatever the first held (if it is JSON).
+    const outcome d =
+        read("{\"data\":[{\"bad\":1}],\"data\":[{\"index\":0,\"embedding\":\"" + a + "\"}]}");
+    CHECK(d.error.status == tb::body_status::ok && same_bits(d.values, {rows[0]}));
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":[1,x]}],\"data\":[]}"),
+                tb::body_status::malformed_json, 35);
+
+    // Escapes inside base64 text ("\/" for '/', "\u0041" for 'A') decode as their characters.
+    std::string escaped;
+    for (char c : a) {
+        if (c == '/')
+            escaped += "\\/";
+        else if (c == 'A')
+            escaped += "\\u0041";
+        else
+            escaped += c;
+    }
+    const outcome e = read("{\"data\":[{\"index\":0,\"embedding\":\"" + escaped + "\"}]}");
+    CHECK(e.error.status == tb::body_status::ok && same_bits(e.values, {rows[0]}));
+
+    // No rows; rows of no values; a BOM where allowed.
+    const outcome empty = read("{\"data\":[]}");
+    CHECK(empty.error.status == tb::body_status::ok && empty.layout.rows == 0 &&
+          !empty.layout.model.present);
+    const outcome zero =
+        read("{\"data\":[{\"index\":0,\"embedding\":\"\"},{\"index\":1,\"embedding\":\"\"}]}");
+    CHECK(zero.error.status == tb::body_status::ok && zero.layout.rows == 2 &&
+          zero.layout.row_length == 0);
+    tb::body_options bom;
+    bom.allow_bom = true;
+    CHECK(read("\xef\xbb\xbf{\"data\":[]}", bom).error.status == tb::body_status::ok);
+    CHECK_ERROR(read("\xef\xbb\xbf{\"data\":[]}"), tb::body_status::malformed_json, 0);
+}
+
+void test_float_rows() {
+    const outcome o = read(
+        "{\"data\":[{\"index\":1,\"embedding\":[ 0.5 , -2 ,1e2,NaN]},"
+        "{\"embedding\":[1.25,-0.0,-Infinity,Infinity],\"index\":0}]}");
+    CHECK(o.error.status == tb::body_status::ok);
+    CHECK(o.layout.encoding == tb::row_encoding::floats && o.layout.rows == 2 &&
+          o.layout.row_length == 4);
+    if (o.values.size() == 8) {
+        CHECK(o.values[0] == 1.25f && o.values[1] == 0.0f && std::signbit(o.values[1]));
+        CHECK(std::isinf(o.values[2]) && o.values[2] < 0 && std::isinf(o.values[3]) &&
+              o.values[3] > 0);
+        CHECK(o.values[4] == 0.5f && o.values[5] == -2.0f && o.values[6] == 100.0f &&
+              std::isnan(o.values[7]));
+    }
+    const outcome empty_rows =
+        read("{\"data\":[{\"index\":0,\"embedding\":[ ]},{\"index\":1,\"embedding\":[]}]}");
+    CHECK(empty_rows.error.status == tb::body_status::ok && empty_rows.layout.row_length == 0);
+}
+
+void test_stored_formats() {
+    // float16 big-endian rows, kept (widen=false) and widened.
+    const unsigned char half_be[] = {0x3c, 0x00, 0xc0, 0x00};  // 1.0, -2.0
+    tb::strided_rows rows{half_be, 1, 2, 0, 2, {tb::dtype::float16, tb::byte_order::big}};
+    std::string text(8, '\0');
+    char* out = &text[0];
+    tb::encode_rows(rows, {tb::dtype::float16, tb::byte_order::big}, &out);
+    const std::string body = "{\"data\":[{\"index\":0,\"embedding\":\"" + text + "\"}]}";
+    tb::body_options options;
+    options.stored = {tb::dtype::float16, tb::byte_order::big};
+    const outcome wide = read(body, options);
+    CHECK(wide.error.status == tb::body_status::ok && wide.values.size() == 2);
+    if (wide.values.size() == 2) CHECK(wide.values[0] == 1.0f && wide.values[1] == -2.0f);
+    options.widen = false;
+    const outcome kept = read(body, options);
+    CHECK(kept.error.status == tb::body_status::ok && kept.layout.element_size == 2 &&
+          kept.raw.size() == 4);
+    std::uint16_t first = 0;
+    if (kept.raw.size() == 4) std::memcpy(&first, kept.raw.data(), 2);
+    CHECK(first == 0x3c00);  // host order
+}
+
+void test_errors() {
+    using s = tb::body_status;
+    const std::string row = base64_of({1.0f, 2.0f});  // 12 characters
+    const std::string entry0 = "{\"index\":0,\"embedding\":\"" + row + "\"}";
+    CHECK_ERROR(read(""), s::malformed_json, 0);
+    CHECK_ERROR(read("   "), s::malformed_json, 3);
+    CHECK_ERROR(read("[]"), s::bad_structure, 0);
+    CHECK_ERROR(read("{\"data\":[]} x"), s::malformed_json, 12);
+    CHECK_ERROR(read("{\"data\":[],}"), s::malformed_json, 11);
+    CHECK_ERROR(read("{\"data\":[1,]}"), s::malformed_json, 11);
+    CHECK_ERROR(read("{\"data\" [1]}"), s::malformed_json, 8);
+    CHECK_ERROR(read("{'data':[]}"), s::malformed_json, 1);
+    CHECK_ERROR(read("{\"data\":[01]}"), s::malformed_json, 10);
+    CHECK_ERROR(read("{\"data\":[-]}"), s::malformed_json, 9);
+    CHECK_ERROR(read("{\"data\":[1.]}"), s::malformed_json, 11);
+    CHECK_ERROR(read("{\"data\":[\"a\\x\"]}"), s::malformed_json, 11);
+    CHECK_ERROR(read("{\"data\":[\"\\u12g4\"]}"), s::malformed_json, 10);
+    CHECK_ERROR(read("{\"data\":[\"a\tb\"]}"), s::malformed_json, 11);
+    CHECK_ERROR(read("{\"data\":[\"\xc3\x28\"]}"), s::malformed_json, 10);
+    CHECK_ERROR(read("{\"data\":[tru]}"), s::malformed_json, 9);
+    CHECK_ERROR(read("{\"data\":[-NaN]}"), s::malformed_json, 9);
+    CHECK_ERROR(read("{\"x\":1}"), s::bad_structure, 6);
+    CHECK_ERROR(read("{\"data\":{}}"), s::bad_structure, 8);
+    CHECK_ERROR(read("{\"data\":[1]}"), s::bad_structure, 9);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0}]}"), s::bad_structure, 9);
+    CHECK_ERROR(read("{\"data\":[{\"embedding\":\"" + row + "\"}]}"), s::bad_structure, 9);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":{}}]}"), s::bad_structure, 32);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":[[1]]}]}"), s::bad_structure, 32);
+    CHECK_ERROR(read("{\"data\":[{\"index\":1.0,\"embedding\":\"\"}]}"), s::bad_index, 18);
+    CHECK_ERROR(read("{\"data\":[{\"index\":-1,\"embedding\":\"\"}]}"), s::bad_index, 18);
+    CHECK_ERROR(read("{\"data\":[{\"index\":\"0\",\"embedding\":\"\"}]}"), s::bad_index, 18);
+    CHECK_ERROR(read("{\"data\":[{\"index\":1,\"embedding\":\"\"}]}"), s::bad_index, 18);
+    // An index given twice (and so another missing): found when decoding.
+    const std::string twice =
+        "{\"data\":[" + entry0 + ",{\"index\":0,\"embedding\":\"" + row + "\"}]}";
+    CHECK_ERROR(read(twice), s::bad_index, twice.rfind("\"index\":0") + 8);
+    const std::string unequal =
+        "{\"data\":[" + entry0 + ",{\"index\":1,\"embedding\":\"" + base64_of({1.0f}) + "\"}]}";
+    CHECK_ERROR(read(unequal), s::unequal_rows, unequal.rfind("\"AACAPw==\""));
+    const std::string mixed = "{\"data\":[" + entry0 + ",{\"index\":1,\"embedding\":[1,2]}]}";
+    CHECK_ERROR(read(mixed), s::mixed_formats, mixed.rfind('['));
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":\"AAA\"}]}"), s::bad_base64, 33);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":\"AA!AAAAA\"}]}"), s::bad_base64, 35);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":\"AB==\"}]}"), s::bad_base64, 34);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":\"AAAAAA=\"}]}"), s::bad_base64, 33);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":\"\\u00e9AAA\"}]}"), s::bad_base64, 33);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":[1,,2]}]}"), s::bad_number, 35);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":[1,2,]}]}"), s::bad_number, 37);
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":[1 2]}]}"), s::bad_number, 35);
+    // Nested too deeply for the scanner (json.loads: RecursionError).
+    CHECK_ERROR(read("{\"x\":" + std::string(tb::json::max_depth + 1, '[') + "}"),
+                s::malformed_json, 5 + tb::json::max_depth);
+    // Every message names its byte.
+    CHECK(tb::to_string(read(unequal).error).find("at byte") != std::string::npos);
+    CHECK(tb::to_string(read("{\"data\":[{\"index\":0,\"embedding\":\"AA!A\"}]}").error)
+              .find("bad character '!'") != std::string::npos);
+}
+
+void test_allocator_refusal() {
+    result_buffer unused;
+    tb::body_layout layout;
+    const std::string body = "{\"data\":[]}";
+    const tb::body_error e = tb::read_embeddings_body(
+        body.data(), body.size(), {},
+        [](void*, const tb::body_layout&) -> void* { return nullptr; }, &unused, &layout);
+    CHECK(e.status == tb::body_status::no_output);
+}
+
+void test_truncations_and_changes() {
+    const auto rows = sample_rows(3, 5, 2);
+    std::vector<std::string> bodies = {
+        base64_body(rows),
+        "{\"data\":[{\"index\":0,\"embedding\":[1.5,-2e3,NaN]}],\"model\":\"x\\u00e9\"}"};
+    for (const std::string& body : bodies) {
+        CHECK(read(body).error.status == tb::body_status::ok);
+        std::size_t refused = 0;
+        for (std::size_t n = 0; n < body.size(); ++n) {
+            refused += read(body.substr(0, n)).error.status != tb::body_status::ok;
+        }
+        CHECK(refused == body.size());
+    }
+    std::mt19937 random(7);
+    std::size_t ok = 0, refused = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+        std::string body = bodies[trial % 2];
+        const int flips = 1 + trial % 3;
+        for (int f = 0; f < flips; ++f) body[random() % body.size()] = static_cast<char>(random());
+        const outcome o = read(body);
+        (o.error.status == tb::body_status::ok ? ok : refused) += 1;
+        if (o.error.status == tb::body_status::ok) {
+            CHECK(o.layout.rows * o.layout.row_length * o.layout.element_size == o.raw.size());
+        } else {
+            CHECK(o.error.offset <= body.size());
+        }
+    }
+    CHECK(refused > ok);
+}
+
+void test_threads() {
+    const auto rows = sample_rows(300, 1024, 3);
+    std::string body = base64_body(rows);
+    for (unsigned threads : {2u, 3u, 8u}) {
+        tb::body_options options;
+        options.threads = threads;
+        const outcome o = read(body, options);
+        CHECK(o.error.status == tb::body_status::ok && same_bits(o.values, rows));
+    }
+    // A fault in a later part is still found (the one nearest the start).
+    const std::size_t at = body.find("\"index\":250");
+    body[body.find("\"embedding\":\"", at) + 20] = '!';
+    tb::body_options options;
+    options.threads = 4;
+    const outcome o = read(body, options);
+    CHECK(o.error.status == tb::body_status::bad_base64);
+    CHECK(o.error.offset == body.find("\"embedding\":\"", at) + 20);
+}
+
+// Every level's base64 group decoder against the scalar one: every byte value at every position of
+// a text long enough for the SIMD loops and their scalar tails, same verdict, same bytes.
+void test_decoders_every_level() {
+    const tb::decode_groups_fn scalar = tb::scalar_base64_decoder();
+    std::mt19937 random(5);
+    const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (tb::simd_level level : tb::available_simd_levels()) {
+        const tb::decode_groups_fn decoder = tb::kernel_for(level).base64_decoder();
+        CHECK(decoder != nullptr);
+        if (decoder == nullptr) continue;
+        long mismatches = 0;
+        for (std::size_t groups : {1u, 7u, 8u, 9u, 16u, 17u, 40u}) {
+            std::string text(groups * 4, 'A');
+            for (char& c : text) c = alphabet[random() % 64];
+            for (std::size_t at = 0; at < text.size(); ++at) {
+                const char kept = text[at];
+                for (int byte = 0; byte < 256; ++byte) {
+                    text[at] = static_cast<char>(byte);
+                    std::vector<unsigned char> a(groups * 3), b(groups * 3);
+                    const bool ok_a = scalar(text.data(), groups, a.data());
+                    const bool ok_b = decoder(text.data(), groups, b.data());
+                    if (ok_a != ok_b || (ok_a && a != b)) ++mismatches;
+                }
+                text[at] = kept;
+            }
+        }
+        CHECK(mismatches == 0);
+        if (mismatches)
+            std::fprintf(stderr, "  level %s: %ld mismatches\n", tb::to_string(level), mismatches);
+    }
+}
+
+}  // namespace
+
+int main() {
+    test_decoders_every_level();
+    test_written_bodies();
+    test_float_rows();
+    test_stored_formats();
+    test_errors();
+    test_allocator_refusal();
+    test_truncations_and_changes();
+    test_threads();
+    std::printf("body_reader_tests: %ld passed, %ld failed\n", test_check::passed,
+                test_check::failed);
+    return test_check::failed == 0 ? 0 : 1;
+}
