@@ -1401,6 +1401,8 @@ void add_functions(py::module_& m) {
 }  // namespace decode_binding
 // ==== end of decode ===========================================================================
 
+int add_decode_body_functions(PyObject* module);  // bindings/decode_body.cpp
+
 PYBIND11_MODULE(_native, m) {
     m.doc() = "The C++ core of tensorb64; use the functions of the tensorb64 package instead.";
     m.attr("__version__") = TENSORB64_VERSION;
@@ -1412,6 +1414,7 @@ PYBIND11_MODULE(_native, m) {
         throw py::import_error(e.what());
     }
     if (PyModule_AddFunctions(m.ptr(), fast_methods) != 0) throw py::error_already_set();
+    if (add_decode_body_functions(m.ptr()) != 0) throw py::error_already_set();
 
     // The core's element types, by name, for the Python layer's registry.
     py::dict dtypes;

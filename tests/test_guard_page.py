@@ -7,7 +7,8 @@ unnoticed. Memory comes from mmap with the page after it made inaccessible (mpro
 VirtualProtect PAGE_NOACCESS on Windows); numpy arrays are laid over it so that their last byte
 is the last readable byte. Every length 1..200, at every SIMD level, for float32, float16 and
 float64 sources and every output dtype, through encode, encode_rows (also a strided view whose
-last element ends at the page) and encode_body; each result equals the same call on an ordinary
+last element ends at the page) and encode_body, and every prefix of response bodies through
+decode_response_body; each result equals the same call on an ordinary
 copy of the input, and decodes back to it.
 """
 
@@ -139,3 +140,38 @@ def test_rows_and_strided_views_ending_at_a_guard_page(each_simd_level, region, 
         for dtype in OUTPUT_DTYPES:
             assert tensorb64.encode_rows(strided, dtype=dtype) == tensorb64.encode_rows(strided_copy, dtype=dtype)
             assert tensorb64.encode(strided, dtype=dtype) == tensorb64.encode(strided_copy, dtype=dtype)
+
+
+def _bodies() -> list:
+    """(body, options): response bodies whose every prefix the body reader must read or refuse
+    without reading past it: base64 rows long enough for the SIMD decoders' 64-character blocks
+    and their tails, float rows in both layouts, escaped text, a string running to the very end."""
+    from tensorb64.openai import response_body
+
+    rows = _values(3 * 70, "float32").reshape(3, 70)
+    rows = np.where(np.isfinite(rows), rows, 1.5).astype(np.float32)
+    half = {"dtype": "float16", "byteorder": "big"}
+    return [
+        (response_body(rows, model="m"), {}),
+        (response_body(rows[:, :9], model="m", encoding_format="float"), {}),
+        (response_body(rows[:, :9], model="m", encoding_format="float", float_format="shortest"), {}),
+        (response_body(rows[:2, :5], model="m/", **half).replace(b"/", b"\\/"), half),
+        (b'{"data":[{"index":0,"embedding":"' + b"A" * 200, {}),
+    ]
+
+
+def test_response_bodies_ending_at_a_guard_page(each_simd_level, region):
+    from tensorb64.openai import decode_response_body
+
+    for body, options in _bodies():
+        for n in range(len(body) + 1):
+            guarded = region.array_at_end(n, np.uint8)
+            guarded[:] = np.frombuffer(body[:n], np.uint8)
+            try:
+                expected = decode_response_body(body[:n], **options)
+            except ValueError as e:
+                with pytest.raises(ValueError) as info:
+                    decode_response_body(memoryview(guarded), **options)
+                assert str(info.value) == str(e)
+            else:
+                assert decode_response_body(memoryview(guarded), **options).tobytes() == expected.tobytes()

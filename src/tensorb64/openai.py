@@ -25,11 +25,13 @@ from numbers import Integral
 import numpy as np
 
 from . import _cuda, _native
+from ._client import EmbeddingsResponse, aembed, decode_response, decode_response_body, embed
 from ._encode import encode_rows
 from ._formats import FLOAT_FORMAT_CODES, STORAGE, byteorder_name, output_dtype
 from ._inputs import readable
 
 __all__ = ["embedding_data", "response_body", "iter_response_body"]
+__all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
 
 ENCODING_FORMATS = ("float", "base64")
 

@@ -1,0 +1,132 @@
+"""The client side: a whole ``/v1/embeddings`` response body into one numpy array, and the openai
+client's own request read that way.
+
+    >>> from tensorb64.openai import embed, decode_response_body
+    >>> vectors = embed(client, input=texts, model="text-embedding-3-small")   # [B, D] float32
+    >>> vectors = decode_response_body(raw_bytes)                               # any body
+
+The core reads the body in two native passes (the structure, then each row decoded straight into
+its place in the result): no JSON tree, no Python object per row or per value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _native
+from ._decode import _options
+
+__all__ = ["EmbeddingsResponse", "decode_response", "decode_response_body", "embed", "aembed"]
+
+
+class EmbeddingsResponse(NamedTuple):
+    """A response body read once: the ``[B, D]`` array of its rows (by ``index``), and its
+    ``model`` and ``usage`` as json.loads gives them (None where the body has none)."""
+
+    embeddings: np.ndarray
+    model: Any
+    usage: Any
+
+
+def _allocator(result_dtype, out):
+    """The core's allocator: a new array of the rows' shape, or ``out`` checked against it."""
+
+    def allocate(rows: int, row_length: int, float_rows: bool):
+        dtype = np.dtype(np.float32 if float_rows else result_dtype)
+        if out is None:
+            return np.empty((rows, row_length), dtype)
+        if out.shape != (rows, row_length) or out.dtype != dtype:
+            raise ValueError(
+                f"out must be a {dtype} array of shape {(rows, row_length)} for this body, "
+                f"got {out.dtype} {out.shape}"
+            )
+        return out
+
+    return allocate
+
+
+def _check_out(out) -> None:
+    if out is None:
+        return
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array (or None), got {type(out).__name__}")
+    if not (out.flags.c_contiguous and out.flags.writeable and out.flags.aligned):
+        raise ValueError("out must be a writeable, aligned, C-contiguous numpy array")
+
+
+def _read(body, dtype, byteorder, widen, out, threads):
+    widen = bool(widen)
+    code, order, result = _options(dtype, byteorder, widen)
+    _native._check_threads(threads)
+    _check_out(out)
+    if isinstance(body, memoryview) and not body.c_contiguous:
+        raise ValueError("body must be a C-contiguous memoryview")
+    try:
+        return _native._decode_response_body(body, code, order, widen, int(threads), _allocator(result, out))
+    except UnicodeEncodeError:  # a str with a lone surrogate (json.loads takes those): its bytes as json reads them
+        return _native._decode_response_body(
+            body.encode("utf-8", "surrogatepass"), code, order, widen, int(threads), _allocator(result, out)
+        )
+
+
+def decode_response_body(
+    body, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True, out=None, threads: int = 1
+) -> np.ndarray:
+    """The ``[B, D]`` array of a ``/v1/embeddings`` response body, row ``i`` from the data entry
+    whose ``index`` is ``i``.
+
+    body: the body as ``bytes``, ``bytearray``, a C-contiguous byte ``memoryview`` or ``str``.
+    Base64 rows are decoded strictly (as ``tensorb64.decode``); ``dtype``/``byteorder`` say how
+    they were encoded (vLLM's ``embed_dtype``/``endianness``), and ``widen`` gives float32
+    (default) or, with ``widen=False``, the stored dtype where numpy has one. Float rows are read
+    exactly as ``numpy.asarray(json.loads(body)["data"][i]["embedding"], dtype=numpy.float32)``
+    reads them. out: a preallocated C-contiguous array of the result's shape and dtype to fill
+    (ValueError if it does not match). threads: split the rows of a large body over this many
+    threads.
+
+    Every body json.loads accepts whose ``data`` entries each have an ``embedding`` (a base64
+    string or a list of numbers) and an integer ``index`` reads; anything else is a ValueError
+    naming the byte offset and what was expected there (malformed JSON, a missing field, indexes
+    that are not each of 0..B-1 once, rows of different lengths, bad base64, a mix of formats).
+    """
+    return _read(body, dtype, byteorder, widen, out, threads)[0]
+
+
+def decode_response(
+    body, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True, out=None, threads: int = 1
+) -> EmbeddingsResponse:
+    """``decode_response_body``'s array with the body's ``model`` and ``usage``, from the same one
+    read: the core reports where their JSON text lies, and only those few bytes are parsed."""
+    array, model, usage = _read(body, dtype, byteorder, widen, out, threads)
+    return EmbeddingsResponse(
+        array, None if model is None else json.loads(model), None if usage is None else json.loads(usage)
+    )
+
+
+def _raw_create(embeddings, input, model, kwargs):
+    if "encoding_format" in kwargs and kwargs["encoding_format"] != "base64":
+        raise ValueError(f"embed() asks for base64 rows; encoding_format={kwargs['encoding_format']!r} is not supported")
+    kwargs = {**kwargs, "encoding_format": "base64"}
+    return embeddings.with_raw_response.create(input=input, model=model, **kwargs)
+
+
+def embed(client, *, input, model: str, threads: int = 1, **kwargs) -> np.ndarray:
+    """The ``[B, D]`` float32 embeddings of ``input``, asked of an ``openai.OpenAI`` client.
+
+    The request is the client's own (``client.embeddings.with_raw_response.create(...,
+    encoding_format="base64")``: its base URL, authentication, retries and errors unchanged);
+    the raw body is read by ``decode_response_body`` and the client's own parsing never runs.
+    Further keyword arguments (``dimensions``, ``user``, ``extra_headers``, ``timeout``...) go to
+    ``create``.
+    """
+    raw = _raw_create(client.embeddings, input, model, kwargs)
+    return decode_response_body(raw.http_response.content, threads=threads)
+
+
+async def aembed(client, *, input, model: str, threads: int = 1, **kwargs) -> np.ndarray:
+    """``embed`` for an ``openai.AsyncOpenAI`` client."""
+    raw = await _raw_create(client.embeddings, input, model, kwargs)
+    return decode_response_body(raw.http_response.content, threads=threads)
