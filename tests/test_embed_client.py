@@ -2,12 +2,14 @@
 decode_response_body, judged against the client's own create() through a mock transport and
 against the example server over localhost.
 
-Needs the `examples` extra (openai); skipped without it. Written against openai 3.57.
+Needs the `examples` extra (openai); skipped without it. Run with openai 3.57 and 1.0.0 (the first
+1.x release, the oldest with `with_raw_response`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 
 import numpy as np
@@ -16,8 +18,18 @@ import pytest
 from tensorb64.openai import aembed, embed, response_body
 
 openai = pytest.importorskip("openai", reason="openai is not installed (pip install 'tensorb64[examples]')")
-# The HTTP library the client is built on (httpx; httpx2 in openai 3.x).
-httpx = pytest.importorskip(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+
+def _http_library():
+    """The HTTP library the client is built on (httpx; httpx2 in openai 3.x)."""
+    client = openai.OpenAI(api_key="unused", base_url="http://mock.test/v1")
+    try:
+        modules = [cls.__module__.split(".")[0] for cls in type(client._client).__mro__]
+        return importlib.import_module(next(m for m in modules if m != "openai"))
+    finally:
+        client.close()
+
+
+httpx = _http_library()
 
 X = np.random.default_rng(0).normal(0, 0.05, (4, 96)).astype(np.float32)
 
@@ -43,7 +55,7 @@ def handler_for(calls: list, *, fail_first: int = 0, status: int = 200):
 def sync_client(calls, **kwargs):
     transport = httpx.MockTransport(handler_for(calls, **kwargs))
     return openai.OpenAI(base_url="http://mock.test/v1", api_key="sk-test", max_retries=2,
-                         http_client=openai.DefaultHttpxClient(transport=transport))
+                         http_client=httpx.Client(transport=transport))
 
 
 def async_client(calls, **kwargs):
@@ -54,7 +66,7 @@ def async_client(calls, **kwargs):
 
     transport = httpx.MockTransport(handle_async)
     return openai.AsyncOpenAI(base_url="http://mock.test/v1", api_key="sk-test", max_retries=2,
-                              http_client=openai.DefaultAsyncHttpxClient(transport=transport))
+                              http_client=httpx.AsyncClient(transport=transport))
 
 
 def test_embed_equals_the_clients_own_create():
@@ -74,7 +86,7 @@ def test_embed_equals_the_clients_own_create():
 def test_keyword_arguments_go_to_the_request():
     calls = []
     with sync_client(calls) as client:
-        embed(client, input=["a"], model="m", dimensions=96, user="u", extra_headers={"x-trace": "1"}, threads=2)
+        embed(client, input=["a"], model="m", user="u", extra_headers={"x-trace": "1"}, extra_body={"dimensions": 96}, threads=2)
         with pytest.raises(ValueError, match="asks for base64"):
             embed(client, input=["a"], model="m", encoding_format="float")
     assert json.loads(calls[0].content)["dimensions"] == 96 and json.loads(calls[0].content)["user"] == "u"
