@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _native
-from ._decode import _options
+from ._decode import _result_dtype
 
 __all__ = ["EmbeddingsResponse", "decode_response", "decode_response_body", "embed", "aembed"]
 
@@ -59,17 +59,15 @@ def _check_out(out) -> None:
 
 def _read(body, dtype, byteorder, widen, out, threads):
     widen = bool(widen)
-    code, order, result = _options(dtype, byteorder, widen)
-    _native._check_threads(threads)
+    allocate = _allocator(_result_dtype(dtype, byteorder, widen), out)
     _check_out(out)
     if isinstance(body, memoryview) and not body.c_contiguous:
         raise ValueError("body must be a C-contiguous memoryview")
     try:
-        return _native._decode_response_body(body, code, order, widen, int(threads), _allocator(result, out))
-    except UnicodeEncodeError:  # a str with a lone surrogate (json.loads takes those): its bytes as json reads them
-        return _native._decode_response_body(
-            body.encode("utf-8", "surrogatepass"), code, order, widen, int(threads), _allocator(result, out)
-        )
+        return _native._decode_response_body(body, dtype, byteorder, widen, threads, allocate)
+    except UnicodeEncodeError:  # a str with a lone surrogate, which json.loads takes: read its bytes as json does
+        body = body.encode("utf-8", "surrogatepass")
+        return _native._decode_response_body(body, dtype, byteorder, widen, threads, allocate)
 
 
 def decode_response_body(

@@ -1,0 +1,168 @@
+// Reading a whole /v1/embeddings response body (the core's tensorb64/body_reader.hpp) into one
+// array, allocated by a Python callable once the rows' shape is known (src/tensorb64/_client.py
+// passes one that makes the numpy array, or checks the caller's `out`).
+//
+// The GIL is released for the read of a large body and taken back only for the one call of the
+// allocator. The body is held through the buffer protocol (a bytearray cannot be resized while it
+// is read) or is a str's UTF-8 form (cached by the str itself).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "arguments.hpp"
+#include "entry_points.hpp"
+#include "names.hpp"
+#include "python_api.hpp"
+#include "tensorb64/body_reader.hpp"
+
+namespace binding {
+
+namespace {
+
+// The body's bytes, and what keeps them alive.
+struct body_bytes {
+    Py_buffer view{};
+    bool held = false;
+    const char* data = nullptr;
+    std::size_t size = 0;
+    bool is_str = false;
+
+    body_bytes() = default;
+    body_bytes(const body_bytes&) = delete;
+    body_bytes& operator=(const body_bytes&) = delete;
+    ~body_bytes() {
+        if (held) PyBuffer_Release(&view);
+    }
+
+    void read(PyObject* body) {
+        if (PyUnicode_Check(body)) {
+            Py_ssize_t length = 0;
+            data = PyUnicode_AsUTF8AndSize(body, &length);  // a lone surrogate: UnicodeEncodeError
+            if (data == nullptr) throw python_error{};
+            size = static_cast<std::size_t>(length);
+            is_str = true;
+            return;
+        }
+        if (!PyObject_CheckBuffer(body)) {
+            raise(PyExc_TypeError,
+                  std::string("body must be bytes, bytearray, a memoryview of bytes or str, got ") +
+                      Py_TYPE(body)->tp_name);
+        }
+        if (PyObject_GetBuffer(body, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+            throw python_error{};  // e.g. not contiguous: the buffer protocol says so
+        }
+        held = true;
+        if (view.itemsize != 1) {
+            raise(PyExc_TypeError, "body must be a buffer of bytes, got items of " +
+                                       std::to_string(view.itemsize) + " bytes");
+        }
+        data = static_cast<const char*>(view.buf);
+        size = static_cast<std::size_t>(view.len);
+    }
+};
+
+// The allocator's side of a read: the Python callable, the GIL state to restore around it, and
+// what it returned, with its buffer.
+struct result_allocation {
+    PyObject* allocate = nullptr;
+    PyThreadState* released = nullptr;  // non-null while the GIL is released
+    ref result;
+    Py_buffer view{};
+    bool held = false;
+
+    result_allocation() = default;
+    result_allocation(const result_allocation&) = delete;
+    result_allocation& operator=(const result_allocation&) = delete;
+    ~result_allocation() {
+        if (held) PyBuffer_Release(&view);
+    }
+};
+
+// The core's body_allocator: calls allocate(rows, row_length, float_rows) with the GIL held and
+// hands the reader the memory of what it returns, which must be a writable, aligned, C-contiguous
+// buffer of exactly the result's size (else an error is set, and the read stops).
+void* allocate_result(void* context, const tb::body_layout& layout) {
+    auto* a = static_cast<result_allocation*>(context);
+    if (a->released != nullptr) PyEval_RestoreThread(a->released);
+    void* memory = nullptr;
+    a->result = ref(
+        PyObject_CallFunction(a->allocate, "nnO", static_cast<Py_ssize_t>(layout.rows),
+                              static_cast<Py_ssize_t>(layout.row_length),
+                              layout.encoding == tb::row_encoding::floats ? Py_True : Py_False));
+    if (a->result &&
+        PyObject_GetBuffer(a->result.get(), &a->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) == 0) {
+        a->held = true;
+        const std::size_t bytes = layout.rows * layout.row_length * layout.element_size;
+        if (static_cast<std::size_t>(a->view.len) != bytes) {
+            PyErr_Format(PyExc_ValueError,
+                         "the result's buffer holds %zd bytes, not the %zu of %zu rows of %zu "
+                         "values",
+                         a->view.len, bytes, layout.rows, layout.row_length);
+        } else if (reinterpret_cast<std::uintptr_t>(a->view.buf) % layout.element_size != 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "the result's buffer is not aligned for its elements");
+        } else {
+            memory = bytes != 0 ? a->view.buf : static_cast<void*>(a);  // non-null: "go on"
+        }
+    }
+    if (a->released != nullptr) a->released = PyEval_SaveThread();
+    return memory;
+}
+
+PyObject* span_bytes(const body_bytes& body, const tb::byte_span& span) {
+    if (!span.present) Py_RETURN_NONE;
+    return checked(
+        PyBytes_FromStringAndSize(body.data + span.offset, static_cast<Py_ssize_t>(span.length)));
+}
+
+// _decode_response_body(body, dtype, byteorder, widen, threads, allocate, /)
+//   -> (result, model_json, usage_json)
+PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        if (nargs != 6) {
+            raise(PyExc_TypeError,
+                  "_decode_response_body takes (body, dtype, byteorder, widen, threads, allocate), "
+                  "got " +
+                      std::to_string(nargs) + " arguments");
+        }
+        tb::body_options options;
+        options.stored = {output_dtype(args[1]), byte_order(args[2])};
+        const int widen = PyObject_IsTrue(args[3]);
+        if (widen < 0) throw python_error{};
+        options.widen = widen != 0;
+        options.threads = thread_count(args[4]);
+        body_bytes body;
+        body.read(args[0]);
+        options.allow_bom = !body.is_str;  // json.loads skips a BOM in bytes, refuses one in a str
+
+        result_allocation allocation;
+        allocation.allocate = args[5];
+        tb::body_layout layout;
+        if (body.size >= release_gil_above_bytes) allocation.released = PyEval_SaveThread();
+        const tb::body_error error = tb::read_embeddings_body(
+            body.data, body.size, options, allocate_result, &allocation, &layout);
+        if (allocation.released != nullptr) PyEval_RestoreThread(allocation.released);
+
+        if (error.status == tb::body_status::no_output) {
+            if (PyErr_Occurred()) throw python_error{};  // the allocator's error
+            throw std::bad_alloc();                      // the index check's memory
+        }
+        if (error.status != tb::body_status::ok) raise(PyExc_ValueError, tb::to_string(error));
+        ref model(span_bytes(body, layout.model));
+        ref usage(span_bytes(body, layout.usage));
+        return checked(PyTuple_Pack(3, allocation.result.get(), model.get(), usage.get()));
+    });
+}
+
+}  // namespace
+
+PyMethodDef body_reader_methods[] = {
+    {"_decode_response_body", as_method(decode_response_body_entry), METH_FASTCALL,
+     "_decode_response_body(body, dtype, byteorder, widen, threads, allocate, /)\n--\n\n"
+     "(result, model_json, usage_json): the rows of a /v1/embeddings body in what "
+     "allocate(rows, row_length, float_rows) returns, and the JSON text of its model and usage "
+     "(None where the body has none)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace binding
