@@ -150,7 +150,8 @@ python_under_asan() {
   (cd "$root" && PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
     "$py" -m pytest -q -p no:cacheprovider tests/test_float32_parity.py tests/test_dtypes.py tests/test_rfc4648.py \
       tests/test_bad_inputs.py tests/test_decode.py tests/test_hostile_inputs.py tests/test_concurrency.py \
-      tests/test_binary_body.py tests/test_reader.py tests/test_response_body.py tests/test_float_text.py)
+      tests/test_binary_body.py tests/test_reader.py tests/test_response_body.py tests/test_float_text.py \
+      tests/test_decode_response_body.py)
 }
 if [ "$mode" = full ]; then
   step "python under asan+ubsan: build extension and run the suite" python_under_asan
