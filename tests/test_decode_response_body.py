@@ -19,6 +19,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from threads import failures_in_threads
 
 import tensorb64
 from tensorb64.openai import EmbeddingsResponse, decode_response, decode_response_body, response_body
@@ -130,6 +131,20 @@ def test_threads_give_the_same_array():
         body = response_body(x, model="m", encoding_format=encoding_format)
         for threads in (2, 3, 7):
             assert same_bits(decode_response_body(body, threads=threads), x)
+
+
+def test_threads_reading_at_once():
+    """8 Python threads read different large bodies at once (the GIL released, taken back for
+    each allocation), some into their own `out`, some with threads=2: each gets its exact rows."""
+    xs = [sample(64, 1024, seed=10 + i) for i in range(8)]
+    bodies = [response_body(x, model="m", encoding_format="base64" if i % 2 else "float") for i, x in enumerate(xs)]
+
+    def check(i):
+        out = np.empty_like(xs[i]) if i % 3 == 0 else None
+        got = decode_response_body(bodies[i], out=out, threads=1 + i % 2)
+        return same_bits(got, xs[i]) and (out is None or got is out)
+
+    assert failures_in_threads(check, count=8, repeats=5) == []
 
 
 # ---- what other writers write ---------------------------------------------------------------

@@ -519,11 +519,11 @@ bool decode_pass::run(const char* p, std::size_t count, body_error* error) const
     for (std::size_t k = 0; k < count; ++k) {
         p = skip_space(p, end_);
         if (k != 0) {
-            if (p == end_ || *p != ',')
+            if (p >= end_ || *p != ',')
                 return fail(error, body_status::malformed_json, p, internal) != nullptr;
             p = skip_space(p + 1, end_);
         }
-        if (p == end_ || *p != '{')
+        if (p >= end_ || *p != '{')
             return fail(error, body_status::malformed_json, p, internal) != nullptr;
         ++p;
         const char* embedding = nullptr;
@@ -532,7 +532,7 @@ bool decode_pass::run(const char* p, std::size_t count, body_error* error) const
         bool decoded = false;
         for (;;) {
             p = skip_space(p, end_);
-            if (p == end_ || *p != '"') break;
+            if (p >= end_ || *p != '"') break;
             string_span key;
             key.begin = p + 1;
             p = json::skip_valid_string(key.begin, end_);
@@ -562,7 +562,7 @@ bool decode_pass::run(const char* p, std::size_t count, body_error* error) const
             p = skip_space(p, end_);
             if (p < end_ && *p == ',') ++p;
         }
-        if (p == end_ || *p != '}' || embedding == nullptr || index_at == nullptr) {
+        if (p >= end_ || *p != '}' || embedding == nullptr || index_at == nullptr) {
             return fail(error, body_status::malformed_json, p, internal) != nullptr;
         }
         ++p;
