@@ -2,7 +2,7 @@
 // json.loads accepts read to the values written; every kind of fault is an error naming its byte;
 // every truncation of a valid body and random byte changes give errors or values, never a read
 // outside the body (each body is copied into a heap block of exactly its size, so ASan and
-// valgrind see one byte too far), and threads > 1 equal one thread.
+// valgrind see one byte too far), and threads > 1 equal one thread; at every SIMD level.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -381,13 +381,17 @@ void test_decoders_every_level() {
 
 int main() {
     test_decoders_every_level();
-    test_written_bodies();
-    test_float_rows();
-    test_stored_formats();
-    test_errors();
-    test_allocator_refusal();
-    test_truncations_and_changes();
-    test_threads();
+    // The reader at every level (its base64 decoder and number parser are the level's).
+    for (tb::simd_level level : tb::available_simd_levels()) {
+        tb::force_simd_level(level);
+        test_written_bodies();
+        test_float_rows();
+        test_stored_formats();
+        test_errors();
+        test_allocator_refusal();
+        test_truncations_and_changes();
+        test_threads();
+    }
     std::printf("body_reader_tests: %ld passed, %ld failed\n", test_check::passed,
                 test_check::failed);
     return test_check::failed == 0 ? 0 : 1;
