@@ -77,8 +77,9 @@ struct body_error {
 std::string to_string(const body_error& error);
 
 // Gives the result's memory: layout.rows * layout.row_length elements of layout.element_size bytes,
-// rows contiguous; nullptr to stop (read_embeddings_body then returns no_output). Called once,
-// after the whole body has been validated as JSON, from the calling thread.
+// rows contiguous, aligned for the elements; nullptr to stop (read_embeddings_body then returns
+// no_output). Called once, after the whole body has been validated as JSON, from the calling
+// thread.
 using body_allocator = void* (*)(void* context, const body_layout& layout);
 
 // Reads `body` (`size` bytes of UTF-8): the rows of its "data" entries, each placed by its "index",
