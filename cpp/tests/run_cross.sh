@@ -44,7 +44,7 @@ if [[ "$host" != "$(uname -m)" ]]; then
   config+=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$host")
 fi
 if command -v ninja >/dev/null; then config+=(-G Ninja); fi
-programs=(dispatch_tests float_text_tests core_tests)
+programs=(dispatch_tests float_text_tests body_reader_tests core_tests)
 if [[ "$arch" == bench ]]; then programs=(kernel_bench); fi
 log="$work/build.log"
 { cmake -S "$cpp" -B "$work" "${config[@]}" &&
@@ -55,3 +55,4 @@ echo "run_cross.sh: $arch ($cxx${runner[*]:+, under ${runner[*]}})"
 if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/dispatch_tests"; fi
 "${runner[@]}" "$work/${programs[-1]}" "$@"
 if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/float_text_tests" "$@"; fi
+if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/body_reader_tests"; fi
