@@ -125,7 +125,7 @@ void check_float32(std::uint32_t b, const char* context) {
                        std::string(context) + " shortest " + hex(b) + ": got " + shortest +
                            " expected " + expected);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
     if (!reads_back(shortest, b)) {
         report_failure(__FILE__, __LINE__,
@@ -142,7 +142,7 @@ void check_float32(std::uint32_t b, const char* context) {
                        std::string(context) + " repr " + hex(b) + ": got " + repr + " expected " +
                            expected_repr);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
     ++float32_checked;
 }
@@ -165,7 +165,7 @@ void check_double(std::uint64_t b, const char* context) {
             __FILE__, __LINE__,
             std::string(context) + " repr " + hex(b) + ": got " + got + " expected " + expected);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
 }
 
@@ -517,7 +517,7 @@ void check_level_writer(const std::vector<Bits>& values, std::size_t per_value,
         }
         report_failure(__FILE__, __LINE__, what);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
     bool clean = true;
     for (std::size_t i = 0; i < offset; ++i) clean = clean && got[i] == kLevelCanary;
