@@ -57,18 +57,9 @@ void encode_rows(const strided_rows& source, element_format target, char* const*
     encoded_size(row_bytes, &row_text);
     const std::size_t total_output =
         (output == row_output::base64 ? row_text : row_bytes) * source.rows;
-    const std::size_t parts =
-        std::min<std::size_t>({std::max(threads, 1u), source.rows,
-                               std::max<std::size_t>(total_output / min_output_per_thread, 1)});
-    if (parts <= 1) {
-        kernel(row_job{source, target, outputs, output});
-        return;
-    }
-    // Contiguous runs of rows, one per part.
-    const std::size_t per_part = (source.rows + parts - 1) / parts;
-    run_parts(parts, [&](std::size_t part) {
-        const std::size_t first = std::min(part * per_part, source.rows);
-        const std::size_t count = std::min(per_part, source.rows - first);
+    const std::size_t parts = row_parts(
+        threads, source.rows, std::max<std::size_t>(total_output / min_output_per_thread, 1));
+    run_row_parts(source.rows, parts, [&](std::size_t, std::size_t first, std::size_t count) {
         kernel(row_job{slice_rows(source, first, count), target, outputs + first, output});
     });
 }
