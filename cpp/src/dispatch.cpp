@@ -194,9 +194,7 @@ void force_simd_level(simd_level level) {
 
 encode_rows_fn active_kernel() { return active_row().entry(); }
 
-const float_text_writers& active_float_text() {
-    const float_text_writers* writers = active_row().float_text();
-    return writers != nullptr ? *writers : *scalar_float_text();
-}
+// Never null: a row is runnable only where both its entries are compiled (runnable above).
+const float_text_writers& active_float_text() { return *active_row().float_text(); }
 
 }  // namespace tensorb64
