@@ -739,7 +739,7 @@ tb::strided_rows as_one_row(input_array& in) {
 }
 
 void check_convertible(const tb::strided_rows& source, tb::element_format target) {
-    if (!tb::can_convert(source.format.type, target.type)) {
+    if (!tb::is_output_type(target.type)) {
         raise(PyExc_ValueError, "cannot encode "s + tb::to_string(source.format.type) +
                                     " elements as " + tb::to_string(target.type));
     }

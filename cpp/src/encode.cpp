@@ -36,8 +36,6 @@ const char* to_string(dtype type) noexcept {
     return "unknown";
 }
 
-bool can_convert(dtype, dtype to) noexcept { return is_output_type(to); }
-
 bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept {
     const std::size_t groups = n_bytes / 3 + (n_bytes % 3 != 0);
     if (groups > SIZE_MAX / 4) return false;
@@ -47,7 +45,7 @@ bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept {
 
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
                  unsigned threads, row_output output) {
-    if (!can_convert(source.format.type, target.type)) {
+    if (!is_output_type(target.type)) {
         throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
                                     " to " + to_string(target.type));
     }

@@ -102,7 +102,7 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
 
 char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
                         char* out, unsigned threads) {
-    if (!can_convert(source.format.type, target.type)) {
+    if (!is_output_type(target.type)) {
         throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
                                     " to " + to_string(target.type));
     }
