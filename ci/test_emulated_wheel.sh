@@ -104,7 +104,7 @@ echo "scalar:  $scalar"
 [[ "${default#* }" == "${scalar#* }" && "$scalar" == scalar\ * ]] || { echo "levels differ" >&2; exit 1; }
 
 echo "== $kind: pytest ${tests[*]}"
-# Emulated, each test runs tens of times slower: 1800 s each rather than pyproject's 300.
+# Emulated, each test runs tens of times slower: 1800 s each rather than pyproject's 600.
 "${run[@]}" -m pytest -p no:cacheprovider -q -o timeout=1800 "${tests[@]}" "${deselect[@]}" 2>&1 | tee "$work/pytest.log" | tail -25
 status=${PIPESTATUS[0]}
 echo "$kind wheel suite: $(grep -E '^[0-9]+ (passed|failed)' "$work/pytest.log" | tail -1)"

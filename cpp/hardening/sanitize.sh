@@ -145,7 +145,7 @@ python_under_asan() {
     "$py" -m pip install --no-build-isolation --no-deps --quiet --target "$target" \
       -Cbuild-dir="$build/pyasan-build" "$root" || return 1
   # The ASan build must be what is imported, not the installed one. Its tests run several times
-  # slower than the wheel's, so each gets 900 s rather than pyproject's 300 (-o timeout).
+  # slower than the wheel's, so each gets 900 s rather than pyproject's 600 (-o timeout).
   PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
     "$py" -c "import tensorb64._native as n, sys; assert n.__file__.startswith('$target'), n.__file__; print('extension:', n.__file__)" || return 1
   (cd "$root" && PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
