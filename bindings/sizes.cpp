@@ -64,7 +64,7 @@ std::size_t row_text_length(const tb::strided_rows& source, tb::element_format t
 }
 
 void check_convertible(const tb::strided_rows& source, tb::element_format target) {
-    if (!tb::can_convert(source.format.type, target.type)) {
+    if (!tb::is_output_type(target.type)) {
         raise(PyExc_ValueError, "cannot encode "s + tb::to_string(source.format.type) +
                                     " elements as " + tb::to_string(target.type));
     }

@@ -35,7 +35,7 @@ case "$kind" in
     # numpy's manylinux aarch64 wheel and the pure-Python test tools, for the target, into a folder.
     "$python" -m pip install -q --target "$site" --only-binary=:all: --implementation cp --python-version 3.11 \
       --abi cp311 --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
-      "$wheel" "pytest>=7" "hypothesis>=6"
+      "$wheel" "pytest>=7" "pytest-timeout==2.4.0" "hypothesis>=6"
     # A launcher as the interpreter's own path (qemu's -0 sets argv[0], which CPython takes for
     # sys.executable), so the tests that start `sys.executable` get qemu again: without binfmt_misc
     # an aarch64 binary cannot be exec'd directly. PYTHONHOME: the prefix is no longer next to it.
@@ -51,7 +51,7 @@ EOF
     ;;
   westmere)
     "$python" -m venv "$work/env"
-    "$work/env/bin/python" -m pip install -q "$wheel" "pytest>=7" "hypothesis>=6"
+    "$work/env/bin/python" -m pip install -q "$wheel" "pytest>=7" "pytest-timeout==2.4.0" "hypothesis>=6"
     # OPENBLAS_CORETYPE: numpy's bundled OpenBLAS reads qemu's CPU model as a Haswell and runs AVX2
     # code on the emulated Westmere (SIGILL at `import numpy`); a real Westmere is detected as
     # Nehalem, which is what this names.
@@ -104,7 +104,8 @@ echo "scalar:  $scalar"
 [[ "${default#* }" == "${scalar#* }" && "$scalar" == scalar\ * ]] || { echo "levels differ" >&2; exit 1; }
 
 echo "== $kind: pytest ${tests[*]}"
-"${run[@]}" -m pytest -p no:cacheprovider -q "${tests[@]}" "${deselect[@]}" 2>&1 | tee "$work/pytest.log" | tail -25
+# Emulated, each test runs tens of times slower: 1800 s each rather than pyproject's 600.
+"${run[@]}" -m pytest -p no:cacheprovider -q -o timeout=1800 "${tests[@]}" "${deselect[@]}" 2>&1 | tee "$work/pytest.log" | tail -25
 status=${PIPESTATUS[0]}
 echo "$kind wheel suite: $(grep -E '^[0-9]+ (passed|failed)' "$work/pytest.log" | tail -1)"
 exit "$status"

@@ -722,3 +722,23 @@ def test_zero_and_negative_stride_views():
         assert tensorb64.encode(view) == struct_reference(view.reshape(-1).tolist())
     ints = np.arange(60, dtype=np.int16).reshape(6, 10)[::-1, ::-2]
     assert tensorb64.encode_rows(ints) == [struct_reference(r.tolist()) for r in ints]
+
+
+# Storage that ends just short of the tensor's last element: a reader whose storage extent is off
+# by one element passes every case of SHRUNK_CASES (which leave most of the tensor outside), not
+# these. A 10x10 float32 reaches 400 bytes.
+SHORT_BY_ONE_CASES = {
+    "one_element_short": "x = shrunk((10, 10), keep=396)",
+    "one_byte_short": "x = shrunk((10, 10), keep=399)",
+    # x ends at byte 800 of t's storage; the rows are 10 elements apart
+    "offset_view_one_element_short": "t = torch.zeros(400); x = t[100:200].view(10, 10); t.untyped_storage().resize_(796)",
+    # x's last element is t's 199th (index 198): 796 bytes hold it
+    "non_contiguous_one_byte_short": "t = torch.zeros(10, 20); x = t[:, ::2]; t.untyped_storage().resize_(795)",
+}
+
+
+@pytest.mark.parametrize("reader", TORCH_READERS)
+@pytest.mark.parametrize("case", list(SHORT_BY_ONE_CASES))
+def test_storage_short_by_one_element_or_byte_is_refused_by_every_entry_point(case, reader, monkeypatch):
+    monkeypatch.setitem(SHRUNK_CASES, case, SHORT_BY_ONE_CASES[case])
+    test_shrunk_storage_is_refused_by_every_entry_point(case, reader)

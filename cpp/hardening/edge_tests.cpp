@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <random>
 
+#include "../tests/watchdog.hpp"
 #include "harness.hpp"
 
 using namespace hardening;
@@ -27,6 +28,7 @@ void fail(const std::string& what) {
 
 #define EXPECT(cond, what)       \
     do {                         \
+        test_watchdog::beat();   \
         ++checks;                \
         if (!(cond)) fail(what); \
     } while (0)

@@ -88,7 +88,7 @@ inline std::vector<format_pair> all_pairs() {
     std::vector<format_pair> pairs;
     for (tb::dtype from : all_dtypes)
         for (tb::dtype to : all_dtypes)
-            if (tb::can_convert(from, to))
+            if (tb::is_output_type(to))
                 for (tb::byte_order fo : {tb::byte_order::little, tb::byte_order::big})
                     for (tb::byte_order to_order : {tb::byte_order::little, tb::byte_order::big})
                         pairs.push_back({{from, fo}, {to, to_order}});

@@ -122,6 +122,9 @@ fi
 if command -v valgrind >/dev/null; then
   step "valgrind: build (plain, -O1 -g)" build_core "$build/plain" "$cxx" "-g -O1"
   vg=(valgrind --error-exitcode=1 --errors-for-leak-kinds=definite --leak-check=full -q)
+  # The test programs' watchdog (cpp/tests/watchdog.hpp) allows 120 s between two checks by
+  # default; valgrind runs them tens of times slower.
+  export TENSORB64_TEST_TIMEOUT="${TENSORB64_TEST_TIMEOUT:-600}"
   if [ -x "$build/plain/core_tests" ]; then
     step "valgrind: core_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/core_tests" --quick
     step "valgrind: edge_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/edge_tests" --quick
@@ -144,11 +147,12 @@ python_under_asan() {
   SKBUILD_CMAKE_ARGS="-DCMAKE_CXX_FLAGS=$san_flags;-DCMAKE_BUILD_TYPE=None" \
     "$py" -m pip install --no-build-isolation --no-deps --quiet --target "$target" \
       -Cbuild-dir="$build/pyasan-build" "$root" || return 1
-  # The ASan build must be what is imported, not the installed one.
+  # The ASan build must be what is imported, not the installed one. Its tests run several times
+  # slower than the wheel's, so each gets 900 s rather than pyproject's 600 (-o timeout).
   PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
     "$py" -c "import tensorb64._native as n, sys; assert n.__file__.startswith('$target'), n.__file__; print('extension:', n.__file__)" || return 1
   (cd "$root" && PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
-    "$py" -m pytest -q -p no:cacheprovider tests/test_float32_parity.py tests/test_dtypes.py tests/test_rfc4648.py \
+    "$py" -m pytest -q -p no:cacheprovider -o timeout=900 tests/test_float32_parity.py tests/test_dtypes.py tests/test_rfc4648.py \
       tests/test_bad_inputs.py tests/test_decode.py tests/test_hostile_inputs.py tests/test_concurrency.py \
       tests/test_binary_body.py tests/test_reader.py tests/test_response_body.py tests/test_float_text.py \
       tests/test_decode_response_body.py)

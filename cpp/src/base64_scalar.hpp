@@ -10,12 +10,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base64_alphabet.hpp"
 #include "host.hpp"
 
 namespace tensorb64 {
-
-inline constexpr char base64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 // Character pairs for every 12-bit value, in output order. Plain data: sharing it between
 // translation units compiled with different flags is safe (only code is not).

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <string>
 
+#include "base64_alphabet.hpp"
 #include "dispatch.hpp"
 #include "host.hpp"
 #include "scalar_ops.hpp"
@@ -27,21 +28,8 @@
 namespace tensorb64 {
 namespace {
 
-constexpr unsigned char invalid = 0xff;
-
-struct decode_table {
-    unsigned char value[256];
-    constexpr decode_table() : value() {
-        for (int i = 0; i < 256; ++i) value[i] = invalid;
-        const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        for (int i = 0; i < 64; ++i)
-            value[static_cast<unsigned char>(alphabet[i])] = static_cast<unsigned char>(i);
-    }
-};
-constexpr decode_table table;
-
 inline unsigned char value_of(char c) noexcept {
-    return table.value[static_cast<unsigned char>(c)];
+    return base64_values[static_cast<unsigned char>(c)];
 }
 
 // Text decoded per block: a multiple of 4 characters whose bytes (3/4 of them) are a whole
@@ -79,7 +67,7 @@ decode_result first_error(const char* text, std::size_t length, dtype stored) no
         const char c = text[i];
         if (c == '=') {
             first_pad = std::min(first_pad, i);
-        } else if (value_of(c) == invalid) {
+        } else if (value_of(c) == base64_invalid) {
             return failure(decode_status::bad_character, i, static_cast<unsigned char>(c));
         }
     }

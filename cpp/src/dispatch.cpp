@@ -197,14 +197,9 @@ encode_rows_fn active_kernel() { return active_row().entry(); }
 
 decode_groups_fn active_base64_decoder() { return active_row().base64_decoder(); }
 
-const float_text_writers& active_float_text() {
-    const float_text_writers* writers = active_row().float_text();
-    return writers != nullptr ? *writers : *scalar_float_text();
-}
+// Never null: a row is runnable only where all its entries are compiled (runnable above).
+const float_text_writers& active_float_text() { return *active_row().float_text(); }
 
-number_row_parser active_number_parser() {
-    const number_row_parser parser = active_row().number_parser();
-    return parser != nullptr ? parser : scalar_number_parser();
-}
+number_row_parser active_number_parser() { return active_row().number_parser(); }
 
 }  // namespace tensorb64

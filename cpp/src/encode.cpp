@@ -36,8 +36,6 @@ const char* to_string(dtype type) noexcept {
     return "unknown";
 }
 
-bool can_convert(dtype, dtype to) noexcept { return is_output_type(to); }
-
 bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept {
     const std::size_t groups = n_bytes / 3 + (n_bytes % 3 != 0);
     if (groups > SIZE_MAX / 4) return false;
@@ -47,7 +45,7 @@ bool encoded_size(std::size_t n_bytes, std::size_t* length) noexcept {
 
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
                  unsigned threads, row_output output) {
-    if (!can_convert(source.format.type, target.type)) {
+    if (!is_output_type(target.type)) {
         throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
                                     " to " + to_string(target.type));
     }
@@ -57,18 +55,9 @@ void encode_rows(const strided_rows& source, element_format target, char* const*
     encoded_size(row_bytes, &row_text);
     const std::size_t total_output =
         (output == row_output::base64 ? row_text : row_bytes) * source.rows;
-    const std::size_t parts =
-        std::min<std::size_t>({std::max(threads, 1u), source.rows,
-                               std::max<std::size_t>(total_output / min_output_per_thread, 1)});
-    if (parts <= 1) {
-        kernel(row_job{source, target, outputs, output});
-        return;
-    }
-    // Contiguous runs of rows, one per part.
-    const std::size_t per_part = (source.rows + parts - 1) / parts;
-    run_parts(parts, [&](std::size_t part) {
-        const std::size_t first = std::min(part * per_part, source.rows);
-        const std::size_t count = std::min(per_part, source.rows - first);
+    const std::size_t parts = row_parts(
+        threads, source.rows, std::max<std::size_t>(total_output / min_output_per_thread, 1));
+    run_row_parts(source.rows, parts, [&](std::size_t, std::size_t first, std::size_t count) {
         kernel(row_job{slice_rows(source, first, count), target, outputs + first, output});
     });
 }

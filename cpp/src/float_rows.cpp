@@ -24,18 +24,6 @@ namespace {
 
 constexpr std::size_t block_elements = 512;
 
-// Copies `n` elements of `size` bytes, `stride` apart, into `out`, in host byte order.
-void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size,
-            bool swap, unsigned char* out) noexcept {
-    if (stride == static_cast<std::ptrdiff_t>(size)) {  // contiguous: one copy, not n
-        std::memcpy(out, src, n * size);
-    } else {
-        for (std::size_t i = 0; i < n; ++i)
-            std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
-    }
-    if (swap && size > 1) swap_elements(out, n, size);
-}
-
 }  // namespace
 
 std::size_t float_value_bound(dtype source, float_format format) noexcept {
@@ -62,11 +50,11 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
         std::size_t bad = 0;
         if (type == dtype::float32 &&
             !swap) {  // float32 bits already: gathered straight into place
-            gather(block, k, source.element_stride, 4, false,
-                   reinterpret_cast<unsigned char*>(wide));
+            gather(block, k, source.element_stride, 4, reinterpret_cast<unsigned char*>(wide));
             out = writers.f32(wide, k, shortest, out, &bad);
         } else {
-            gather(block, k, source.element_stride, size, swap, raw);
+            gather(block, k, source.element_stride, size, raw);
+            if (swap) swap_elements(raw, k, size);
             if (type == dtype::float64) {  // the doubles themselves
                 out = writers.f64(doubles, k, out, &bad);
             } else {
@@ -95,7 +83,8 @@ float_text_result find_non_finite(const strided_rows& source) noexcept {
         for (std::size_t done = 0; done < source.row_length; done += block_elements) {
             const std::size_t k = std::min(block_elements, source.row_length - done);
             gather(row + static_cast<std::ptrdiff_t>(done) * source.element_stride, k,
-                   source.element_stride, size, swap, raw);
+                   source.element_stride, size, raw);
+            if (swap) swap_elements(raw, k, size);
             for (std::size_t i = 0; i < k; ++i) {
                 bool finite;
                 if (type == dtype::float64) {
@@ -123,14 +112,10 @@ bool float_row_bound(std::size_t row_length, dtype source, float_format format,
 
 float_text_result write_float_rows(const strided_rows& source, float_format format,
                                    char* const* outputs, std::size_t* lengths, unsigned threads) {
-    const std::size_t parts =
-        std::min<std::size_t>(std::max(threads, 1u), std::max<std::size_t>(source.rows, 1));
-    const std::size_t per_part = (source.rows + parts - 1) / parts;
+    const std::size_t parts = row_parts(threads, source.rows);
     std::vector<float_text_result> results(parts, float_text_result{true, 0, 0});
-    run_parts(parts, [&](std::size_t part) {
-        const std::size_t first = std::min(part * per_part, source.rows);
-        const std::size_t last = std::min(first + per_part, source.rows);
-        for (std::size_t r = first; r < last; ++r) {
+    run_row_parts(source.rows, parts, [&](std::size_t part, std::size_t first, std::size_t count) {
+        for (std::size_t r = first; r < first + count; ++r) {
             std::size_t column = 0;
             char* end = write_float_row(source, r, format, outputs[r], &column);
             if (end == nullptr) {

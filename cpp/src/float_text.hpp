@@ -52,16 +52,6 @@ constexpr std::size_t kShortestF32MaxBytes = 22;
 constexpr std::size_t kReprMaxText = 24;
 constexpr std::size_t kShortestF32MaxText = 19;
 
-// The bytes a JSON row of `n` values may need, at most `max_value_chars` each ("[" v "," ... "]"),
-// in `*bytes`; false if that overflows size_t.
-inline bool json_row_max_bytes(std::size_t n, std::size_t max_value_chars,
-                               std::size_t* bytes) noexcept {
-    const std::size_t per_value = max_value_chars + 1;
-    if (n > (SIZE_MAX - 2) / per_value) return false;
-    *bytes = 2 + n * per_value;
-    return true;
-}
-
 namespace float_text_detail {
 
 // ---- portable integer helpers ----
@@ -499,37 +489,6 @@ inline char* write_values_f64(const std::uint64_t* bits, std::size_t n, char* ou
         out = write_repr(b, out);
         *out++ = ',';
     }
-    return out;
-}
-
-// One row as a JSON array, "[v,v,...]" without spaces ("[]" for none), the values as
-// write_values_f32. Writes at most json_row_max_bytes(n, shortest ? kShortestF32MaxBytes :
-// kReprMaxBytes) bytes; nullptr with *bad at the first NaN or infinity.
-inline char* write_json_row_f32(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
-                                std::size_t* bad) noexcept {
-    *out++ = '[';
-    if (n == 0) {
-        *out = ']';
-        return out + 1;
-    }
-    out = write_values_f32(bits, n, shortest, out, bad);
-    if (out == nullptr) return nullptr;
-    out[-1] = ']';
-    return out;
-}
-
-// The same for float64 values: repr in both modes (a double's shortest text is its repr).
-// Writes at most json_row_max_bytes(n, kReprMaxBytes) bytes.
-inline char* write_json_row_f64(const std::uint64_t* bits, std::size_t n, char* out,
-                                std::size_t* bad) noexcept {
-    *out++ = '[';
-    if (n == 0) {
-        *out = ']';
-        return out + 1;
-    }
-    out = write_values_f64(bits, n, out, bad);
-    if (out == nullptr) return nullptr;
-    out[-1] = ']';
     return out;
 }
 

@@ -102,7 +102,7 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
 
 char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
                         char* out, unsigned threads) {
-    if (!can_convert(source.format.type, target.type)) {
+    if (!is_output_type(target.type)) {
         throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
                                     " to " + to_string(target.type));
     }
@@ -175,22 +175,18 @@ float_text_result write_float_data(const strided_rows& source, float_format form
     };
     // Contiguous runs of rows, one per thread; each writes from its own share of the bound, and
     // the shares are then moved together. ~20 ns a value: a thread pays off from a few rows.
-    const std::size_t parts =
-        std::min<std::size_t>(std::max(threads, 1u), std::max<std::size_t>(source.rows, 1));
-    const std::size_t per_part = (source.rows + parts - 1) / std::max<std::size_t>(parts, 1);
-    std::vector<char*> ends(parts, nullptr);
+    const std::size_t parts = row_parts(threads, source.rows);
+    std::vector<char*> starts(parts, out), ends(parts, out);
     std::vector<float_text_result> results(parts, float_text_result{true, 0, 0});
-    const auto part_start = [&](std::size_t part) { return out + part * per_part * entry_bound; };
-    run_parts(parts, [&](std::size_t part) {
-        const std::size_t first = std::min(part * per_part, source.rows);
-        const std::size_t count = std::min(per_part, source.rows - first);
-        ends[part] = write_rows(first, count, part_start(part), &results[part]);
+    run_row_parts(source.rows, parts, [&](std::size_t part, std::size_t first, std::size_t count) {
+        starts[part] = out + first * entry_bound;
+        ends[part] = write_rows(first, count, starts[part], &results[part]);
     });
     char* at = out;
     for (std::size_t part = 0; part < parts; ++part) {
         if (!results[part].finite) return results[part];  // the lowest row that failed
-        const std::size_t length = static_cast<std::size_t>(ends[part] - part_start(part));
-        if (part_start(part) != at) std::memmove(at, part_start(part), length);
+        const std::size_t length = static_cast<std::size_t>(ends[part] - starts[part]);
+        if (starts[part] != at) std::memmove(at, starts[part], length);
         at += length;
     }
     *end = at;

@@ -16,6 +16,7 @@
 #include "formats.hpp"
 #include "host.hpp"
 #include "kernels.hpp"
+#include "scalar_ops.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -24,18 +25,6 @@ namespace {
 // block but the last ends on a group boundary and the text of the blocks simply concatenates.
 constexpr std::size_t block_elements = 768;
 static_assert(block_elements % 3 == 0, "blocks must end on base64 group boundaries");
-
-// Copies `n` elements of `size` bytes, `stride` bytes apart, into `out`.
-inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size,
-                   unsigned char* out) noexcept {
-    if (stride == static_cast<std::ptrdiff_t>(size)) {
-        std::memcpy(out, src, n * size);
-    } else {
-        for (std::size_t i = 0; i < n; ++i) {
-            std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
-        }
-    }
-}
 
 template <class Ops>
 void encode_row(const unsigned char* src, const strided_rows& source, element_format target,

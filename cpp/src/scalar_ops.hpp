@@ -36,6 +36,18 @@ struct byte_reversal {
     }
 };
 
+// Copies `n` elements of `size` bytes, `stride` bytes apart, into `out`: the first step of every
+// row loop that cannot use the caller's memory as it is (row_encoder.hpp, float_rows.cpp).
+inline void gather(const unsigned char* src, std::size_t n, std::ptrdiff_t stride, std::size_t size,
+                   unsigned char* out) noexcept {
+    if (stride == static_cast<std::ptrdiff_t>(size)) {  // contiguous: one copy, not n
+        std::memcpy(out, src, n * size);
+    } else {
+        for (std::size_t i = 0; i < n; ++i)
+            std::memcpy(out + i * size, src + static_cast<std::ptrdiff_t>(i) * stride, size);
+    }
+}
+
 struct scalar_ops {
     static void base64(const unsigned char* in, std::size_t n, char* out) noexcept {
         base64_encode_scalar(in, n, out);

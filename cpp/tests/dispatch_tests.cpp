@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dispatch.hpp"
+#include "watchdog.hpp"
 
 namespace tb = tensorb64;
 using level = tb::simd_level;
@@ -19,6 +20,7 @@ long passed = 0;
 long failed = 0;
 
 void check(bool ok, const std::string& what) {
+    test_watchdog::beat();
     if (ok) {
         ++passed;
     } else {

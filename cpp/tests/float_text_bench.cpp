@@ -1,7 +1,9 @@
-// Micro-benchmark of float_text.hpp: ns per value and bytes per value writing JSON rows of
-// N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread, against
-// libstdc++'s std::to_chars (shortest, float and the value widened to double) doing the same rows,
-// and each SIMD level's float-text block writer (kernels.hpp) this CPU runs, in both modes.
+// Micro-benchmark of float text: ns per value and bytes per value writing JSON rows of
+// N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread: the row
+// writer production runs (write_float_rows, the active level) and each SIMD level's float-text
+// block writer (kernels.hpp) this CPU runs, in both modes, against libstdc++'s std::to_chars
+// (shortest, float and the value widened to double) doing the same rows. "check-first pass" is the
+// scalar writer with the finiteness check as a pass of its own (compare with "level scalar").
 // Medians of interleaved runs (the machine is shared: compare ratios within one run).
 //   float_text_bench [REPEATS [FILTER]]   FILTER: only the contenders whose names contain it
 #include <algorithm>
@@ -68,7 +70,7 @@ int main(int argc, char** argv) {
         std::memcpy(&b, &x, 4);
     }
     std::size_t row_bytes = 0;
-    tb::json_row_max_bytes(kDim, tb::kReprMaxBytes, &row_bytes);
+    tb::float_row_bound(kDim, tb::dtype::float32, tb::float_format::repr, &row_bytes);
     std::vector<char> out(kRows * row_bytes + 64);
 
     const auto rows_with = [&](auto&& write_row) {
@@ -78,21 +80,27 @@ int main(int argc, char** argv) {
             return static_cast<std::size_t>(o - start);
         };
     };
+    // What production runs: write_float_rows over the batch, one thread, the active level.
+    const auto production = [&](tb::float_format format) {
+        return [format, row_bytes](const std::uint32_t* v, char* o) {
+            std::vector<char*> outputs(kRows);
+            std::vector<std::size_t> lengths(kRows);
+            for (std::size_t r = 0; r < kRows; ++r) outputs[r] = o + r * row_bytes;
+            const tb::strided_rows rows{v,        kRows, kDim,
+                                        kDim * 4, 4,     {tb::dtype::float32, tb::host_byte_order}};
+            tb::write_float_rows(rows, format, outputs.data(), lengths.data());
+            std::size_t bytes = 0;
+            for (const std::size_t length : lengths) bytes += length;
+            return bytes;
+        };
+    };
     std::vector<contender> contenders;
-    contenders.push_back({"tensorb64 shortest (float32)",
-                          rows_with([](const std::uint32_t* v, char* o) {
-                              std::size_t bad;
-                              return tb::write_json_row_f32(v, kDim, true, o, &bad);
-                          }),
+    contenders.push_back({"write_float_rows shortest (active level)",
+                          production(tb::float_format::shortest),
                           {},
                           0});
-    contenders.push_back({"tensorb64 repr (widened to double)",
-                          rows_with([](const std::uint32_t* v, char* o) {
-                              std::size_t bad;
-                              return tb::write_json_row_f32(v, kDim, false, o, &bad);
-                          }),
-                          {},
-                          0});
+    contenders.push_back(
+        {"write_float_rows repr (active level)", production(tb::float_format::repr), {}, 0});
     contenders.push_back({"tensorb64 shortest, check-first pass",
                           rows_with([](const std::uint32_t* v, char* o) {
                               std::size_t bad;

@@ -14,8 +14,8 @@
 //     differs here), and repr(float(token)) == token;
 //   * no byte written at or past kReprMaxBytes / kShortestF32MaxBytes, texts no longer than
 //     kReprMaxText / kShortestF32MaxText;
-//   * the row writers: n = 0, rows against the concatenated oracle, NaN/inf first, middle and last
-//     (the bad index), nothing written past json_row_max_bytes;
+//   * the row writer (write_float_rows, at every SIMD level): n = 0, rows against the concatenated
+//     oracle, NaN/inf first, middle and last (the bad index), nothing written past float_row_bound;
 //   * the same digits with the FP environment set to round upward (integer arithmetic only).
 #include <algorithm>
 #include <cfenv>
@@ -125,7 +125,7 @@ void check_float32(std::uint32_t b, const char* context) {
                        std::string(context) + " shortest " + hex(b) + ": got " + shortest +
                            " expected " + expected);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
     if (!reads_back(shortest, b)) {
         report_failure(__FILE__, __LINE__,
@@ -142,7 +142,7 @@ void check_float32(std::uint32_t b, const char* context) {
                        std::string(context) + " repr " + hex(b) + ": got " + repr + " expected " +
                            expected_repr);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
     ++float32_checked;
 }
@@ -165,7 +165,7 @@ void check_double(std::uint64_t b, const char* context) {
             __FILE__, __LINE__,
             std::string(context) + " repr " + hex(b) + ": got " + got + " expected " + expected);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
 }
 
@@ -353,93 +353,117 @@ std::string row_oracle_f32(const std::vector<std::uint32_t>& row, bool shortest)
     return s + "]";
 }
 
-void test_rows() {
-    std::mt19937_64 rng(7);
-    std::normal_distribution<float> embedding(0.0f, 0.05f);
-    for (std::size_t n = 0; n <= 70; ++n) {
-        for (const bool shortest : {true, false}) {
-            std::vector<std::uint32_t> row(n);
-            for (std::size_t i = 0; i < n; ++i) {
-                // Mostly embeddings, some wide-range values so the longest texts occur.
-                std::uint32_t b =
-                    (rng() % 4 == 0) ? static_cast<std::uint32_t>(rng()) : bits_of(embedding(rng));
-                if (!finite32(b)) b &= 0xbfffffffu;
-                row[i] = b;
-            }
-            std::size_t bound = 0;
-            CHECK(tb::json_row_max_bytes(n, shortest ? tb::kShortestF32MaxBytes : tb::kReprMaxBytes,
-                                         &bound));
-            std::vector<unsigned char> buffer(bound + 64, kCanary);
-            std::size_t bad = 12345;
-            char* start = reinterpret_cast<char*>(buffer.data());
-            char* end = tb::write_json_row_f32(row.data(), n, shortest, start, &bad);
-            CHECK(end != nullptr && bad == 12345);
-            if (!end) continue;
-            CHECK_EQ_STR(std::string(start, end), row_oracle_f32(row, shortest), "row f32");
-            bool clean = true;
-            for (std::size_t i = bound; i < buffer.size(); ++i)
-                clean = clean && buffer[i] == kCanary;
-            CHECK(clean);
+// One row of `n` values of `type` at `values`, host-ordered and contiguous, for write_float_rows.
+tb::strided_rows one_row(const void* values, std::size_t n, tb::dtype type) {
+    const auto size = static_cast<std::ptrdiff_t>(tb::dtype_size(type));
+    return {values, 1, n, 0, size, {type, tb::host_byte_order}};
+}
 
-            // The same values as doubles (repr in both modes).
-            std::vector<std::uint64_t> wide(n);
-            std::string expected = "[";
-            for (std::size_t i = 0; i < n; ++i) {
-                wide[i] =
-                    (i % 3 == 0) ? rng() & 0xbfffffffffffffffull : tb::f32_bits_to_f64_bits(row[i]);
-                if (i) expected += ',';
-                expected += oracle::expected_repr(double_of(wide[i]));
+// Row `row` written by write_float_rows (production's row writer) into a buffer of its
+// float_row_bound and 64 canary bytes more: its text, and whether the canaries are intact.
+struct written_row {
+    tb::float_text_result result;
+    std::string text;
+    bool clean;
+};
+written_row write_row(const tb::strided_rows& row, tb::float_format format) {
+    std::size_t bound = 0;
+    CHECK(tb::float_row_bound(row.row_length, row.format.type, format, &bound));
+    std::vector<unsigned char> buffer(bound + 64, kCanary);
+    char* const out = reinterpret_cast<char*>(buffer.data());
+    std::size_t length = 0;
+    written_row w{tb::write_float_rows(row, format, &out, &length), "", true};
+    if (w.result.finite) w.text.assign(out, length);
+    for (std::size_t i = bound; i < buffer.size(); ++i) w.clean = w.clean && buffer[i] == kCanary;
+    return w;
+}
+
+// The row writer (write_float_rows, at each SIMD level) against the oracle.
+void test_rows() {
+    const tb::simd_level initial = tb::active_simd_level();
+    for (const tb::simd_level level : tb::available_simd_levels()) {
+        tb::force_simd_level(level);
+        std::mt19937_64 rng(7);
+        std::normal_distribution<float> embedding(0.0f, 0.05f);
+        for (std::size_t n = 0; n <= 70; ++n) {
+            for (const bool shortest : {true, false}) {
+                const tb::float_format format =
+                    shortest ? tb::float_format::shortest : tb::float_format::repr;
+                std::vector<std::uint32_t> row(n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    // Mostly embeddings, some wide-range values so the longest texts occur.
+                    std::uint32_t b = (rng() % 4 == 0) ? static_cast<std::uint32_t>(rng())
+                                                       : bits_of(embedding(rng));
+                    if (!finite32(b)) b &= 0xbfffffffu;
+                    row[i] = b;
+                }
+                written_row w = write_row(one_row(row.data(), n, tb::dtype::float32), format);
+                CHECK(w.result.finite);
+                if (!w.result.finite) continue;
+                CHECK_EQ_STR(w.text, row_oracle_f32(row, shortest),
+                             std::string("row f32 ") + tb::to_string(level));
+                CHECK(w.clean);
+
+                // The same values as doubles (repr in both modes).
+                std::vector<std::uint64_t> wide(n);
+                std::string expected = "[";
+                for (std::size_t i = 0; i < n; ++i) {
+                    wide[i] = (i % 3 == 0) ? rng() & 0xbfffffffffffffffull
+                                           : tb::f32_bits_to_f64_bits(row[i]);
+                    if (i) expected += ',';
+                    expected += oracle::expected_repr(double_of(wide[i]));
+                }
+                expected += "]";
+                w = write_row(one_row(wide.data(), n, tb::dtype::float64), format);
+                CHECK(w.result.finite);
+                if (!w.result.finite) continue;
+                CHECK_EQ_STR(w.text, expected, std::string("row f64 ") + tb::to_string(level));
+                CHECK(w.clean);
             }
-            expected += "]";
-            CHECK(tb::json_row_max_bytes(n, tb::kReprMaxBytes, &bound));
-            std::vector<unsigned char> buffer64(bound + 64, kCanary);
-            start = reinterpret_cast<char*>(buffer64.data());
-            end = tb::write_json_row_f64(wide.data(), n, start, &bad);
-            CHECK(end != nullptr);
-            if (!end) continue;
-            CHECK_EQ_STR(std::string(start, end), expected, "row f64");
-            clean = true;
-            for (std::size_t i = bound; i < buffer64.size(); ++i)
-                clean = clean && buffer64[i] == kCanary;
-            CHECK(clean);
         }
-    }
-    // Non-finite values: first, middle, last; NaN, +inf, -inf; the index of the first.
-    const std::uint32_t bad32[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffffffffu};
-    const std::uint64_t bad64[] = {0x7ff8000000000000ull, 0x7ff0000000000000ull,
-                                   0xfff0000000000000ull, 0x7ff0000000000001ull};
-    for (const std::size_t n : {1u, 2u, 5u, 100u}) {
-        for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
-            for (const std::uint32_t nonfinite : bad32) {
-                std::vector<std::uint32_t> row(n, bits_of(0.25f));
-                row[at] = nonfinite;
-                if (at + 1 < n) row[n - 1] = 0x7f800000u;  // a later one must not be the one named
-                std::vector<char> out(2 + n * (tb::kReprMaxBytes + 1));
-                for (const bool shortest : {true, false}) {
-                    std::size_t bad = 999999;
-                    CHECK(tb::write_json_row_f32(row.data(), n, shortest, out.data(), &bad) ==
-                          nullptr);
-                    CHECK(bad == at);
+        // Non-finite values: first, middle, last; NaN, +inf, -inf; the index of the first.
+        const std::uint32_t bad32[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0x7f800001u,
+                                       0xffffffffu};
+        const std::uint64_t bad64[] = {0x7ff8000000000000ull, 0x7ff0000000000000ull,
+                                       0xfff0000000000000ull, 0x7ff0000000000001ull};
+        for (const std::size_t n : {1u, 2u, 5u, 100u}) {
+            for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+                for (const std::uint32_t nonfinite : bad32) {
+                    std::vector<std::uint32_t> row(n, bits_of(0.25f));
+                    row[at] = nonfinite;
+                    if (at + 1 < n) row[n - 1] = 0x7f800000u;  // a later one must not be named
+                    for (const tb::float_format format :
+                         {tb::float_format::shortest, tb::float_format::repr}) {
+                        const written_row w =
+                            write_row(one_row(row.data(), n, tb::dtype::float32), format);
+                        CHECK(!w.result.finite);
+                        CHECK(w.result.row == 0 && w.result.column == at);
+                    }
+                }
+                for (const std::uint64_t nonfinite : bad64) {
+                    std::vector<std::uint64_t> row(n, bits_of(0.25));
+                    row[at] = nonfinite;
+                    const written_row w = write_row(one_row(row.data(), n, tb::dtype::float64),
+                                                    tb::float_format::repr);
+                    CHECK(!w.result.finite);
+                    CHECK(w.result.row == 0 && w.result.column == at);
                 }
             }
-            for (const std::uint64_t nonfinite : bad64) {
-                std::vector<std::uint64_t> row(n, bits_of(0.25));
-                row[at] = nonfinite;
-                std::vector<char> out(2 + n * (tb::kReprMaxBytes + 1));
-                std::size_t bad = 999999;
-                CHECK(tb::write_json_row_f64(row.data(), n, out.data(), &bad) == nullptr);
-                CHECK(bad == at);
-            }
+        }
+        // An empty row, with no memory behind it: "[]" and nothing more.
+        char empty[4] = {'x', 'x', 'x', 'x'};
+        for (const tb::dtype type : {tb::dtype::float32, tb::dtype::float64}) {
+            char* out = empty;
+            std::size_t length = 0;
+            CHECK(tb::write_float_rows(one_row(nullptr, 0, type), tb::float_format::shortest, &out,
+                                       &length)
+                      .finite);
+            CHECK(length == 2 && std::memcmp(empty, "[]xx", 4) == 0);
         }
     }
-    char empty[4] = {'x', 'x', 'x', 'x'};
-    std::size_t bad = 0;
-    char* end = tb::write_json_row_f32(nullptr, 0, true, empty, &bad);
-    CHECK(end == empty + 2 && std::memcmp(empty, "[]xx", 4) == 0);
-    end = tb::write_json_row_f64(nullptr, 0, empty, &bad);
-    CHECK(end == empty + 2 && std::memcmp(empty, "[]xx", 4) == 0);
+    tb::force_simd_level(initial);
     std::size_t bytes = 0;
-    CHECK(!tb::json_row_max_bytes(SIZE_MAX / 4, tb::kReprMaxBytes, &bytes));
+    CHECK(!tb::float_row_bound(SIZE_MAX / 4, tb::dtype::float32, tb::float_format::repr, &bytes));
 }
 
 // The digits must not depend on the caller's rounding mode (integer arithmetic only).
@@ -517,7 +541,7 @@ void check_level_writer(const std::vector<Bits>& values, std::size_t per_value,
         }
         report_failure(__FILE__, __LINE__, what);
     } else {
-        ++passed;
+        test_check::record_pass();
     }
     bool clean = true;
     for (std::size_t i = 0; i < offset; ++i) clean = clean && got[i] == kLevelCanary;

@@ -51,6 +51,9 @@ log="$work/build.log"
   cmake --build "$work" -j "${JOBS:-2}" --target "${programs[@]}"; } >"$log" 2>&1 ||
   { cat "$log" >&2; exit 1; }
 
+# The test programs' watchdog (tests/watchdog.hpp) allows 120 s between two checks by default;
+# qemu runs them many times slower.
+if [[ ${#runner[@]} -gt 0 ]]; then export TENSORB64_TEST_TIMEOUT="${TENSORB64_TEST_TIMEOUT:-600}"; fi
 echo "run_cross.sh: $arch ($cxx${runner[*]:+, under ${runner[*]}})"
 if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/dispatch_tests"; fi
 "${runner[@]}" "$work/${programs[-1]}" "$@"

@@ -67,7 +67,8 @@ constexpr std::size_t dtype_size(dtype type) noexcept {
 }
 
 // Whether elements of this type can be written (the output types: float32, float16, bfloat16
-// and both float8 formats).
+// and both float8 formats). Every type converts to every output type exactly as torch's `.to()`
+// does (integers and bool through float32, as torch converts them).
 constexpr bool is_output_type(dtype type) noexcept {
     return type == dtype::float32 || type == dtype::float16 || type == dtype::bfloat16 ||
            type == dtype::float8_e4m3fn || type == dtype::float8_e5m2;
@@ -75,11 +76,6 @@ constexpr bool is_output_type(dtype type) noexcept {
 
 // The dtype's name, as torch spells it ("float32", "float8_e4m3fn", ...).
 const char* to_string(dtype type) noexcept;
-
-// Whether `encode_rows` can turn elements of type `from` into elements of type `to`: `to` must
-// be an output type; every type converts to every output type exactly as torch's `.to()` does
-// (integers and bool through float32, as torch converts them).
-bool can_convert(dtype from, dtype to) noexcept;
 
 // The length of the base64 text of `n_bytes` bytes (padding included). Returns false, leaving
 // `length` untouched, when that length does not fit in a size_t.
@@ -143,7 +139,7 @@ enum class row_output : std::uint8_t {
 // encoded_size(row_length * dtype_size(target.type)) chars, no terminator) or, with
 // row_output::bytes, the converted bytes themselves. `threads` > 1 splits large batches of rows
 // across that many threads of a pool kept for the process (no thread is started per call).
-// Throws std::invalid_argument when !can_convert(source type, target).
+// Throws std::invalid_argument when target.type is not an output type (is_output_type).
 void encode_rows(const strided_rows& source, element_format target, char* const* outputs,
                  unsigned threads = 1, row_output output = row_output::base64);
 
@@ -217,7 +213,7 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
 // Writes those entries to `out`, which holds exactly base64_data_size(...) chars: lays out each
 // row's wrapper, then has encode_rows (`threads` as there) fill each row's text in place.
 // Returns the end of what it wrote. Throws, before writing anything, std::invalid_argument when
-// !can_convert(source type, target type), std::length_error when base64_data_size would return
+// !is_output_type(target.type), std::length_error when base64_data_size would return
 // false, std::bad_alloc if the table of row pointers cannot be allocated.
 char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
                         char* out, unsigned threads = 1);
