@@ -37,7 +37,7 @@ def test_unknown_command_is_a_usage_error():
     reason='the benchmark compares against torch and pybase64 paths, which are not installed (pip install "tensorb64[bench]")',
 )
 def test_smoke_bench_prints_table_and_writes_json(tmp_path):
-    from tensorb64._bench import COLUMNS
+    from tensorb64._bench.base64_rows import COLUMNS
 
     json_path = tmp_path / "bench.json"
     table_path = tmp_path / "table.md"
@@ -88,7 +88,7 @@ def test_cuda_bench_paths_checks_and_report_run_on_cpu_tensors():
     # checks and report are run here on CPU tensors, so that a slip in them cannot waste it.
     torch = pytest.importorskip("torch")
     pybase64 = pytest.importorskip("pybase64")
-    from tensorb64 import _bench_cuda
+    from tensorb64._bench import cuda as _bench_cuda
 
     t = torch.randn(4, 96)
     measured = {"us": 2.0, "p25": 1.9, "p75": 2.1}
@@ -101,9 +101,20 @@ def test_cuda_bench_paths_checks_and_report_run_on_cpu_tensors():
         assert _bench_cuda._check(paths, rows[:-1], body) != []  # a wrong output is reported
         cases.append({"input": source, "B": B, "D": D, "output": out, "errors": [],
                       "results": {name: measured for name in paths}})
-    report = {"cases": cases, "machine": {"plain_copy_below": _bench_cuda._cuda.PLAIN_COPY_BELOW},
+    report = {"cases": cases, "gpu": {"plain_copy_below": _bench_cuda._cuda.PLAIN_COPY_BELOW},
               "threshold": [{"bytes": 16384, "results": {"pinned staged copy": measured, "t.cpu()": measured}}]}
     text = "\n".join(_bench_cuda.lines(report))
     for key in _bench_cuda.TARGETS:
         assert f"target {key[0]} {key[1]}×{key[2]}: encode_rows" in text
     assert "GPU narrowing 1.00× the speed without it" in text
+
+
+def test_plotting_and_allocator_control_load_only_when_the_bench_asks():
+    # `import tensorb64` loads nothing of the benchmark; the runner loads no section, no plotting
+    # and no allocator control until a run selects them.
+    code = ("import sys, tensorb64; before = sorted(m for m in sys.modules if m.startswith('tensorb64._bench')); "
+            "import tensorb64._bench.runner; "
+            "print(before, sorted(m for m in sys.modules if m.startswith(('matplotlib', 'tensorb64._bench.'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[]", "['tensorb64._bench.report',", "'tensorb64._bench.runner']"]
