@@ -7,8 +7,8 @@ import sys
 USAGE = """usage: python -m tensorb64 {info,bench} [options]
 
   info    the version, the SIMD level in use and the levels this CPU can run
-  bench   tensorb64 against the paths servers use today
-          [--section all|base64|body|cuda] [--full] [--json PATH] [--plot PATH.png] [--table PATH.md]
+  bench   tensorb64 against the paths servers and clients use today
+          [--section all|base64|body|client|cuda] [--full] [--json PATH] [--plot PATH.png] [--table PATH.md]
           cuda (also --device cuda): CUDA tensors (staged copies, GPU narrowing) against the same paths
           (needs the bench extra: pip install "tensorb64[bench]")
 """

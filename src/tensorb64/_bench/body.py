@@ -21,7 +21,7 @@ import numpy as np
 import tensorb64
 from .allocator import allocator_states
 from .report import fmt_us, markdown_table, spread_text, text_table
-from .timing import measure, minor_faults_per_call
+from .timing import measure, measure_paths, minor_faults_per_call
 
 NAME = "body"
 REQUIRES = ("torch", "pybase64", "orjson", "starlette")
@@ -174,20 +174,9 @@ def run_body_section(torch, pybase64, orjson, cfg, log) -> list:
             for B, D in shapes:
                 t, reference, paths = body_paths(torch, pybase64, orjson, encoding_format, B, D)
                 errors = check_body_outputs(reference, {k: v for k, v in paths.items() if not v[1]}, encoding_format)
-                timed = {name: call for name, (call, skip) in paths.items() if not skip}
-                stats = {} if errors else measure(timed, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"])
-                results = []
                 ours = next(n for n in paths if n.startswith("response_body"))
-                for name, (call, skip) in paths.items():
-                    row = {"path": name}
-                    if name in stats:
-                        row.update(stats[name])
-                        row["minflt"] = minor_faults_per_call(call, stats[name]["us"] * 1e-6)
-                        if ours in stats:
-                            row["vs_response_body"] = stats[name]["us"] / stats[ours]["us"]
-                    elif skip:
-                        row["skipped"] = skip
-                    results.append(row)
+                results = measure_paths(paths, cfg, checked=not errors, ref=ours, ratio_key="vs_response_body",
+                                        extra=lambda call, m: {"minflt": minor_faults_per_call(call, m["us"] * 1e-6)})
                 for e in errors:
                     log(f"  ERROR body {encoding_format} B={B} D={D} ({state}): {e}")
                 case = {"allocator": state, "allocator_state": description, "format": encoding_format, "B": B, "D": D,

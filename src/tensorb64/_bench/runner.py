@@ -22,9 +22,9 @@ import time
 from .report import header_lines, load_average, load_text, machine_info, require
 
 # --section NAME -> module; "all" runs those that need no GPU, in this order.
-SECTIONS = {"base64": "base64_rows", "body": "body", "cuda": "cuda"}
-ALL = ("base64", "body")
-ALIASES = {"rows": "base64"}  # the base64 section's name before the cuda section joined
+SECTIONS = {"base64": "base64_rows", "body": "body", "client": "client", "cuda": "cuda"}
+ALL = ("base64", "body", "client")
+ALIASES = {"rows": "base64"}  # the base64 section's name before the client and cuda sections joined
 
 CONFIGS = {
     "smoke": {"rounds": 3, "sample_s": 0.0005, "budget_s": 0.01, "small_call_rounds": 3},
@@ -34,7 +34,7 @@ CONFIGS = {
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m tensorb64 bench", description="tensorb64 against the paths servers use today (ratios, interleaved, medians)")
+    parser = argparse.ArgumentParser(prog="python -m tensorb64 bench", description="tensorb64 against the paths servers and clients use today (ratios, interleaved, medians)")
     parser.add_argument("--full", action="store_true", help="the full sweep: B in 1,15,64,256,1024 x D in 384,1024,3072,4096, plus threads=2")
     parser.add_argument(
         "--torch-threads", type=int, default=1, metavar="N",
@@ -43,7 +43,7 @@ def parse_args(argv):
     )
     parser.add_argument("--section", choices=("all", *SECTIONS, *ALIASES), default="all",
                         help="base64 (alias rows): the per-row base64 tables; body: the whole response body (base64 and float); "
-                        "cuda: CUDA tensors; "
+                        "client: a response body back to an array (the openai client, orjson, pybase64); cuda: CUDA tensors; "
                         f"all: {', '.join(ALL)}")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny run for the CLI test
     parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")

@@ -64,3 +64,24 @@ def minor_faults_per_call(call, per_call_s: float) -> float:
     for _ in range(n):
         call()
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / n
+
+
+def measure_paths(paths: dict, cfg: dict, *, checked: bool, ref: str, ratio_key: str, extra=None) -> list:
+    """The result rows of {name: (zero-arg call, skip reason or None)}: each path's measure()
+    entry (none where its case failed its output check, `checked` False), `extra(call, entry)`'s
+    fields, and its time over `ref`'s under `ratio_key`; a skipped path says why."""
+    timed = {name: call for name, (call, skip) in paths.items() if not skip}
+    stats = measure(timed, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"]) if checked else {}
+    results = []
+    for name, (call, skip) in paths.items():
+        row = {"path": name}
+        if name in stats:
+            row.update(stats[name])
+            if extra is not None:
+                row.update(extra(call, stats[name]))
+            if ref in stats:
+                row[ratio_key] = stats[name]["us"] / stats[ref]["us"]
+        elif skip:
+            row["skipped"] = skip
+        results.append(row)
+    return results
