@@ -1,6 +1,6 @@
 """tensorb64 against the paths servers and clients use today; the same program as `python -m tensorb64 bench`.
 
-    python benchmarks/bench.py                      # quick (under a minute)
+    python benchmarks/bench.py                      # the base64, body and client sections, quick
     python benchmarks/bench.py --full --json benchmarks/results/results.json \
         --plot benchmarks/results/throughput.png --table benchmarks/results/table.md
 

@@ -181,3 +181,8 @@ def test_client_bench_measures_the_decoder_and_embed_where_the_api_has_them():
         assert all(r["vs_decoder"] > 0 for r in results if "us" in r)
         case = {"body": kind, "B": 3, "D": 7, "body_bytes": 1, "results": results, "absent": absent, "errors": []}
         assert all(row[-1].endswith("×") for row in client.table_rows([case]) if row[-3] != "skipped")
+        # The targets are stated for 64x3072: the same rows under that shape give each line.
+        targets = "\n".join(client.target_lines([{**case, "B": 64, "D": 3072}]))
+        for what in (["decode_response_body / pybase64 floor", "openai parse / decode_response_body", "openai create / embed"]
+                     if kind == "base64" else ["orjson + numpy.array / decode_response_body"]):
+            assert what in targets

@@ -4,6 +4,7 @@ Imported only when --plot is given (matplotlib is loaded then, never by `import 
 from __future__ import annotations
 
 import os
+import sys
 
 import matplotlib
 
@@ -17,6 +18,8 @@ def draw(report: dict, path: str) -> None:
     """The base64 section's plot at `path`, the body section's beside it as *_body.png (at `path`
     itself when the base64 section did not run)."""
     cases, body_cases = report.get("cases"), report.get("body_cases")
+    if not cases and not body_cases:
+        print(f"note: --plot draws the base64 and body sections, which did not run: no {path} written", file=sys.stderr)
     if cases:
         plot_rows(cases, report["machine"], path)
     if body_cases:
