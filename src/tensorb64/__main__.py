@@ -7,9 +7,9 @@ import sys
 USAGE = """usage: python -m tensorb64 {info,bench} [options]
 
   info    the version, the SIMD level in use and the levels this CPU can run
-  bench   tensorb64 against the struct, numpy and pybase64 paths
-          [--full] [--json PATH] [--plot PATH.png] [--table PATH.md]
-          [--device cuda]: CUDA tensors (staged copies, GPU narrowing) against the same paths
+  bench   tensorb64 against the paths servers and clients use today
+          [--section all|base64|body|client|cuda] [--full] [--json PATH] [--plot PATH.png] [--table PATH.md]
+          cuda (also --device cuda): CUDA tensors (staged copies, GPU narrowing) against the same paths
           (needs the bench extra: pip install "tensorb64[bench]")
 """
 
@@ -40,9 +40,9 @@ def main(argv=None) -> int:
             return 2
         return info()
     if command == "bench":
-        from . import _bench  # imports torch and pybase64: only when asked for
+        from ._bench.runner import main as bench  # its sections import torch, pybase64...: only when asked for
 
-        return _bench.main(rest)
+        return bench(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", end="", file=sys.stderr)
     return 2
 

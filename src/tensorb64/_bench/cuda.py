@@ -1,4 +1,4 @@
-"""`python -m tensorb64 bench --device cuda`: CUDA tensors to base64 rows, issue 14's table.
+"""The cuda section (`--section cuda`, or `--device cuda`): CUDA tensors to base64 rows, issue 14's table.
 
 Side by side in one process, interleaved medians (the same `measure` as the CPU bench), each
 call complete (its result on the host, the GPU work it waited for included):
@@ -18,17 +18,16 @@ compares the pinned staged copy with t.cpu() around PLAIN_COPY_BELOW, which deci
 
 from __future__ import annotations
 
-import argparse
 import base64
-import json
 import os
 import platform
-import sys
-import time
 
 import tensorb64
 from tensorb64 import _cuda
-from ._bench import _require, measure
+from .timing import measure
+
+NAME = "cuda"
+REQUIRES = ("torch",)  # pybase64 is optional here: without it its path and the ratios are left out
 
 CASES = (  # (input dtype, B, D, output dtype); issue 14's table
     ("float32", 1, 384, "float32"),
@@ -87,7 +86,7 @@ def _check(paths: dict, reference_rows, reference_body) -> list:
     return errors
 
 
-def run(torch, pybase64, cfg, log, device=None) -> dict:
+def _measure_cases(torch, pybase64, cfg, log, device=None) -> dict:
     device = torch.device("cuda", torch.cuda.current_device()) if device is None else device
     cases = []
     for source, B, D, out in CASES:
@@ -147,44 +146,45 @@ def lines(report: dict) -> list:
             summary.append(f"target {case['input']} {case['B']}×{case['D']} dtype={case['output']}: GPU narrowing {got:.2f}× "
                            f"the speed without it (target ≥ {NARROWING_TARGET}×)")
     out += ["", "Plain copy threshold (float32 rows of 1024; PLAIN_COPY_BELOW = "
-            f"{report['machine']['plain_copy_below']} bytes):", "| bytes | pinned staged copy µs | t.cpu() µs |", "|---:|---:|---:|"]
+            f"{report['gpu']['plain_copy_below']} bytes):", "| bytes | pinned staged copy µs | t.cpu() µs |", "|---:|---:|---:|"]
     for row in report["threshold"]:
         r = row["results"]
         out.append(f"| {row['bytes']:,} | {r['pinned staged copy']['us']:,.1f} | {r['t.cpu()']['us']:,.1f} |")
     return out + [""] + summary
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tensorb64 bench --device cuda")
-    parser.add_argument("--device", choices=("cuda",), default="cuda")
-    parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    args = parser.parse_args(argv)
-    torch = _require("torch")
-    if not torch.cuda.is_available():
-        print("bench --device cuda: no CUDA device (torch.cuda.is_available() is False; torch "
-              f"{torch.__version__}, CUDA build {torch.version.cuda})", file=sys.stderr)
-        return 2
-    try:
-        import pybase64
-    except ImportError:
-        pybase64 = None
-        print("note: pybase64 is not installed: the pybase64 path and the ratios are left out", file=sys.stderr)
-    torch.set_num_threads(1)
-    cfg = {"rounds": 7, "sample_s": 0.002, "budget_s": 0.2} if args.quick else {"rounds": 21, "sample_s": 0.003, "budget_s": 1.0}
-    started = time.perf_counter()
-    report = {"machine": machine(torch), "config": cfg}
-    print(" ".join(f"{k}={v}" for k, v in report["machine"].items()), flush=True)
-    report.update(run(torch, pybase64, cfg, lambda s: print(s, file=sys.stderr, flush=True)))
-    report["elapsed_s"] = time.perf_counter() - started
-    report["errors"] = [e for c in report["cases"] for e in c["errors"]]
-    print("\n".join(lines(report)))
-    print(f"\n{len(report['cases'])} cases in {report['elapsed_s']:.1f} s")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
-    if report["errors"]:
-        print("\n".join(report["errors"]), file=sys.stderr)
-        return 1
-    return 0
+def unavailable(mods: dict):
+    """Why this section cannot run here (no CUDA device), or None."""
+    torch = mods["torch"]
+    if torch.cuda.is_available():
+        return None
+    return (f"bench --device cuda: no CUDA device (torch.cuda.is_available() is False; torch {torch.__version__}, "
+            f"CUDA build {torch.version.cuda})")
+
+
+def run(mods: dict, cfg: dict, log) -> dict:
+    torch = mods["torch"]
+    pybase64 = mods.get("pybase64")
+    if pybase64 is None:
+        log("note: pybase64 is not installed: the pybase64 path and the ratios are left out")
+    # Its own rounds (the quick run's, fewer for a smoke run): the GPU session is short.
+    cfg = {"rounds": 7, "sample_s": 0.002, "budget_s": 0.2} if cfg["mode"] == "smoke" else {"rounds": 21, "sample_s": 0.003, "budget_s": 1.0}
+    report = {"gpu": machine(torch), "cuda_config": cfg}
+    report.update(_measure_cases(torch, pybase64, cfg, log))
+    return report
+
+
+def errors(report: dict) -> list:
+    return [e for c in report["cases"] for e in c["errors"]]
+
+
+def summary(report: dict) -> str:
+    return f"{len(report['cases'])} CUDA cases"
+
+
+def text(report: dict) -> list:
+    return [" ".join(f"{k}={v}" for k, v in report["gpu"].items()), *lines(report)]
+
+
+def markdown(report: dict) -> str:
+    return "\n## CUDA inputs\n\n" + "\n".join(lines(report)) + "\n"

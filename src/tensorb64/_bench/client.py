@@ -1,0 +1,260 @@
+"""The client section (`--section client`): a whole /v1/embeddings response body back to one
+float32 array, the way clients read it today (issue 19).
+
+Bodies written by tensorb64.openai.response_body for X float32 N(0, 0.05), B x D in 64x3072 and
+1024x1024: base64, and float text in both layouts (shortest: orjson's and vLLM's digits; repr:
+Starlette's json.dumps). One thread, interleaved medians. The routes, each ending in a [B, D]
+float32 array that is checked bit for bit against X before it is timed:
+
+  openai create       client.embeddings.create(input=..., model=...) through a mock transport
+                      (the body served from memory: no network), then numpy.array of the rows;
+                      for float bodies with encoding_format="float" (not timed above
+                      OPENAI_FLOAT_MAX_VALUES: pydantic checks every value, seconds a call)
+  openai parse        what that client does after the transport: json.loads, then per row
+                      numpy.frombuffer(base64.b64decode(s), "float32").tolist()
+                      (openai.lib._parsing._embeddings), then numpy.array; for float bodies
+                      json.loads then numpy.array
+  orjson + pybase64   orjson.loads, then each row decoded by pybase64 (validate=True: its SIMD
+                      path, 5x its default's speed) into one buffer allocated after the parse
+  pybase64 floor      pybase64 alone over the row strings already taken out of the body, into
+                      one buffer allocated beforehand: no JSON work at all
+  orjson + numpy      float bodies: orjson.loads, then numpy.array(rows, dtype=numpy.float32)
+and tensorb64's own routes where tensorb64.openai has them (see tensorb64_routes): ratios are
+each route's time over decode_response_body's. The allocator is pinned in the "raised" state
+(allocator.py: freed memory reused, as in a long-running client).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+
+import numpy as np
+
+import tensorb64.openai
+from tensorb64.openai import response_body
+from .allocator import allocator_states
+from .report import fmt_us, markdown_table, spread_text, text_table
+from .timing import measure_paths
+
+NAME = "client"
+REQUIRES = ("orjson", "pybase64", "openai")
+
+SHAPES = ((64, 3072), (1024, 1024))
+BODIES = ("base64", "float shortest", "float repr")
+MODEL = "text-embedding-3-large"
+# openai's float route validates each value with pydantic: above this many values a call takes
+# seconds and is not timed (its output is still checked).
+OPENAI_FLOAT_MAX_VALUES = 64 * 3072
+DECODER = "tensorb64 decode_response_body"
+EMBED = "tensorb64 embed(client) (mock transport)"
+
+
+def _http_library(openai):
+    """httpx (openai 1.x and 2.x) or httpx2 (3.x): the library openai's HTTP client derives from."""
+    base = next(c for c in openai.DefaultHttpxClient.__mro__ if not c.__module__.startswith("openai"))
+    return importlib.import_module(base.__module__.partition(".")[0])
+
+
+def mock_client(openai, body: bytes):
+    """An openai.OpenAI whose every request is answered with `body` from memory."""
+    http = _http_library(openai)
+
+    def answer(request):
+        return http.Response(200, content=body, headers={"content-type": "application/json"})
+
+    return openai.OpenAI(api_key="bench", base_url="http://bench.invalid/v1", max_retries=0,
+                         http_client=openai.DefaultHttpxClient(transport=http.MockTransport(answer)))
+
+
+def tensorb64_routes(api, kind: str, body: bytes, client, inputs) -> tuple:
+    """({name: call}, [why absent]) for tensorb64's client-side API (`api`: tensorb64.openai) on
+    this body.
+
+    The one place where the client-side API is wired in: a route is measured when the module
+    has the function, and reported absent otherwise. Each call must return the [B, D] float32
+    array (it is checked against X like every other route)."""
+    routes, absent = {}, []
+    decode = getattr(api, "decode_response_body", None)
+    if decode is None:
+        absent.append(f"{DECODER}: tensorb64.openai has no decode_response_body yet (no row, no ratios)")
+    else:
+        routes[DECODER] = lambda: decode(body)
+    if kind == "base64":  # embed asks for base64 whatever the caller wants
+        embed = getattr(api, "embed", None)
+        if embed is None:
+            absent.append(f"{EMBED}: tensorb64.openai has no embed yet")
+        else:
+            routes[EMBED] = lambda: embed(client, input=inputs, model=MODEL)
+    return routes, absent
+
+
+def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> tuple:
+    """({name: (call, skip reason or None)}, [absent]) for one body; `api`: tensorb64.openai."""
+    openai, orjson, pybase64 = mods["openai"], mods["orjson"], mods["pybase64"]
+    client = mock_client(openai, body)
+    inputs = ["x"] * B
+    f32 = np.float32
+    paths = {}
+    if kind == "base64":
+        b64decode = pybase64.b64decode
+        row_bytes = D * 4
+
+        def openai_parse():
+            rows = [np.frombuffer(base64.b64decode(e["embedding"]), dtype="float32").tolist() for e in json.loads(body)["data"]]
+            return np.array(rows, dtype=f32)
+
+        def orjson_pybase64():
+            data = orjson.loads(body)["data"]
+            out = np.empty((len(data), D), f32)
+            buffer = memoryview(out).cast("B")
+            for e in data:
+                i = e["index"]
+                buffer[i * row_bytes:(i + 1) * row_bytes] = b64decode(e["embedding"], validate=True)
+            return out
+
+        strings = [e["embedding"] for e in orjson.loads(body)["data"]]
+        floor_out = np.empty((B, D), f32)
+        floor_buffer = memoryview(floor_out).cast("B")
+
+        def floor():
+            for i, s in enumerate(strings):
+                floor_buffer[i * row_bytes:(i + 1) * row_bytes] = b64decode(s, validate=True)
+            return floor_out
+
+        paths["openai create + numpy.array"] = (
+            lambda: np.array([e.embedding for e in client.embeddings.create(input=inputs, model=MODEL).data], dtype=f32), None)
+        paths["openai parse (json.loads, b64decode, .tolist()) + numpy.array"] = (openai_parse, None)
+        paths["orjson.loads + pybase64 into one buffer"] = (orjson_pybase64, None)
+        paths["pybase64 alone over the row strings (floor)"] = (floor, None)
+    else:
+        slow = None
+        if B * D > OPENAI_FLOAT_MAX_VALUES:
+            slow = f"openai create (float) not timed at {B}x{D}: pydantic checks every value, seconds a call"
+        paths["openai create (float) + numpy.array"] = (
+            lambda: np.array([e.embedding for e in client.embeddings.create(input=inputs, model=MODEL, encoding_format="float").data],
+                             dtype=f32), slow)
+        paths["openai parse (json.loads) + numpy.array"] = (
+            lambda: np.array([e["embedding"] for e in json.loads(body)["data"]], dtype=f32), None)
+        paths["orjson.loads + numpy.array"] = (
+            lambda: np.array([e["embedding"] for e in orjson.loads(body)["data"]], dtype=f32), None)
+    ours, absent = tensorb64_routes(api, kind, body, client, inputs)
+    paths.update({name: (call, None) for name, call in ours.items()})
+    return paths, absent
+
+
+def _check(paths: dict, x) -> list:
+    """Problems found comparing each route's array with X bit for bit (empty when all agree)."""
+    problems = []
+    for name, (call, _skip) in paths.items():
+        got = call()
+        if not (isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape == x.shape
+                and np.array_equal(got.view(np.uint32), x.view(np.uint32))):
+            problems.append(f"{name}: the array differs from the embeddings the body was written from")
+    return problems
+
+
+def _body(kind: str, x) -> bytes:
+    usage = {"prompt_tokens": 8 * x.shape[0], "total_tokens": 8 * x.shape[0]}
+    if kind == "base64":
+        return response_body(x, model=MODEL, usage=usage, encoding_format="base64")
+    return response_body(x, model=MODEL, usage=usage, encoding_format="float", float_format=kind.split()[1])
+
+
+def run(mods: dict, cfg: dict, log) -> dict:
+    states = allocator_states()  # "raised" where glibc's can be pinned, else "as found"
+    allocator, _, apply = next((s for s in states if s[0] == "raised"), states[0])
+    apply()
+    cases = []
+    for B, D in ((3, 8), (2, 5)) if cfg["mode"] == "smoke" else SHAPES:
+        x = np.random.default_rng(B * D).normal(0, 0.05, (B, D)).astype(np.float32)
+        for kind in BODIES:
+            body = _body(kind, x)
+            paths, absent = routes(mods, tensorb64.openai, kind, body, B, D)
+            errors = _check(paths, x)
+            results = measure_paths(paths, cfg, checked=not errors, ref=DECODER, ratio_key="vs_decoder")
+            for e in errors:
+                log(f"  ERROR client {kind} B={B} D={D}: {e}")
+            cases.append({"body": kind, "B": B, "D": D, "body_bytes": len(body), "results": results, "absent": absent, "errors": errors})
+            if cfg["mode"] != "smoke":
+                log(f"  done client {kind:<14} B={B:<4} D={D:<4} " + ", ".join(f"{r['path']} {r['us']:.1f} µs" for r in results[-2:] if "us" in r))
+    versions = {m: getattr(mods[m], "__version__", None) for m in ("openai", "orjson")}
+    versions["http"] = f"{_http_library(mods['openai']).__name__} {_http_library(mods['openai']).__version__}"
+    return {"client_cases": cases, "client_versions": versions, "client_allocator": allocator}
+
+
+def errors(report: dict) -> list:
+    return [e for c in report["client_cases"] for e in c["errors"]]
+
+
+def summary(report: dict) -> str:
+    return f"{len(report['client_cases'])} client cases"
+
+
+# --------------------------------------------------------------------------- output
+
+COLUMNS = ("body", "B", "D", "MB", "path", "µs/call", "spread", "× decode_response_body")
+_RIGHT = {1, 2, 3, 5, 6, 7}
+
+
+def table_rows(cases):
+    for c in cases:
+        for r in c["results"]:
+            if "us" in r:
+                cells = (fmt_us(r["us"]), spread_text(r), f"{r['vs_decoder']:.2f}×" if "vs_decoder" in r else "")
+            else:
+                cells = ("skipped" if "skipped" in r else "error", "", "")
+            yield (c["body"], str(c["B"]), str(c["D"]), f"{c['body_bytes'] / 1e6:.2f}", r["path"], *cells)
+
+
+def _us(case, name):
+    return next((r["us"] for r in case["results"] if r["path"] == name and "us" in r), None)
+
+
+def target_lines(cases) -> list:
+    """Issue 19's targets, as measured (none while decode_response_body is absent)."""
+    lines = []
+    for c in cases:
+        ours = _us(c, DECODER)
+        if ours is None:
+            continue
+        key = (c["body"], c["B"], c["D"])
+        checks = []
+        if key == ("base64", 64, 3072):
+            checks = [("decode_response_body / pybase64 floor", ours / _us(c, "pybase64 alone over the row strings (floor)"), "<=", 0.8),
+                      ("openai parse / decode_response_body", _us(c, "openai parse (json.loads, b64decode, .tolist()) + numpy.array") / ours, ">=", 30)]
+            create, embed = _us(c, "openai create + numpy.array"), _us(c, EMBED)
+            if embed is not None:
+                checks.append(("openai create / embed", create / embed, ">=", 5))
+        elif key == ("base64", 1024, 1024):
+            checks = [("orjson + pybase64 / decode_response_body", _us(c, "orjson.loads + pybase64 into one buffer") / ours, ">=", 8)]
+        elif c["body"] != "base64" and (c["B"], c["D"]) == (64, 3072):
+            checks = [("orjson + numpy.array / decode_response_body", _us(c, "orjson.loads + numpy.array") / ours, ">=", 8)]
+        for what, value, op, target in checks:
+            met = value <= target if op == "<=" else value >= target
+            lines.append(f"  {c['body']} {c['B']}x{c['D']}: {what} = {value:.2f} (target {op} {target})  {'met' if met else 'NOT met'}")
+    return lines
+
+
+def _notes(report: dict) -> list:
+    cases = report["client_cases"]
+    v = report["client_versions"]
+    notes = [f"openai {v['openai']} ({v['http']}), orjson {v['orjson']}"]
+    notes += sorted({a for c in cases for a in c["absent"]})
+    notes += sorted({r["skipped"] for c in cases for r in c["results"] if "skipped" in r})
+    targets = target_lines(cases)
+    if targets:
+        notes += ["targets (issue 19, one thread):", *targets]
+    return notes
+
+
+def text(report: dict) -> list:
+    return ["", "A response body back to one float32 array (µs/call: median of interleaved rounds; × decode_response_body: "
+            f"the route's time over decode_response_body's, same body; allocator {report['client_allocator']}):",
+            text_table(COLUMNS, table_rows(report["client_cases"]), _RIGHT), *("note: " + n for n in _notes(report))]
+
+
+def markdown(report: dict) -> str:
+    return ("\n## A response body back to an array (the client)\n\n" + markdown_table(COLUMNS, table_rows(report["client_cases"]), _RIGHT)
+            + "\n\n" + "".join(f"* {n}\n" for n in _notes(report)))
