@@ -24,8 +24,14 @@ def encode_body(x, *, dtype: str = "float32", byteorder: str = "little", threads
     "native"`` is recorded as the order it stands for here ("little" or "big"), so that the
     receiver need not share this host's. ``decode_body`` is the inverse.
     """
-    if _cuda.on_device(x):  # staged through pinned memory, narrowed on the GPU where it is narrower
-        body, count, length = _cuda.row_bytes(x, dtype, byteorder, threads)
+    return _encode_body(x, dtype, byteorder, threads, None)
+
+
+def _encode_body(x, dtype, byteorder, threads, staging) -> tuple:
+    """encode_body; with ``staging``, a tensor's rows are staged through it whatever its device
+    (the tests run the CUDA path on CPU tensors so)."""
+    if staging is not None or _cuda.on_device(x):  # staged through pinned memory, narrowed on the GPU where narrower
+        body, count, length = _cuda.row_bytes(x, dtype, byteorder, threads, staging=staging)
     else:
         body, count, length = _native._row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
     endianness = byteorder_name(byteorder)
