@@ -124,10 +124,11 @@ PyObject* entry_bound_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
 
 PyMethodDef body_methods[] = {
     {"_response_body_base64", as_method(response_body_base64_entry), METH_FASTCALL,
-     "_response_body_base64(x, dtype, byteorder, head, tail, first_index, threads, /)\n--\n\n"
+     "_response_body_base64(embeddings, dtype, byteorder, head, tail, first_index, threads, "
+     "/)\n--\n\n"
      "head + the data entries of every row as base64 + tail, in one bytes object."},
     {"_response_body_float", as_method(response_body_float_entry), METH_FASTCALL,
-     "_response_body_float(x, float_format, head, tail, first_index, threads, /)\n--\n\n"
+     "_response_body_float(embeddings, float_format, head, tail, first_index, threads, /)\n--\n\n"
      "head + the data entries of every row as JSON number arrays + tail, in one bytes object."},
     {"_entry_bound", as_method(entry_bound_entry), METH_FASTCALL,
      "_entry_bound(row_length, last_index, dtype, float_format, /)\n--\n\n"

@@ -18,17 +18,20 @@ in bounded chunks, for ``StreamingResponse``).
 from __future__ import annotations
 
 import json
+import operator
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 
 from . import _cuda, _native
 from ._encode import encode_rows
 from ._inputs import readable
+from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat
 
-__all__ = ["embedding_data", "response_body", "iter_response_body"]
+__all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 
 
 def _is_index(value) -> bool:
@@ -75,15 +78,18 @@ def _float_lists(rows) -> list:
     return rows.to(dtype=torch.float32).tolist()  # no copy when already float32
 
 
-def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=None, start_index: int = 0) -> list:
+def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "float", dimensions: int | None = None,
+                   start_index: int = 0, dtype: DType = "float32", byteorder: ByteOrder = "little",
+                   threads: int = 1) -> list[EmbeddingEntry]:
     """The ``data`` list of an OpenAI ``/v1/embeddings`` response: one entry per row.
 
     Each entry is ``{"object": "embedding", "index": start_index + i, "embedding": ...}`` where
     the embedding is, for row ``i``:
 
     * ``encoding_format="base64"``: the base64 of the row's little-endian float32 bytes, the
-      format OpenAI clients decode (``numpy.frombuffer(base64.b64decode(s), "float32")``). All
-      rows are encoded in one ``tensorb64.encode_rows`` call, reading the caller's memory in
+      format OpenAI clients decode (``numpy.frombuffer(base64.b64decode(s), "float32")``), or
+      with ``dtype``/``byteorder`` vLLM's embed_dtype/endianness bytes. All rows are encoded in
+      one ``tensorb64.encode_rows`` call (``threads`` as there), reading the caller's memory in
       place: bf16/fp16 rows are widened inside the encoder, no float32 copy is made.
     * ``encoding_format="float"`` (OpenAI's default): a list of plain Python floats, each
       exactly the row's float32 value (bf16/fp16/float64 input is first converted as
@@ -102,29 +108,37 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
         input, never a copy. The values are not re-normalised: a server that wants unit-norm
         truncated embeddings normalises after truncating, in its pooler (as vLLM does).
     start_index: the ``index`` of the first row, for a worker that answers one slice of a
-        larger request.
+        larger request (an int or a numpy integer; the entries hold a plain int).
+    dtype, byteorder, threads: as ``encode_rows`` takes them, for base64; checked, and not
+        applied, for float (as ``response_body`` takes them).
 
     Raises ValueError for an unknown ``encoding_format``, a ``dimensions`` outside 1..dim (or
     not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
     TypeError for an input that is not an array of real numbers.
     """
-    return _embedding_data(embeddings, encoding_format, dimensions, start_index, None)
+    return _embedding_data(embeddings, encoding_format, dimensions, start_index, None, dtype=dtype, byteorder=byteorder,
+                           threads=threads)
 
 
-def _embedding_data(embeddings, encoding_format, dimensions, start_index, staging) -> list:
+def _embedding_data(embeddings, encoding_format, dimensions, start_index, staging, *, dtype="float32",
+                    byteorder="little", threads=1) -> list[EmbeddingEntry]:
     """embedding_data; with ``staging``, a tensor's rows are staged through it whatever its device
     (the tests run the CUDA path on CPU tensors so)."""
-    _native._resolve("encoding_format", encoding_format)
+    for kind, name in (("encoding_format", encoding_format), ("dtype", dtype), ("byteorder", byteorder)):
+        _native._resolve(kind, name)  # ValueError naming the accepted names
+    _native._check_threads(threads)
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
+    first = operator.index(start_index)  # a plain int (json cannot write a numpy integer)
     rows = _cut(_rows(embeddings), dimensions)
+    values: list[Any]
     if encoding_format == "float":
         values = _float_lists(rows)
     elif staging is not None:
-        values = _cuda.encode_rows(rows, staging=staging)
-    else:
-        values = encode_rows(rows)  # (a CUDA tensor: through the staging pipeline)
-    return [{"object": "embedding", "index": start_index + i, "embedding": value} for i, value in enumerate(values)]
+        values = _cuda.encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads, staging=staging)
+    else:  # (a CUDA tensor: through the staging pipeline)
+        values = encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
+    return [{"object": "embedding", "index": first + i, "embedding": value} for i, value in enumerate(values)]
 
 
 # ---- the whole response body --------------------------------------------------------------------
@@ -275,16 +289,17 @@ class _Body:
 
 
 def response_body(
-    embeddings,
+    embeddings: Any,
+    /,
     *,
     model: str,
-    encoding_format: str = "base64",
-    dimensions=None,
-    usage=None,
-    extra=None,
-    dtype: str = "float32",
-    byteorder: str = "little",
-    float_format: str = "repr",
+    encoding_format: EncodingFormat = "base64",
+    dimensions: int | None = None,
+    usage: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    dtype: DType = "float32",
+    byteorder: ByteOrder = "little",
+    float_format: FloatFormat = "repr",
     threads: int = 1,
 ) -> bytes:
     """The whole body of an OpenAI ``/v1/embeddings`` response, as one ``bytes`` object.
@@ -326,19 +341,20 @@ def response_body(
 
 
 def iter_response_body(
-    embeddings,
+    embeddings: Any,
+    /,
     *,
     model: str,
-    encoding_format: str = "base64",
-    dimensions=None,
-    usage=None,
-    extra=None,
-    dtype: str = "float32",
-    byteorder: str = "little",
-    float_format: str = "repr",
+    encoding_format: EncodingFormat = "base64",
+    dimensions: int | None = None,
+    usage: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    dtype: DType = "float32",
+    byteorder: ByteOrder = "little",
+    float_format: FloatFormat = "repr",
     threads: int = 1,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-):
+) -> Iterator[bytes]:
     """``response_body``'s bytes in chunks, for ``StreamingResponse``: the same arguments, plus
     ``chunk_size`` (bytes, default 1 MiB). The chunks concatenate to exactly
     ``response_body(...)``; only about one chunk is held at a time, so a 100,000-row float
