@@ -124,8 +124,7 @@ def _embedding_data(embeddings, encoding_format, dimensions, start_index, stagin
                     byteorder="little", threads=1) -> list[EmbeddingEntry]:
     """embedding_data; with ``staging``, a tensor's rows are staged through it whatever its device
     (the tests run the CUDA path on CPU tensors so)."""
-    for kind, name in (("encoding_format", encoding_format), ("dtype", dtype), ("byteorder", byteorder)):
-        _native._resolve(kind, name)  # ValueError naming the accepted names
+    _native._check_names(encoding_format=encoding_format, dtype=dtype, byteorder=byteorder)  # naming the accepted ones
     _native._check_threads(threads)
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
@@ -235,12 +234,13 @@ class _Body:
     ``_staging.Staging`` that a tensor's rows are staged through whatever its device (the tests
     run the CUDA path on CPU tensors so)."""
 
+    __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "staging", "staged")
+
     def __init__(self, embeddings, *, model: str, encoding_format: str = "base64", dimensions=None, usage=None,
                  extra=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
                  threads: int = 1, staging=None):
-        for kind, name in (("encoding_format", encoding_format), ("float_format", float_format), ("dtype", dtype),
-                           ("byteorder", byteorder)):
-            _native._resolve(kind, name)  # ValueError naming the accepted names
+        # ValueError naming the accepted names
+        _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder)
         _native._check_threads(threads)
         self.head, self.tail = _envelope(model, usage, extra)
         self.rows = _cut(_rows(embeddings), dimensions)
@@ -250,11 +250,15 @@ class _Body:
         self.staged = staging is not None or _cuda.on_device(self.rows)
 
     def whole(self) -> bytes:
-        return self.write(0, self.rows.shape[0], self.head, self.tail)
+        return self._write(self.rows, 0, self.head, self.tail)
 
     def write(self, start: int, stop: int, head: bytes, tail: bytes) -> bytes:
-        """head + the data entries of rows [start, stop) (indices from start) + tail, written by
-        the core into one bytes object.
+        """head + the data entries of rows [start, stop) (indices from start) + tail."""
+        return self._write(self.rows[start:stop], start, head, tail)
+
+    def _write(self, rows, start: int, head: bytes, tail: bytes) -> bytes:
+        """head + the data entries of ``rows`` (indices from start) + tail, written by the core
+        into one bytes object.
 
         The entries are ``{"object":"embedding","index":I,"embedding":<row>}`` joined by ``,``
         with no brackets around them (head ends with ``[``, tail starts with ``]``; slices of rows
@@ -264,7 +268,6 @@ class _Body:
         ``json.dumps(row.to(torch.float32).tolist())``'s in "repr" mode. NaN and infinity:
         ValueError naming the row and the column.
         """
-        rows = self.rows if (start, stop) == (0, self.rows.shape[0]) else self.rows[start:stop]
         if self.base64:
             if self.staged:
                 return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
