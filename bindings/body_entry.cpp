@@ -98,15 +98,41 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
     });
 }
 
+// _entry_bound(row_length, last_index, dtype, float_format, /): the most bytes the data entry of
+// one row of row_length values, indexed up to last_index, takes with its separating comma: as
+// base64 of `dtype` (exactly), or with dtype None as float text in float_format (bounded as
+// doubles, whatever the source). What a streamed body plans its chunks with.
+PyObject* entry_bound_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        if (nargs != 4) raise(PyExc_TypeError, "_entry_bound takes 4 arguments");
+        const std::size_t row_length = PyLong_AsSize_t(args[0]);
+        const std::size_t last_index = PyLong_AsSize_t(args[1]);
+        if (PyErr_Occurred()) throw python_error{};
+        std::size_t size = 0;
+        const bool fits =
+            args[2] != Py_None
+                ? tb::base64_data_size(1, row_length, output_dtype(args[2]), last_index, &size) &&
+                      size < SIZE_MAX
+                : tb::float_data_bound(1, row_length, tb::dtype::float64, float_format(args[3]),
+                                       last_index, &size);
+        if (!fits) raise(PyExc_MemoryError, "a row's entry is too long to write");
+        return PyLong_FromSize_t(args[2] != Py_None ? size + 1 : size);  // (float: comma counted)
+    });
+}
+
 }  // namespace
 
 PyMethodDef body_methods[] = {
     {"_response_body_base64", as_method(response_body_base64_entry), METH_FASTCALL,
-     "_response_body_base64(x, dtype, byteorder, head, tail, first_index, threads, /)\n--\n\n"
+     "_response_body_base64(embeddings, dtype, byteorder, head, tail, first_index, threads, "
+     "/)\n--\n\n"
      "head + the data entries of every row as base64 + tail, in one bytes object."},
     {"_response_body_float", as_method(response_body_float_entry), METH_FASTCALL,
-     "_response_body_float(x, float_format, head, tail, first_index, threads, /)\n--\n\n"
+     "_response_body_float(embeddings, float_format, head, tail, first_index, threads, /)\n--\n\n"
      "head + the data entries of every row as JSON number arrays + tail, in one bytes object."},
+    {"_entry_bound", as_method(entry_bound_entry), METH_FASTCALL,
+     "_entry_bound(row_length, last_index, dtype, float_format, /)\n--\n\n"
+     "The most bytes one row's data entry and its comma take (dtype None: float text)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

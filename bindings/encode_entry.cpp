@@ -153,17 +153,18 @@ PyObject* row_shape_entry(PyObject*, PyObject* x) {
 
 PyMethodDef encode_methods[] = {
     {"encode", as_method(encode_entry), METH_FASTCALL | METH_KEYWORDS,
-     "encode(x, /, *, dtype='float32', byteorder='little')\n--\n\n"
+     "encode(embeddings, /, *, dtype='float32', byteorder='little')\n--\n\n"
      "The whole input, flattened in C order, as one base64 str."},
     {"encode_rows", as_method(encode_rows_entry), METH_FASTCALL | METH_KEYWORDS,
-     "encode_rows(x, /, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
+     "encode_rows(embeddings, /, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
      "One base64 str per row: a 1-D input is one row; an N-D input has all its leading dimensions "
      "as rows."},
     {"_row_bytes", as_method(row_bytes_entry), METH_FASTCALL | METH_KEYWORDS,
-     "_row_bytes(x, /, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
+     "_row_bytes(embeddings, /, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
      "(body, rows, row_length): every row's converted bytes end to end, and the rows' shape."},
     {"_row_shape", row_shape_entry, METH_O,
-     "_row_shape(x, /)\n--\n\n(rows, row_length) of an input as the encoders see its rows."},
+     "_row_shape(embeddings, /)\n--\n\n(rows, row_length) of an input as the encoders see its "
+     "rows."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -10,10 +10,10 @@ namespace binding {
 extern PyMethodDef
     encode_methods[];  // encode_entry.cpp: encode, encode_rows, _row_bytes, _row_shape
 extern PyMethodDef float_text_methods[];  // float_text_entry.cpp: json_rows, _check_finite
-extern PyMethodDef body_methods[];    // body_entry.cpp: _response_body_base64, _response_body_float
+extern PyMethodDef body_methods[];    // body_entry.cpp: _response_body_base64/_float, _entry_bound
 extern PyMethodDef decode_methods[];  // decode_entry.cpp: _decoded_length, _decode_into
 extern PyMethodDef body_reader_methods[];  // body_reader_entry.cpp: _decode_response_body
-extern PyMethodDef name_methods[];         // names.cpp: _resolve
+extern PyMethodDef name_methods[];         // names.cpp: _resolve, _check_names
 extern PyMethodDef argument_methods[];     // arguments.cpp: _check_threads
 extern PyMethodDef reader_methods[];       // reader.cpp: _set_fallback
 extern PyMethodDef tensor_methods[];       // tensor_reader.cpp: _register_tensor_type

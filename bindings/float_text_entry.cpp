@@ -87,12 +87,13 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 
 PyMethodDef float_text_methods[] = {
     {"json_rows", as_method(json_rows_entry), METH_FASTCALL | METH_KEYWORDS,
-     "json_rows(x, /, *, float_format='repr', threads=1)\n--\n\n"
+     "json_rows(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
      "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', "
      "':')) in 'repr' mode; the fewest digits that read back to the same float32 in 'shortest' "
      "mode."},
     {"_check_finite", as_method(check_finite_entry), METH_FASTCALL,
-     "_check_finite(x, first_row=0, /)\n--\n\nThe ValueError naming the row (from first_row) and "
+     "_check_finite(embeddings, first_row=0, /)\n--\n\nThe ValueError naming the row (from "
+     "first_row) and "
      "column of x's first NaN or infinity, if any."},
     {nullptr, nullptr, 0, nullptr},
 };

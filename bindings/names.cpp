@@ -146,6 +146,24 @@ PyObject* resolve_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     });
 }
 
+// _check_names(*, encoding_format=, float_format=, dtype=, byteorder=): each name given resolved
+// as its keyword's kind, in the order given (one call where a function checks several).
+PyObject* check_names_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return guarded([&] {
+        const Py_ssize_t given = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+        if (nargs != 0) raise(PyExc_TypeError, "_check_names takes keyword arguments only");
+        for (Py_ssize_t i = 0; i < given; ++i) {
+            PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+            int kind = 0;
+            while (kind < 4 && PyUnicode_CompareWithASCIIString(key, tables[kind].kind) != 0)
+                ++kind;
+            if (kind == 4) raise(PyExc_TypeError, "unknown kind of name " + repr_of(key));
+            resolve(static_cast<name_kind>(kind), args[i]);
+        }
+        Py_RETURN_NONE;
+    });
+}
+
 }  // namespace
 
 PyMethodDef name_methods[] = {
@@ -153,6 +171,10 @@ PyMethodDef name_methods[] = {
      "_resolve(kind, name, /)\n--\n\n"
      "The code of a dtype, byteorder, float_format or encoding_format name (kind), as every entry "
      "point resolves it; ValueError naming the accepted names otherwise."},
+    {"_check_names", as_method(check_names_entry), METH_FASTCALL | METH_KEYWORDS,
+     "_check_names(*, encoding_format=None, float_format=None, dtype=None, byteorder=None)\n--\n\n"
+     "Resolves each name given, as its keyword's kind, in order; ValueError for the first unknown "
+     "one."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -207,8 +207,16 @@ tb::strided_rows rows_of(input_array& in) {
     rows.element_stride = in.ndim == 0 ? 0 : in.strides[in.ndim - 1];
     // Merge leading dimensions in place (in.shape/strides become the row index).
     std::size_t kept = 0;
+    bool empty = false;
+    for (std::size_t d = 0; d + 1 < in.ndim; ++d) empty = empty || in.shape[d] == 0;
     for (std::size_t d = 0; d + 1 < in.ndim; ++d) {
-        rows.rows *= in.shape[d];  // cannot overflow: the elements exist in memory
+        // Only broadcast dimensions (stride 0) can be so long that the count overflows.
+        if (!empty && rows.rows > SIZE_MAX / in.shape[d]) {
+            raise(PyExc_MemoryError,
+                  "the input has more rows than a size_t counts (its dimensions "
+                  "multiply past 2**64): nothing that many can be written");
+        }
+        rows.rows *= in.shape[d];
         if (in.shape[d] == 1) continue;
         if (kept > 0 &&
             in.strides[kept - 1] == in.strides[d] * static_cast<std::ptrdiff_t>(in.shape[d])) {
@@ -237,6 +245,9 @@ tb::strided_rows as_one_row(input_array& in) {
     bool merges = true;
     for (std::size_t d = in.ndim; d-- > 0;) {  // innermost first
         if (in.shape[d] == 1) continue;
+        // (only broadcast dimensions, stride 0, can be that long: rows_of counts them)
+        if (in.shape[d] != 0 && count > static_cast<std::size_t>(PTRDIFF_MAX) / in.shape[d])
+            return rows_of(in);
         if (count == 1) {
             stride = in.strides[d];
         } else if (in.strides[d] != stride * static_cast<std::ptrdiff_t>(count)) {

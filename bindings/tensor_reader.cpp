@@ -61,6 +61,7 @@ bool byte_extent(const input_array& in, std::ptrdiff_t* low, std::ptrdiff_t* hig
             return true;  // no element at all: nothing is read
         }
         const std::ptrdiff_t stride = in.strides[d];
+        if (stride == 0) continue;  // a broadcast dimension reads nothing more, however long
         if (in.shape[d] > static_cast<std::size_t>(limit) || stride < -limit || stride > limit)
             return false;
         const auto steps = static_cast<std::ptrdiff_t>(in.shape[d] - 1);

@@ -14,7 +14,7 @@ from threads import failures_in_threads
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _cuda, _formats  # noqa: E402
+from tensorb64 import _formats, _staging  # noqa: E402
 from tensorb64.openai import embedding_data, iter_response_body, response_body  # noqa: E402
 
 pytestmark = [
@@ -127,13 +127,13 @@ def test_concurrent_threads_on_the_gpu():
 
     failures = failures_in_threads(check, count=8, repeats=5)
     assert failures == []
-    staging = _cuda.pool()
+    staging = _staging.default_staging().pool
     assert staging.leased == 0 and staging.held <= staging.limit and staging.reuses > 0
 
 
 def test_pinned_buffers_are_reused_and_pinned():
     t = torch.randn(1024, 3072, device="cuda")
-    staging = _cuda.pool()
+    staging = _staging.default_staging().pool
     tensorb64.encode_rows(t)
     allocations = staging.allocations
     for _ in range(3):
@@ -141,5 +141,5 @@ def test_pinned_buffers_are_reused_and_pinned():
         tensorb64.encode_body(t, dtype="float16")
     assert staging.leased == 0
     assert staging.allocations <= allocations + 2  # the pipeline's slots, once
-    host = _cuda.host_copy(t)
+    host = _staging.host_copy(t)
     assert host.is_pinned() and torch.equal(host, t.cpu())

@@ -1,11 +1,11 @@
-"""The CUDA staging pipeline (src/tensorb64/_cuda.py) on CPU, through a stand-in copier.
+"""The CUDA staging pipeline (src/tensorb64/_staging.py, _cuda.py) on CPU, through a stand-in copier.
 
 The copier below keeps the CUDA copier's contract with CPU tensors standing in for device ones:
 copies run later, in order, on a worker thread (a stream), after a delay; a destination holds
 0xFF bytes from the moment its copy is queued until it lands, so a pipeline that read a slot
 before waiting for it, or queued into a slot still being encoded, would give wrong bytes. The
-entry points are routed through the pipeline for CPU tensors (`routed`), so the code exercised
-is the code that runs on CUDA, narrowing included (torch's CPU casts stand in for the GPU's);
+entry points are run with CPU tensors staged through a `Staging` of those (`routed`), so the code
+exercised is the code that runs on CUDA, narrowing included (torch's CPU casts stand in for the GPU's);
 every result is compared with the host path's.
 """
 
@@ -27,8 +27,8 @@ from threads import failures_in_threads
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _cuda, _native  # noqa: E402
-from tensorb64.openai import embedding_data, iter_response_body, response_body  # noqa: E402
+from tensorb64 import _cuda, _encode, _native, _staging, openai  # noqa: E402
+from tensorb64.openai import embedding_data, response_body  # noqa: E402
 
 OUTPUTS = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
 SOURCES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -107,7 +107,7 @@ class FakeCopier:
                 self._pending[key] -= 1
 
 
-class CheckedPool(_cuda.StagingPool):
+class CheckedPool(_staging.StagingPool):
     """A pool of plain host buffers that refuses to take back a buffer a copy is still queued
     into, and records the most bytes it ever held."""
 
@@ -126,26 +126,41 @@ class CheckedPool(_cuda.StagingPool):
         super().release(buffer)
 
 
+class Route:
+    """The entry points with every tensor staged through one `Staging` whatever its device (the
+    CUDA path, run on CPU tensors): small chunks (many per call), a plain-copy threshold of 256
+    bytes, a fresh pool and a copier that copies late."""
+
+    def __init__(self):
+        self.copier = FakeCopier(delay=0.0005)
+        self.pool = CheckedPool(1 << 20, self.copier)
+        self.staging = _staging.Staging(self.pool, lambda t: self.copier, chunk_bytes=1024, plain_copy_below=256)
+
+    def encode_body(self, x, *, dtype="float32", byteorder="little", threads=1):
+        return _encode._encode_body(x, dtype, byteorder, threads, self.staging)
+
+    def response_body(self, x, **kwargs):
+        return openai._Body(x, staging=self.staging, **kwargs).whole()
+
+    def iter_response_body(self, x, *, chunk_size, **kwargs):
+        return openai._Body(x, staging=self.staging, **kwargs).chunks(chunk_size)
+
+    def embedding_data(self, x, *, encoding_format="float", dimensions=None, start_index=0):
+        return openai._embedding_data(x, encoding_format, dimensions, start_index, self.staging)
+
+    def encode_rows(self, x, **kwargs):
+        return _cuda.encode_rows(x, staging=self.staging, **kwargs)
+
+    def json_rows(self, x, **kwargs):
+        return _cuda.json_rows(x, staging=self.staging, **kwargs)
+
+
 @pytest.fixture
-def routed(monkeypatch):
-    """CPU tensors take the CUDA route, with small chunks (many per call) and a fresh pool."""
-    copier = FakeCopier(delay=0.0005)
-    staging = CheckedPool(1 << 20, copier)
-    monkeypatch.setattr(_cuda, "on_device", lambda x: type(x) is torch.Tensor)
-    monkeypatch.setattr(_cuda, "copier_for", lambda t: copier)
-    monkeypatch.setattr(_cuda, "_POOL", staging)
-    monkeypatch.setattr(_cuda, "PLAIN_COPY_BELOW", 256)
-    monkeypatch.setattr(_cuda, "CHUNK_BYTES", 1024)
-    yield staging
-    copier.close()
-    assert staging.leased == 0
-
-
-def host_path(fn):
-    """fn() with the CUDA route turned off: what the host path returns for the same tensor."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(_cuda, "on_device", lambda x: False)
-        return fn()
+def routed():
+    route = Route()
+    yield route
+    route.copier.close()
+    assert route.pool.leased == 0
 
 
 def values(rows: int, width: int, dtype, *, specials: bool = True, seed: int = 0) -> torch.Tensor:
@@ -171,46 +186,46 @@ def values(rows: int, width: int, dtype, *, specials: bool = True, seed: int = 0
 def test_encode_body_and_response_body_equal_the_host_path(routed, source, output):
     t = values(40, 37, source)
     for byteorder in ("little", "big"):
-        assert tensorb64.encode_body(t, dtype=output, byteorder=byteorder) == host_path(
-            lambda: tensorb64.encode_body(t, dtype=output, byteorder=byteorder))  # noqa: B023
+        assert routed.encode_body(t, dtype=output, byteorder=byteorder) == tensorb64.encode_body(
+            t, dtype=output, byteorder=byteorder)
     kwargs = {"model": "m", "dtype": output, "dimensions": 30, "usage": {"prompt_tokens": 3, "total_tokens": 3}}
-    expected = host_path(lambda: response_body(t, **kwargs))
-    assert response_body(t, **kwargs) == expected
-    assert b"".join(iter_response_body(t, chunk_size=700, **kwargs)) == expected
+    expected = response_body(t, **kwargs)
+    assert routed.response_body(t, **kwargs) == expected
+    assert b"".join(routed.iter_response_body(t, chunk_size=700, **kwargs)) == expected
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=str)
 def test_embedding_data_and_float_bodies_equal_the_host_path(routed, source):
     t = values(33, 50, source, specials=False)
-    assert embedding_data(t, encoding_format="base64") == host_path(lambda: embedding_data(t, encoding_format="base64"))
-    assert embedding_data(t[0], encoding_format="base64", dimensions=7) == host_path(
-        lambda: embedding_data(t[0], encoding_format="base64", dimensions=7))
+    assert routed.embedding_data(t, encoding_format="base64") == embedding_data(t, encoding_format="base64")
+    assert routed.embedding_data(t[0], encoding_format="base64", dimensions=7) == embedding_data(
+        t[0], encoding_format="base64", dimensions=7)
     for float_format in ("repr", "shortest"):
         kwargs = {"model": "m", "encoding_format": "float", "float_format": float_format}
-        expected = host_path(lambda: response_body(t, **kwargs))  # noqa: B023
-        assert response_body(t, **kwargs) == expected
-        assert b"".join(iter_response_body(t, chunk_size=2000, **kwargs)) == expected
+        expected = response_body(t, **kwargs)
+        assert routed.response_body(t, **kwargs) == expected
+        assert b"".join(routed.iter_response_body(t, chunk_size=2000, **kwargs)) == expected
 
 
 def test_n_dimensional_and_strided_inputs(routed):
     t = values(6 * 7, 40, torch.float32).view(6, 7, 40)
     for x in (t, t.permute(1, 0, 2), t[:, :, ::3], t[0]):
-        assert tensorb64.encode_body(x, dtype="float16") == host_path(lambda: tensorb64.encode_body(x, dtype="float16"))  # noqa: B023
-        assert _cuda.encode_rows(x, dtype="bfloat16", byteorder="big") == tensorb64.encode_rows(x, dtype="bfloat16", byteorder="big")
+        assert routed.encode_body(x, dtype="float16") == tensorb64.encode_body(x, dtype="float16")
+        assert routed.encode_rows(x, dtype="bfloat16", byteorder="big") == tensorb64.encode_rows(x, dtype="bfloat16", byteorder="big")
         finite = torch.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0)  # (float text refuses NaN)
-        assert _cuda.json_rows(finite, float_format="shortest") == tensorb64.json_rows(finite, float_format="shortest")
+        assert routed.json_rows(finite, float_format="shortest") == tensorb64.json_rows(finite, float_format="shortest")
 
 
 def test_narrowing_crosses_the_bus_narrow_and_falls_back_where_it_must(routed):
     copier = routed.copier
     t = values(64, 16, torch.float32)  # 64-byte float16 rows: 15 rows a 1 KiB chunk
-    assert tensorb64.encode_body(t, dtype="float16") == host_path(lambda: tensorb64.encode_body(t, dtype="float16"))
+    assert routed.encode_body(t, dtype="float16") == tensorb64.encode_body(t, dtype="float16")
     copies = [entry for entry in copier.log if entry[0] == "copy"]
     assert {dtype for _, _, dtype, _ in copies} == {torch.float32, torch.float16}  # range checks, float16 rows
     assert sum(rows for _, _, dtype, rows in copies if dtype == torch.float16) == 64
     # float text keeps the source's own values: nothing is narrowed
     copier.log.clear()
-    response_body(values(64, 16, torch.float64, specials=False), model="m", encoding_format="float")
+    routed.response_body(values(64, 16, torch.float64, specials=False), model="m", encoding_format="float")
     assert {entry[2] for entry in copier.log if entry[0] == "copy"} == {torch.float64}
 
 
@@ -222,7 +237,8 @@ def test_which_dtype_crosses_the_bus():
         (f64, f32): f32, (f64, f16): f32, (f64, e4): f32, (f32, None): f32, (f64, None): f64,
     }
     for (source, output), bus in table.items():
-        assert _cuda._bus_dtype(torch, source, output) == bus, (source, output)
+        assert _staging.bus_dtype(torch, source, output) == bus, (source, output)
+        assert _staging.bus_dtype(torch, source, output, narrow_on_device=False) == source
 
 
 # ---- ordering, slot reuse, waiting -----------------------------------------------------------------
@@ -241,9 +257,8 @@ def test_chunks_are_copied_ahead_awaited_before_reading_and_slots_alternate():
         copier.log.append(events[-1])
         return _native.encode_rows(host)
 
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(_cuda, "CHUNK_BYTES", 1024)  # 4 rows a chunk: 13 chunks
-        results = _cuda.staged_chunks(t, torch.float32, write, copier=copier, staging=staging)
+    config = _staging.Staging(staging, lambda t: copier, chunk_bytes=1024)  # 4 rows a chunk: 13 chunks
+    results = _staging.staged_chunks(t, torch.float32, write, config)
     copier.close()
     assert [row for chunk in results for row in chunk] == tensorb64.encode_rows(t)
     assert [start for _, _, start in events] == list(range(0, 50, 4))
@@ -267,10 +282,8 @@ def test_a_failing_write_waits_for_queued_copies_before_the_slots_are_reused():
             raise ValueError("boom")
         return start
 
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(_cuda, "CHUNK_BYTES", 1024)
-        with pytest.raises(ValueError, match="boom"):
-            _cuda.staged_chunks(t, torch.float32, write, copier=copier, staging=staging)
+    with pytest.raises(ValueError, match="boom"):
+        _staging.staged_chunks(t, torch.float32, write, _staging.Staging(staging, lambda t: copier, chunk_bytes=1024))
     copier.close()
     assert staging.leased == 0 and staging.held == staging.idle_bytes() > 0  # given back only once landed
 
@@ -279,27 +292,27 @@ def test_a_non_finite_float_row_is_named_as_in_the_whole_input(routed):
     t = values(40, 16, torch.float32, specials=False)
     t[33, 5] = float("nan")
     with pytest.raises(ValueError) as routed_error:
-        response_body(t, model="m", encoding_format="float")
+        routed.response_body(t, model="m", encoding_format="float")
     with pytest.raises(ValueError) as host_error:
-        host_path(lambda: response_body(t, model="m", encoding_format="float"))
+        response_body(t, model="m", encoding_format="float")
     assert str(routed_error.value) == str(host_error.value) and "row 33, column 5" in str(host_error.value)
     with pytest.raises(ValueError, match="row 33, column 5"):
-        iter_response_body(t, model="m", encoding_format="float")
+        routed.iter_response_body(t, model="m", encoding_format="float", chunk_size=1 << 20)
 
 
 def test_bad_arguments_raise_what_the_host_path_raises(routed):
     t = values(20, 16, torch.float32, specials=False)
     for kwargs in ({"dtype": "float8"}, {"byteorder": "middle"}, {"threads": 0}, {"dtype": None}):
         with pytest.raises((TypeError, ValueError)) as routed_error:
-            tensorb64.encode_body(t, **kwargs)
+            routed.encode_body(t, **kwargs)
         with pytest.raises((TypeError, ValueError)) as host_error:
-            host_path(lambda: tensorb64.encode_body(t, **kwargs))  # noqa: B023
+            tensorb64.encode_body(t, **kwargs)
         assert type(routed_error.value) is type(host_error.value) and str(routed_error.value) == str(host_error.value)
     with pytest.raises(ValueError, match="encode_rows needs an input with at least one dimension"):
-        _cuda.encode_rows(torch.tensor(1.0))
+        routed.encode_rows(torch.tensor(1.0))
     with pytest.raises(ValueError, match="json_rows needs an input with at least one dimension"):
-        _cuda.json_rows(torch.tensor(1.0))
-    assert routed.leased == 0
+        routed.json_rows(torch.tensor(1.0))
+    assert routed.pool.leased == 0
 
 
 # ---- bounds, reuse, concurrency -----------------------------------------------------------------
@@ -307,7 +320,7 @@ def test_bad_arguments_raise_what_the_host_path_raises(routed):
 
 def test_pool_reuses_bounds_and_evicts():
     made = []
-    staging = _cuda.StagingPool(1 << 20, lambda n: made.append(n) or torch.empty(n, dtype=torch.uint8))
+    staging = _staging.StagingPool(1 << 20, lambda n: made.append(n) or torch.empty(n, dtype=torch.uint8))
     a = staging.acquire(100_000)  # a 128 KiB class
     assert a.numel() == 128 << 10
     staging.release(a)
@@ -330,37 +343,37 @@ def test_pool_reuses_bounds_and_evicts():
     def refuse(n):
         raise RuntimeError("CUDA error: out of memory")
 
-    failing = _cuda.StagingPool(1 << 20, refuse)
+    failing = _staging.StagingPool(1 << 20, refuse)
     assert failing.acquire(10) is None and failing.held == 0 and failing.leased == 0
 
 
-def test_a_full_pool_takes_the_plain_path(routed, monkeypatch):
-    monkeypatch.setattr(routed, "limit", 1000)  # smaller than one slot
+def test_a_full_pool_takes_the_plain_path(routed):
+    routed.pool.limit = 1000  # smaller than one slot
     t = values(40, 37, torch.float32)
-    assert tensorb64.encode_body(t, dtype="float16") == host_path(lambda: tensorb64.encode_body(t, dtype="float16"))
-    assert response_body(t, model="m") == host_path(lambda: response_body(t, model="m"))
-    assert routed.refusals >= 2 and routed.held == 0
+    assert routed.encode_body(t, dtype="float16") == tensorb64.encode_body(t, dtype="float16")
+    assert routed.response_body(t, model="m") == response_body(t, model="m")
+    assert routed.pool.refusals >= 2 and routed.pool.held == 0
 
 
 def test_concurrent_calls_never_share_a_slot(routed):
-    routed.limit = 320 << 10  # room for two calls' slots at once: the rest take the plain copy
+    routed.pool.limit = 320 << 10  # room for two calls' slots at once: the rest take the plain copy
     tensors = [values(30 + i, 24 + i, (torch.float32, torch.bfloat16)[i % 2], seed=i) for i in range(8)]
-    expected = [host_path(lambda t=t: response_body(t, model="m", dtype="float16")) for t in tensors]
-    failures = failures_in_threads(lambda i: response_body(tensors[i], model="m", dtype="float16") == expected[i],
+    expected = [response_body(t, model="m", dtype="float16") for t in tensors]
+    failures = failures_in_threads(lambda i: routed.response_body(tensors[i], model="m", dtype="float16") == expected[i],
                                    count=8, repeats=10)
     assert failures == []
-    assert routed.leased == 0 and routed.most_held <= routed.limit and routed.reuses > 0
+    assert routed.pool.leased == 0 and routed.pool.most_held <= routed.pool.limit and routed.pool.reuses > 0
 
 
 def test_a_suspended_generator_holds_no_staging_buffer(routed):
     t = values(60, 64, torch.float32, specials=False)
-    expected = host_path(lambda: response_body(t, model="m"))
-    chunks = iter_response_body(t, model="m", chunk_size=2000)
+    expected = response_body(t, model="m")
+    chunks = routed.iter_response_body(t, model="m", chunk_size=2000)
     pieces = []
     for piece in chunks:
-        assert routed.leased == 0
+        assert routed.pool.leased == 0
         other = values(20, 64, torch.float32, seed=1)  # another call in between reuses the buffers
-        assert response_body(other, model="m") == host_path(lambda: response_body(other, model="m"))  # noqa: B023
+        assert routed.response_body(other, model="m") == response_body(other, model="m")
         pieces.append(piece)
     assert len(pieces) > 2 and b"".join(pieces) == expected
 
@@ -372,19 +385,18 @@ def test_host_copy_keeps_its_buffer_until_the_copy_is_freed():
     copier = FakeCopier(delay=0.002)
     staging = CheckedPool(1 << 20, copier)
     t = values(64, 96, torch.bfloat16)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(_cuda, "PLAIN_COPY_BELOW", 1024)
-        host = _cuda.host_copy(t[:, :90], copier=copier, staging=staging)
-        assert staging.leased == 64 << 10  # the smallest buffer
-        assert tensorb64.encode_rows(host) == tensorb64.encode_rows(t[:, :90])
-        assert tensorb64.encode_rows(_cuda.host_copy(t, copier=copier, staging=staging)) == tensorb64.encode_rows(t)
-        assert staging.leased == 64 << 10 and staging.allocations == 2  # the second, freed, went back
-        del host
-        assert staging.leased == 0
-        assert tensorb64.encode_rows(_cuda.host_copy(t, copier=copier, staging=staging)) == tensorb64.encode_rows(t)
-        assert staging.leased == 0 and staging.reuses == 1 and staging.allocations == 2
-        small = _cuda.host_copy(t[:2], copier=copier, staging=staging)  # below the threshold: plain
-        assert torch.equal(small.view(torch.int16), t[:2].view(torch.int16)) and staging.leased == 0
+    config = _staging.Staging(staging, lambda t: copier, plain_copy_below=1024)
+    host = _staging.host_copy(t[:, :90], config)
+    assert staging.leased == 64 << 10  # the smallest buffer
+    assert tensorb64.encode_rows(host) == tensorb64.encode_rows(t[:, :90])
+    assert tensorb64.encode_rows(_staging.host_copy(t, config)) == tensorb64.encode_rows(t)
+    assert staging.leased == 64 << 10 and staging.allocations == 2  # the second, freed, went back
+    del host
+    assert staging.leased == 0
+    assert tensorb64.encode_rows(_staging.host_copy(t, config)) == tensorb64.encode_rows(t)
+    assert staging.leased == 0 and staging.reuses == 1 and staging.allocations == 2
+    small = _staging.host_copy(t[:2], config)  # below the threshold: plain
+    assert torch.equal(small.view(torch.int16), t[:2].view(torch.int16)) and staging.leased == 0
     copier.close()
 
 
@@ -443,7 +455,7 @@ def test_json_rows_through_the_pipeline_names_the_row_of_the_whole_input(routed)
     t = values(40, 16, torch.float32, specials=False)
     t[33, 5] = float("nan")
     with pytest.raises(ValueError) as routed_error:
-        _cuda.json_rows(t)
+        routed.json_rows(t)
     with pytest.raises(ValueError) as host_error:
         tensorb64.json_rows(t)
     assert str(routed_error.value) == str(host_error.value)
@@ -451,17 +463,20 @@ def test_json_rows_through_the_pipeline_names_the_row_of_the_whole_input(routed)
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "1.5"])
-def test_a_bad_pinned_limit_names_the_variable(value):
+def test_a_bad_pinned_limit_names_the_variable_on_first_use_not_at_import(value):
+    # Read when the process's staging is made (first CUDA use): the import, and every CPU call, work.
+    code = ("import numpy, torch, tensorb64; from tensorb64 import _staging; print(tensorb64.encode(numpy.ones(1, 'f4')));"
+            "_staging.default_staging()")
     env = {**os.environ, "TENSORB64_PINNED_MIB": value}
-    result = subprocess.run([sys.executable, "-c", "import tensorb64"], capture_output=True, text=True, env=env,
-                            timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.stdout.strip() == "AACAPw==", result.stderr
     assert result.returncode != 0
     assert f"TENSORB64_PINNED_MIB must be a whole number of MiB, 0 or more (0 turns pinned staging off), got {value!r}" \
         in result.stderr
 
 
 def test_a_pinned_limit_of_zero_turns_staging_off():
-    code = "import tensorb64._cuda as c; print(c.PINNED_LIMIT, c.StagingPool(c.PINNED_LIMIT, bytearray).acquire(1))"
+    code = "from tensorb64 import _staging as s; print(s.pinned_limit(), s.StagingPool(s.pinned_limit(), bytearray).acquire(1))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "TENSORB64_PINNED_MIB": "0"})
     assert result.returncode == 0, result.stderr

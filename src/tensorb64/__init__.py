@@ -41,6 +41,6 @@ def simd_level() -> str:
     return _native.simd_level()
 
 
-def available_simd_levels() -> list:
+def available_simd_levels() -> list[str]:
     """The SIMD levels this CPU can run, lowest first (set TENSORB64_SIMD to force one)."""
     return _native.available_simd_levels()

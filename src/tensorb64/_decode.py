@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from . import _native
 from ._formats import byteorder_name, output_type
+from ._types import BodyMetadata, ByteOrder, DType
 
 # numpy dtypes for the stored types numpy has; bfloat16 and float8 have none.
 _NUMPY_STORED = {"float32": np.float32, "float16": np.float16}
@@ -31,12 +33,13 @@ def _result_dtype(dtype, byteorder, widen: bool):
     raise ValueError(f"numpy has no {dtype} dtype; decode with widen=True for float32")
 
 
-def _check_text(s) -> None:
-    if not isinstance(s, _TEXT_TYPES):
-        raise TypeError(f"expected a base64 str or bytes, got {type(s).__name__}")
+def _check_text(text) -> None:
+    if not isinstance(text, _TEXT_TYPES):
+        raise TypeError(f"expected a base64 str or bytes, got {type(text).__name__}")
 
 
-def decode(s, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True) -> np.ndarray:
+def decode(text: str | bytes | bytearray | memoryview, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",
+           widen: bool = True) -> np.ndarray:
     """A 1-D array of the values in one base64 str (or bytes) made by ``encode``.
 
     dtype and byteorder must be those it was encoded with. The result is float32 (the exact
@@ -48,21 +51,22 @@ def decode(s, *, dtype: str = "float32", byteorder: str = "little", widen: bool 
     """
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
-    _check_text(s)
-    out = np.empty(_native._decoded_length(s, dtype), result)
-    _native._decode_into(s, out, dtype, byteorder, widen)
+    _check_text(text)
+    out = np.empty(_native._decoded_length(text, dtype), result)
+    _native._decode_into(text, out, dtype, byteorder, widen)
     return out
 
 
-def decode_rows(strings, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True) -> np.ndarray:
+def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dtype: DType = "float32",
+                byteorder: ByteOrder = "little", widen: bool = True) -> np.ndarray:
     """A 2-D array with one row per base64 str (or bytes); rows must all have the same length.
 
     Each row is decoded straight into its row of the result; an error names the row."""
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
-    if isinstance(strings, (str, bytes, bytearray)):
+    if isinstance(texts, (str, bytes, bytearray)):
         raise TypeError("decode_rows expects a list of base64 strings; use decode() for one string")
-    texts = list(strings)
+    texts = list(texts)
     lengths = []
     for row, s in enumerate(texts):
         if not isinstance(s, _TEXT_TYPES):
@@ -130,7 +134,8 @@ def _shape(value, where: str) -> tuple:
     return shape
 
 
-def decode_body(body, metadata, *, widen: bool = True) -> list:
+def decode_body(body: bytes | bytearray | memoryview, metadata: Iterable[BodyMetadata | Mapping[str, Any] | Any], /, *,
+                widen: bool = True) -> list[np.ndarray]:
     """The rows of a binary embeddings response (``encode_body``'s, or vLLM's
     ``encoding_format="bytes"``), in ``index`` order: one array per metadata item, of its
     ``shape``, float32 (or with widen=False the stored dtype where numpy has one).

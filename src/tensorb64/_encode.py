@@ -6,15 +6,19 @@ than encoding a 384-value row); their argument checks and names live in the bind
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import _cuda, _native
 from ._formats import byteorder_name
+from ._types import BodyMetadata, ByteOrder, DType
 
 encode = _native.encode
 encode_rows = _native.encode_rows
 json_rows = _native.json_rows
 
 
-def encode_body(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> tuple:
+def encode_body(embeddings: Any, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",
+                threads: int = 1) -> tuple[bytes, list[BodyMetadata]]:
     """vLLM's binary embeddings response (``encoding_format="bytes"``): ``(body, metadata)``.
 
     body: the bytes of every row (as ``encode_rows`` sees rows), one row after another, each the
@@ -24,13 +28,19 @@ def encode_body(x, *, dtype: str = "float32", byteorder: str = "little", threads
     "native"`` is recorded as the order it stands for here ("little" or "big"), so that the
     receiver need not share this host's. ``decode_body`` is the inverse.
     """
-    if _cuda.on_device(x):  # staged through pinned memory, narrowed on the GPU where it is narrower
-        body, count, length = _cuda.row_bytes(x, dtype, byteorder, threads)
+    return _encode_body(embeddings, dtype, byteorder, threads, None)
+
+
+def _encode_body(x, dtype, byteorder, threads, staging) -> tuple[bytes, list[BodyMetadata]]:
+    """encode_body; with ``staging``, a tensor's rows are staged through it whatever its device
+    (the tests run the CUDA path on CPU tensors so)."""
+    if staging is not None or _cuda.on_device(x):  # staged through pinned memory, narrowed on the GPU where narrower
+        body, count, length = _cuda.row_bytes(x, dtype, byteorder, threads, staging=staging)
     else:
         body, count, length = _native._row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
     endianness = byteorder_name(byteorder)
     row_bytes = len(body) // count if count else 0
-    metadata = [
+    metadata: list[BodyMetadata] = [
         {"index": i, "embed_dtype": dtype, "endianness": endianness, "start": i * row_bytes, "end": (i + 1) * row_bytes, "shape": [length]}
         for i in range(count)
     ]

@@ -62,7 +62,10 @@ class _TorchImportWatcher(importlib.abc.MetaPathFinder):
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
 
-        spec.loader.exec_module = exec_and_register
+        try:
+            spec.loader.exec_module = exec_and_register
+        except (AttributeError, TypeError):  # a loader that cannot be wrapped: torch imports as it would
+            pass
         return spec
 
 

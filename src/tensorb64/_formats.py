@@ -7,7 +7,7 @@ functions here, so each kind of bad name has one message everywhere.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 from . import _native
 
@@ -29,7 +29,7 @@ def output_type(dtype) -> ElementType:
     return ELEMENT_TYPES[_native._resolve("dtype", dtype)]
 
 
-def byteorder_name(byteorder) -> str:
+def byteorder_name(byteorder) -> Literal["little", "big"]:
     """'little' or 'big' for a byteorder argument ('native': this host's order)."""
-    return ("little", "big")[_native._resolve("byteorder", byteorder)]
+    return "big" if _native._resolve("byteorder", byteorder) else "little"
 

@@ -18,19 +18,21 @@ in bounded chunks, for ``StreamingResponse``).
 from __future__ import annotations
 
 import json
+import operator
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 
 from . import _cuda, _native
 from ._client import EmbeddingsResponse, aembed, decode_response, decode_response_body, embed
 from ._encode import encode_rows
-from ._formats import output_type
 from ._inputs import readable
+from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat
 
-__all__ = ["embedding_data", "response_body", "iter_response_body"]
+__all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
 
 
@@ -78,15 +80,18 @@ def _float_lists(rows) -> list:
     return rows.to(dtype=torch.float32).tolist()  # no copy when already float32
 
 
-def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=None, start_index: int = 0) -> list:
+def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "float", dimensions: int | None = None,
+                   start_index: int = 0, dtype: DType = "float32", byteorder: ByteOrder = "little",
+                   threads: int = 1) -> list[EmbeddingEntry]:
     """The ``data`` list of an OpenAI ``/v1/embeddings`` response: one entry per row.
 
     Each entry is ``{"object": "embedding", "index": start_index + i, "embedding": ...}`` where
     the embedding is, for row ``i``:
 
     * ``encoding_format="base64"``: the base64 of the row's little-endian float32 bytes, the
-      format OpenAI clients decode (``numpy.frombuffer(base64.b64decode(s), "float32")``). All
-      rows are encoded in one ``tensorb64.encode_rows`` call, reading the caller's memory in
+      format OpenAI clients decode (``numpy.frombuffer(base64.b64decode(s), "float32")``), or
+      with ``dtype``/``byteorder`` vLLM's embed_dtype/endianness bytes. All rows are encoded in
+      one ``tensorb64.encode_rows`` call (``threads`` as there), reading the caller's memory in
       place: bf16/fp16 rows are widened inside the encoder, no float32 copy is made.
     * ``encoding_format="float"`` (OpenAI's default): a list of plain Python floats, each
       exactly the row's float32 value (bf16/fp16/float64 input is first converted as
@@ -105,21 +110,36 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
         input, never a copy. The values are not re-normalised: a server that wants unit-norm
         truncated embeddings normalises after truncating, in its pooler (as vLLM does).
     start_index: the ``index`` of the first row, for a worker that answers one slice of a
-        larger request.
+        larger request (an int or a numpy integer; the entries hold a plain int).
+    dtype, byteorder, threads: as ``encode_rows`` takes them, for base64; checked, and not
+        applied, for float (as ``response_body`` takes them).
 
     Raises ValueError for an unknown ``encoding_format``, a ``dimensions`` outside 1..dim (or
     not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
     TypeError for an input that is not an array of real numbers.
     """
-    _native._resolve("encoding_format", encoding_format)
+    return _embedding_data(embeddings, encoding_format, dimensions, start_index, None, dtype=dtype, byteorder=byteorder,
+                           threads=threads)
+
+
+def _embedding_data(embeddings, encoding_format, dimensions, start_index, staging, *, dtype="float32",
+                    byteorder="little", threads=1) -> list[EmbeddingEntry]:
+    """embedding_data; with ``staging``, a tensor's rows are staged through it whatever its device
+    (the tests run the CUDA path on CPU tensors so)."""
+    _native._check_names(encoding_format=encoding_format, dtype=dtype, byteorder=byteorder)  # naming the accepted ones
+    _native._check_threads(threads)
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
+    first = operator.index(start_index)  # a plain int (json cannot write a numpy integer)
     rows = _cut(_rows(embeddings), dimensions)
-    if encoding_format == "base64":
-        values = encode_rows(rows)  # (a CUDA tensor: through the staging pipeline)
-    else:
+    values: list[Any]
+    if encoding_format == "float":
         values = _float_lists(rows)
-    return [{"object": "embedding", "index": start_index + i, "embedding": value} for i, value in enumerate(values)]
+    elif staging is not None:
+        values = _cuda.encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads, staging=staging)
+    else:  # (a CUDA tensor: through the staging pipeline)
+        values = encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
+    return [{"object": "embedding", "index": first + i, "embedding": value} for i, value in enumerate(values)]
 
 
 # ---- the whole response body --------------------------------------------------------------------
@@ -133,11 +153,6 @@ _LIST_HEAD = b'{"object":"list","data":['
 
 # The chunk size of iter_response_body when none is given.
 DEFAULT_CHUNK_SIZE = 1 << 20
-# Upper bounds used to plan chunks: the JSON around one row (base64 has its two quotes; a float
-# row its two brackets instead), and the longest text of one value in a float row
-# ("-2.2250738585072014e-308", 24 chars: 17 significant digits, a sign, a point, a 3-digit exponent).
-_ENTRY_WRAPPER = len('{"object":"embedding","index":,"embedding":""}')
-_FLOAT_TEXT_MAX = 24
 
 
 def _envelope(model, usage, extra) -> tuple:
@@ -214,51 +229,82 @@ def _envelope_error(body: dict, extra, error: Exception) -> ValueError:
     return ValueError(f"{where} cannot be written into the response body: {reason}")
 
 
-def _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads):
-    """Every argument checked, before anything is built: (rows, head, tail)."""
-    for kind, name in (("encoding_format", encoding_format), ("float_format", float_format), ("dtype", dtype),
-                       ("byteorder", byteorder)):
-        _native._resolve(kind, name)  # ValueError naming the accepted names
-    _native._check_threads(threads)
-    head, tail = _envelope(model, usage, extra)
-    rows = _cut(_rows(embeddings), dimensions)
-    return rows, head, tail
+class _Body:
+    """A response body, every argument checked before anything is built: its rows (a view of the
+    input), the envelope's head and tail, and how the rows are written. ``staging``: None for
+    the device's own path (CUDA tensors staged, everything else read in place), or a
+    ``_staging.Staging`` that a tensor's rows are staged through whatever its device (the tests
+    run the CUDA path on CPU tensors so)."""
 
+    __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "staging", "staged")
 
-def _base64_data(rows, dtype, byteorder, threads, *, first_index=0, head=b"", tail=b"") -> bytes:
-    """head + the data entries of ``rows`` as base64 (indices from first_index) + tail, written
-    by the core into one bytes object."""
-    if _cuda.on_device(rows):
-        return _cuda.response_body_base64(rows, dtype, byteorder, head, tail, first_index, threads)
-    return _native._response_body_base64(rows, dtype, byteorder, head, tail, first_index, threads)
+    def __init__(self, embeddings, *, model: str, encoding_format: str = "base64", dimensions=None, usage=None,
+                 extra=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
+                 threads: int = 1, staging=None):
+        # ValueError naming the accepted names
+        _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder)
+        _native._check_threads(threads)
+        self.head, self.tail = _envelope(model, usage, extra)
+        self.rows = _cut(_rows(embeddings), dimensions)
+        self.base64 = encoding_format == "base64"
+        self.dtype, self.byteorder, self.float_format, self.threads = dtype, byteorder, float_format, threads
+        self.staging = staging
+        self.staged = staging is not None or _cuda.on_device(self.rows)
 
+    def whole(self) -> bytes:
+        return self._write(self.rows, 0, self.head, self.tail)
 
-def _float_data_array(rows, float_format: str, threads: int, *, first_index: int = 0, head: bytes = b"", tail: bytes = b"") -> bytes:
-    """head + the data entries of ``rows`` with float embeddings + tail, written by the core into
-    one bytes object (made at a bound and trimmed; the untouched pages cost no memory).
+    def write(self, start: int, stop: int, head: bytes, tail: bytes) -> bytes:
+        """head + the data entries of rows [start, stop) (indices from start) + tail."""
+        return self._write(self.rows[start:stop], start, head, tail)
 
-    The entries are ``{"object":"embedding","index":I,"embedding":[v,v,...]}`` joined by ``,``
-    with no brackets around them (head ends with ``[``, tail starts with ``]``; slices of rows
-    written separately concatenate with a ``,`` between them), I from first_index. Each row's
-    text is exactly ``json_rows``'s: ``json.dumps(row.to(torch.float32).tolist())``'s in "repr"
-    mode. NaN and infinity: ValueError naming the row and the column.
-    """
-    if _cuda.on_device(rows):
-        return _cuda.response_body_float(rows, float_format, head, tail, first_index, threads)
-    return _native._response_body_float(rows, float_format, head, tail, first_index, threads)
+    def _write(self, rows, start: int, head: bytes, tail: bytes) -> bytes:
+        """head + the data entries of ``rows`` (indices from start) + tail, written by the core
+        into one bytes object.
+
+        The entries are ``{"object":"embedding","index":I,"embedding":<row>}`` joined by ``,``
+        with no brackets around them (head ends with ``[``, tail starts with ``]``; slices of rows
+        written separately concatenate with a ``,`` between them). Base64 rows are written at
+        their exact size; float rows into an object made at a bound and trimmed (the untouched
+        pages cost no memory), each row's text exactly ``json_rows``'s:
+        ``json.dumps(row.to(torch.float32).tolist())``'s in "repr" mode. NaN and infinity:
+        ValueError naming the row and the column.
+        """
+        if self.base64:
+            if self.staged:
+                return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
+                                                  staging=self.staging)
+            return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads)
+        if self.staged:
+            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads,
+                                             staging=self.staging)
+        return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads)
+
+    def chunks(self, chunk_size: int):
+        """The body in chunks of about chunk_size bytes (the rule: iter_response_body's)."""
+        count, width = self.rows.shape
+        if not self.base64:  # NaN and infinity refused before the first chunk
+            if self.staged:
+                _cuda.check_finite(self.rows, staging=self.staging)
+            else:
+                _native._check_finite(self.rows)
+        # A bound on one row's entry and its comma (float text: as doubles, 24 chars a value).
+        entry = _native._entry_bound(width, max(count - 1, 0), self.dtype if self.base64 else None, self.float_format)
+        return _chunks(self.head, self.tail, count, entry, self.write, chunk_size)
 
 
 def response_body(
-    embeddings,
+    embeddings: Any,
+    /,
     *,
     model: str,
-    encoding_format: str = "base64",
-    dimensions=None,
-    usage=None,
-    extra=None,
-    dtype: str = "float32",
-    byteorder: str = "little",
-    float_format: str = "repr",
+    encoding_format: EncodingFormat = "base64",
+    dimensions: int | None = None,
+    usage: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    dtype: DType = "float32",
+    byteorder: ByteOrder = "little",
+    float_format: FloatFormat = "repr",
     threads: int = 1,
 ) -> bytes:
     """The whole body of an OpenAI ``/v1/embeddings`` response, as one ``bytes`` object.
@@ -295,26 +341,25 @@ def response_body(
     ``extra`` that json or UTF-8 cannot encode (NaN, a lone surrogate: the message names which);
     TypeError for a model that is not a str or an input that is not an array of real numbers.
     """
-    rows, head, tail = _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads)
-    if encoding_format == "base64":
-        return _base64_data(rows, dtype, byteorder, threads, head=head, tail=tail)
-    return _float_data_array(rows, float_format, threads, head=head, tail=tail)
+    return _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
+                 extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads).whole()
 
 
 def iter_response_body(
-    embeddings,
+    embeddings: Any,
+    /,
     *,
     model: str,
-    encoding_format: str = "base64",
-    dimensions=None,
-    usage=None,
-    extra=None,
-    dtype: str = "float32",
-    byteorder: str = "little",
-    float_format: str = "repr",
+    encoding_format: EncodingFormat = "base64",
+    dimensions: int | None = None,
+    usage: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    dtype: DType = "float32",
+    byteorder: ByteOrder = "little",
+    float_format: FloatFormat = "repr",
     threads: int = 1,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-):
+) -> Iterator[bytes]:
     """``response_body``'s bytes in chunks, for ``StreamingResponse``: the same arguments, plus
     ``chunk_size`` (bytes, default 1 MiB). The chunks concatenate to exactly
     ``response_body(...)``; only about one chunk is held at a time, so a 100,000-row float
@@ -333,23 +378,9 @@ def iter_response_body(
     """
     if not _is_index(chunk_size) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
-    rows, head, tail = _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads)
-    count, width = rows.shape
-    digits = len(str(max(count - 1, 0)))
-    if encoding_format == "base64":
-        entry = _ENTRY_WRAPPER + digits + 4 * -(-width * output_type(dtype).itemsize // 3) + 1
-
-        def write(start, stop, prefix, suffix):
-            return _base64_data(rows[start:stop], dtype, byteorder, threads, first_index=start, head=prefix, tail=suffix)
-
-    else:
-        (_cuda.check_finite if _cuda.on_device(rows) else _native._check_finite)(rows)  # NaN and infinity refused before the first chunk
-        entry = _ENTRY_WRAPPER + digits + width * (_FLOAT_TEXT_MAX + 1) + 1
-
-        def write(start, stop, prefix, suffix):
-            return _float_data_array(rows[start:stop], float_format, threads, first_index=start, head=prefix, tail=suffix)
-
-    return _chunks(head, tail, count, entry, write, chunk_size)
+    body = _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
+                 extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads)
+    return body.chunks(chunk_size)
 
 
 def _pieces(data: bytes, size: int):

@@ -1,0 +1,381 @@
+"""The staging pipeline: CUDA tensors to the host through pinned buffers reused across calls,
+narrowed on the GPU, copies overlapped with encoding.
+
+``staged_chunks`` hands consecutive chunks of rows, each copied into one of two alternating
+staging slots, to a writer, chunk k+1's copy running while chunk k is written; ``host_copy``
+copies a whole tensor through one buffer. What they run with is passed down as a ``Staging``:
+the pool (``StagingPool``), the copier (``CudaCopier``: begin, device_work, narrow, copy, record,
+wait), the chunk size and the plain-copy threshold; ``default_staging()`` is the process's, made
+on first CUDA use. The tests run this same pipeline on CPU tensors with their own ``Staging``: a
+copier that copies later, on another thread, with delays, to check ordering, slot reuse and
+waiting without a GPU. What the entry points do with it is in _cuda.py.
+
+Bounds (``StagingPool``): at most ``pinned_limit()`` bytes of pinned buffers are held by the
+package at once, leased and idle together (``TENSORB64_PINNED_MIB``, default 256 MiB); a buffer
+is leased to one call at a time and comes back to the pool only when that call has finished
+reading it (for ``host_copy``, when the host tensor it returned is freed). When a buffer would
+pass the bound the call takes the plain copy (``tensor.to("cpu")``) instead; so does an input
+below ``plain_copy_below`` bytes. Buffers the pool drops go back to torch's caching host
+allocator, which keeps them pinned for torch's own reuse.
+
+torch is never imported here: every function is reached with a tensor, so torch is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Callable
+
+# Below this many bytes a CUDA tensor takes the plain blocking copy (t.to("cpu")). On the H200
+# machine of issue 14, 1x384 float32 (1.5 KiB) took ~10 µs by t.cpu() and ~20 µs by a pinned copy
+# plus synchronisation, while at 768 KiB the pinned copy was far ahead; a fixed ~10 µs more per
+# call against a copy ~5x faster per byte breaks even near 128 KiB. An estimate from those two
+# figures: `python -m tensorb64 bench --device cuda` prints both copies around it.
+PLAIN_COPY_BELOW = 128 << 10
+
+# The bus bytes of one chunk of the overlapped pipeline (and so the size of its two staging
+# slots). Estimates, not measured on a GPU yet (`bench --device cuda` will): each chunk costs some
+# tens of µs of Python and launches, and the first chunk's copy is not hidden; at ~50 GB/s 2 MiB
+# copies in ~40 µs and encodes in ~100 µs here, so a 64x3072 float32 batch (768 KiB) is one chunk
+# and a 1024x3072 one (12 MiB) six.
+CHUNK_BYTES = 2 << 20
+
+
+def pinned_limit() -> int:
+    """TENSORB64_PINNED_MIB in bytes (default 256 MiB; 0 turns pinned staging off), read when the
+    process's staging is made (on first CUDA use), so that a bad value cannot break the import."""
+    text = os.environ.get("TENSORB64_PINNED_MIB", "256")
+    try:
+        mib = int(text)
+    except ValueError:
+        mib = -1
+    if mib < 0:
+        raise ValueError(f"TENSORB64_PINNED_MIB must be a whole number of MiB, 0 or more (0 turns pinned staging "
+                         f"off), got {text!r}")
+    return mib << 20
+
+
+# Source dtypes the staged paths take; others (integers, bool, float8 sources) take the plain
+# copy and the core converts them as before.
+_STAGED_DTYPES = ("float32", "float16", "bfloat16", "float64")
+# The smallest buffer the pool makes: smaller requests share its size class.
+_MIN_BUFFER = 64 << 10
+_ALIGN = 64
+
+
+# ---- the pool of staging buffers -----------------------------------------------------------------
+
+
+class StagingPool:
+    """Host buffers (uint8 tensors from ``allocate(nbytes)``) in power-of-two size classes,
+    each leased to one caller at a time, at most ``limit`` bytes held in all.
+
+    ``acquire(nbytes)`` gives a buffer of at least nbytes, reusing an idle one of its class, else
+    dropping idle buffers (largest first) to make room, else None when even then it would pass
+    the limit (or the allocation fails): the caller copies without staging. ``release(buffer)``
+    gives it back for reuse; ``discard(buffer)`` forgets one that may still be written (a copy
+    whose completion could not be awaited).
+    """
+
+    def __init__(self, limit: int, allocate):
+        self.limit = limit
+        self._allocate = allocate
+        self._lock = threading.Lock()
+        self._idle: dict = {}  # size class -> [buffer]
+        self.held = 0  # bytes of every buffer made and not dropped: leased + idle
+        self.leased = 0  # bytes of buffers out on lease
+        self.allocations = self.reuses = self.refusals = 0
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        return max(_MIN_BUFFER, 1 << (max(nbytes, 1) - 1).bit_length())
+
+    def acquire(self, nbytes: int):
+        size = self.size_class(nbytes)
+        with self._lock:
+            idle = self._idle.get(size)
+            if idle:
+                buffer = idle.pop()
+                if not idle:
+                    del self._idle[size]
+                self.reuses += 1
+                self.leased += size
+                return buffer
+            while self.held + size > self.limit and self._idle:
+                largest = max(self._idle)
+                self._idle[largest].pop()
+                if not self._idle[largest]:
+                    del self._idle[largest]
+                self.held -= largest
+            if self.held + size > self.limit:
+                self.refusals += 1
+                return None
+            self.held += size  # reserved before allocating outside the lock
+            self.leased += size
+        try:
+            buffer = self._allocate(size)
+        except (RuntimeError, MemoryError):  # pinned memory refused: the plain copy instead
+            with self._lock:
+                self.held -= size
+                self.leased -= size
+                self.refusals += 1
+            return None
+        with self._lock:
+            self.allocations += 1
+        return buffer
+
+    def release(self, buffer) -> None:
+        size = buffer.numel()
+        with self._lock:
+            self.leased -= size
+            self._idle.setdefault(size, []).append(buffer)
+
+    def discard(self, buffer) -> None:
+        size = buffer.numel()
+        with self._lock:
+            self.leased -= size
+            self.held -= size
+
+    def idle_bytes(self) -> int:
+        with self._lock:
+            return sum(size * len(buffers) for size, buffers in self._idle.items())
+
+
+# ---- the device side ---------------------------------------------------------------------------
+
+
+class CudaCopier:
+    """Copies from one CUDA device to pinned host buffers on a side stream of this thread.
+
+    begin(source): the side stream waits for the work already queued on the source device's
+        current stream (an event wait on the GPU, not a synchronisation of the host or the
+        device), and the caching allocator is told the source is in use on the side stream
+        (record_stream), so its memory is not handed out again before the copies have read it.
+    device_work(): the context in which device work (casts, the range check) is queued: the
+        side stream (and its device).
+    narrow(source, dtype): ``source.to(dtype)`` on the device (torch's own cast).
+    copy(source, host): an asynchronous copy into a host tensor of the same shape and dtype.
+    record(): an event after everything queued so far; wait(event) blocks this thread until it.
+    """
+
+    _local = threading.local()
+
+    def __init__(self, torch, device):
+        self._torch = torch
+        streams = self._local.__dict__.setdefault("streams", {})
+        stream = streams.get(device)
+        if stream is None:
+            stream = streams[device] = torch.cuda.Stream(device=device)
+        self.stream = stream
+
+    def begin(self, source) -> None:
+        self.stream.wait_stream(self._torch.cuda.current_stream(source.device))
+        source.record_stream(self.stream)
+
+    def device_work(self):
+        return self._torch.cuda.stream(self.stream)
+
+    def narrow(self, source, dtype):
+        return source.to(dtype)
+
+    def copy(self, source, host) -> None:
+        host.copy_(source, non_blocking=True)
+
+    def record(self):
+        event = self._torch.cuda.Event()
+        event.record(self.stream)
+        return event
+
+    def wait(self, event) -> None:
+        event.synchronize()
+
+
+# ---- the configuration ---------------------------------------------------------------------------
+
+
+def cuda_copier(t) -> CudaCopier:
+    """The copier for a CUDA tensor's device."""
+    return CudaCopier(sys.modules["torch"], t.device)
+
+
+@dataclass(frozen=True)
+class Staging:
+    """What the pipeline runs with, passed down to every function that stages: the pool of
+    buffers, the copier for a tensor (``copier_for(t)``), the chunk size, the size below which a
+    tensor takes the plain copy, and whether rows are narrowed on the device (the bench turns it
+    off to measure what it saves). The tests pass their own (a pool of plain buffers, a copier
+    that copies late on another thread, small chunks)."""
+
+    pool: StagingPool
+    copier_for: Callable = cuda_copier
+    chunk_bytes: int = CHUNK_BYTES
+    plain_copy_below: int = PLAIN_COPY_BELOW
+    narrow_on_device: bool = True
+
+
+_DEFAULT: Staging | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_staging() -> Staging:
+    """The process's staging: pinned buffers up to ``pinned_limit()`` (made on first CUDA use)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                torch = sys.modules["torch"]
+                pool = StagingPool(pinned_limit(), lambda n: torch.empty(n, dtype=torch.uint8, pin_memory=True))
+                _DEFAULT = Staging(pool)
+    return _DEFAULT
+
+
+# ---- what crosses the bus -------------------------------------------------------------------------
+
+
+def stageable(t, torch) -> bool:
+    """A dense tensor of a staged dtype whose values are its memory (no negative bit)."""
+    return (
+        t.layout == torch.strided and not t.is_nested and t.dtype in staged_dtypes(torch) and not t.is_neg()
+    )
+
+
+def staged_dtypes(torch) -> tuple:
+    return tuple(getattr(torch, name) for name in _STAGED_DTYPES)
+
+
+def bus_dtype(torch, source, output, narrow_on_device: bool = True):
+    """The dtype the rows cross the bus in: the output dtype (a torch dtype) where it is narrower
+    than the source, float32 for a float64 source, else the source's own; None output (float
+    text) keeps the source's.
+
+    Assumed, and checked by the GPU tests against the CPU path: torch's CUDA casts from float32
+    (and float16, bfloat16 through float32) to float16, bfloat16 and float8 round finite values
+    to nearest even exactly as the core's (torch's CPU) casts do, subnormals included. The
+    cases where torch's own paths disagree (NaN bit patterns) or may saturate differently
+    (overflow) are not left to that assumption: each narrowed chunk's largest magnitude is
+    checked, and a chunk with a NaN, an infinity or a value beyond the narrow type's largest
+    finite one is copied again at full width and narrowed by the core. A float64 source is
+    narrowed on the GPU only to float32, the first step of the core's own path (float64 narrows
+    through float32, as torch does).
+    """
+    if output is None or not narrow_on_device or output.itemsize >= source.itemsize:
+        return source
+    return torch.float32 if source == torch.float64 else output
+
+
+# ---- the pipeline --------------------------------------------------------------------------------
+
+
+def _align(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def staged_chunks(t, bus_dtype, write, staging: Staging):
+    """Calls ``write(host_rows, start)`` for consecutive row ranges of the 2-D device tensor
+    ``t``, in order, each ``host_rows`` a host tensor of ``bus_dtype`` holding rows
+    ``start:start+len``; returns the list of its results, or None (nothing written) when the
+    pool has no room for the staging slots.
+
+    Two slots alternate: chunk k+1's copy is queued into one before chunk k (in the other) is
+    written, and a slot is queued into only after the chunk it held was written. Every copy is
+    awaited before its slot is read, and before the slots go back to the pool, also when
+    ``write`` raises.
+    """
+    torch = sys.modules["torch"]
+    pool = staging.pool
+    rows, width = t.shape
+    row_bytes = width * bus_dtype.itemsize
+    narrowed = bus_dtype != t.dtype
+    stats_bytes = _ALIGN if narrowed else 0
+    per_chunk = max(1, (staging.chunk_bytes - stats_bytes) // max(row_bytes, 1))
+    count = -(-rows // per_chunk)
+    if count == 0:
+        return []
+    data_bytes = _align(min(rows, per_chunk) * row_bytes)
+    slots = []
+    for _ in range(min(2, count)):
+        buffer = pool.acquire(data_bytes + stats_bytes)
+        if buffer is None:
+            for s in slots:
+                pool.release(s)
+            return None
+        slots.append(buffer)
+    copier = staging.copier_for(t)
+    limit = torch.finfo(bus_dtype).max if narrowed else None
+
+    def issue(k):
+        start = k * per_chunk
+        stop = min(rows, start + per_chunk)
+        buffer = slots[k % 2]
+        host = buffer[: (stop - start) * row_bytes].view(bus_dtype).view(stop - start, width)
+        largest = None
+        with copier.device_work():
+            chunk = t[start:stop]
+            if narrowed:
+                largest = buffer[data_bytes : data_bytes + t.element_size()].view(t.dtype)
+                copier.copy(torch.linalg.vector_norm(chunk, ord=math.inf).reshape(1), largest)  # NaN stays NaN
+                chunk = copier.narrow(chunk, bus_dtype)
+            copier.copy(chunk, host)
+            return start, host, largest, copier.record()
+
+    results = []
+    finished = False
+    try:
+        copier.begin(t)
+        pending = issue(0)
+        for k in range(count):
+            start, host, largest, event = pending
+            copier.wait(event)
+            pending = issue(k + 1) if k + 1 < count else None
+            if largest is not None and not float(largest[0]) <= limit:
+                # NaN, infinity or overflow: the core narrows these rows (a plain copy in the
+                # source dtype, on the current stream, so after the producer's work).
+                host = t[start : start + host.shape[0]].to("cpu")
+            results.append(write(host, start))
+        finished = True
+    finally:
+        reusable = finished
+        if not finished:  # copies may still be queued into the slots: wait for all of them
+            try:
+                copier.wait(copier.record())
+                reusable = True
+            except BaseException:  # the error already being raised is the one to report
+                pass
+        for s in slots:
+            (pool.release if reusable else pool.discard)(s)
+    return results
+
+
+def host_copy(t, staging: Staging | None = None):
+    """``t`` (a device tensor) on the host in its own dtype and shape, contiguous: through a
+    pinned staging buffer that stays leased until the returned tensor is freed, or by the plain
+    copy (small inputs, a full pool, dtypes and layouts the staging does not take)."""
+    torch = sys.modules["torch"]
+    t = t.detach()
+    nbytes = t.numel() * t.element_size()
+    staging = staging or default_staging()
+    if nbytes < staging.plain_copy_below or not stageable(t, torch):
+        return t.to("cpu")
+    buffer = staging.pool.acquire(nbytes)
+    if buffer is None:
+        return t.to("cpu")
+    copier = staging.copier_for(t)
+    host = buffer[:nbytes].view(t.dtype).view(t.shape)
+    try:
+        copier.begin(t)
+        with copier.device_work():
+            copier.copy(t, host)
+            event = copier.record()
+        copier.wait(event)
+    except BaseException:
+        staging.pool.discard(buffer)  # a copy may still be queued into it
+        raise
+    weakref.finalize(host, staging.pool.release, buffer)
+    return host
+
+

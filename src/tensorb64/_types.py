@@ -1,0 +1,34 @@
+"""The names the public functions take, as types (for a type checker: a misspelt name is an error
+before it runs), and the shapes of what they return."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+# Output element types, as vLLM's embed_dtype names them.
+DType = Literal["float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
+# "native": this host's order.
+ByteOrder = Literal["little", "big", "native"]
+# Float text: "repr" is json.dumps(t.tolist())'s; "shortest" the fewest digits that read back.
+FloatFormat = Literal["repr", "shortest"]
+# What an OpenAI client asks for; "float" is OpenAI's default.
+EncodingFormat = Literal["float", "base64"]
+
+
+class EmbeddingEntry(TypedDict):
+    """One entry of a response's ``data``: the embedding is a base64 str or a list of floats."""
+
+    object: Literal["embedding"]
+    index: int
+    embedding: str | list[float]
+
+
+class BodyMetadata(TypedDict):
+    """vLLM's metadata of one row of a binary body: ``body[start:end]`` is the row."""
+
+    index: int
+    embed_dtype: str
+    endianness: Literal["little", "big"]
+    start: int
+    end: int
+    shape: list[int]

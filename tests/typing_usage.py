@@ -1,0 +1,45 @@
+"""The public API as a type checker sees it: mypy checks this file (`.ci/run`, after lint), not
+pytest. Correct calls must check clean with their precise result types; each wrong call is marked
+with the error mypy must find (`--warn-unused-ignores` makes a mark that no longer matches an
+error fail the check)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+import tensorb64
+from tensorb64 import openai
+
+x = np.ones((2, 4), np.float32)
+
+rows: list[str] = tensorb64.encode_rows(x, dtype="float16", byteorder="big", threads=2)
+one: str = tensorb64.encode(x, dtype="bfloat16", byteorder="native")
+text_rows: list[bytes] = tensorb64.json_rows(x, float_format="shortest", threads=2)
+body, metadata = tensorb64.encode_body(x, dtype="fp8_e4m3")
+raw: bytes = body
+first_end: int = metadata[0]["end"]
+order: str = metadata[0]["endianness"]
+values: np.ndarray = tensorb64.decode(one, dtype="bfloat16", widen=True)
+matrix: np.ndarray = tensorb64.decode_rows(rows, dtype="float16")
+decoded: list[np.ndarray] = tensorb64.decode_body(body, metadata)
+data: list[openai.EmbeddingEntry] = openai.embedding_data(x, encoding_format="base64", dimensions=2, start_index=3)
+index: int = data[0]["index"]
+whole: bytes = openai.response_body(x, model="m", encoding_format="float", float_format="shortest", threads=2)
+chunks: Iterator[bytes] = openai.iter_response_body(x, model="m", chunk_size=1 << 16)
+level: str = tensorb64.simd_level()
+levels: list[str] = tensorb64.available_simd_levels()
+
+# A misspelt name is an error before it runs.
+tensorb64.encode_rows(x, dtype="float64")  # type: ignore[arg-type]
+tensorb64.encode(x, byteorder="network")  # type: ignore[arg-type]
+tensorb64.json_rows(x, float_format="fast")  # type: ignore[arg-type]
+openai.embedding_data(x, encoding_format="float16")  # type: ignore[arg-type]
+openai.response_body(x, model="m", dtype="int8")  # type: ignore[arg-type]
+tensorb64.decode(one, dtype="fp8")  # type: ignore[arg-type]
+# Results are what they are.
+count: int = tensorb64.encode(x)  # type: ignore[assignment]
+entries: bytes = openai.embedding_data(x)  # type: ignore[assignment]
+# The input comes first, by position.
+tensorb64.encode_body(embeddings=x)  # type: ignore[call-arg]
