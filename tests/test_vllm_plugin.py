@@ -402,3 +402,71 @@ def test_server_base64(servers, embed_dtype, endianness, dimensions):
     assert on.usage == off.usage
     width = {"float32": 4, "float16": 2, "bfloat16": 2}.get(embed_dtype, 1)
     assert len(on.data[0].embedding) == 4 * -(-(dimensions or 384) * width // 3)
+
+
+# ---- Dynamo's vLLM worker -------------------------------------------------------------------------
+
+# dynamo.vllm.handlers itself cannot be imported here (Dynamo 1.6.1 pins vLLM 0.31 and imports
+# torchvision, whose PyPI build does not load with torch 2.13's CPU build), so its row encoder is
+# read from Dynamo's wheel: the functions themselves, with the imports they use, in a module of that
+# name, which the plugin patches as it would patch Dynamo's.
+DYNAMO_FUNCTIONS = ("_flatten_pooling_tensor", "_pooling_output_to_list", "_encode_floats_to_base64", "_pooling_output_to_base64")
+
+
+@pytest.fixture(scope="module")
+def dynamo_handlers_source():
+    import ast
+    import os
+    import zipfile
+
+    wheel = os.environ.get("TENSORB64_DYNAMO_WHEEL")
+    if not wheel:
+        pytest.skip("TENSORB64_DYNAMO_WHEEL (a path to ai-dynamo's wheel; ci/vllm_check.sh sets it) is not set")
+    with zipfile.ZipFile(wheel) as z:
+        source = z.read("dynamo/vllm/handlers.py").decode()
+    functions = {node.name: ast.get_source_segment(source, node) for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    missing = [name for name in DYNAMO_FUNCTIONS if name not in functions]
+    assert not missing, f"Dynamo's handlers.py has no {missing}"
+    header = "import base64\nimport struct\nfrom typing import Any\n\nimport numpy as np\nimport torch\n\n\n"
+    return header + "\n\n\n".join(functions[name] for name in DYNAMO_FUNCTIONS) + "\n"
+
+
+def dynamo_rows():
+    """Rows as Dynamo's worker gets them: 1-D, (1, D), other float dtypes, views, grad, empty."""
+    x = embeddings(4, 384)
+    x[0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0])
+    yield x[0]
+    yield x[1:2]
+    yield x[2].to(torch.bfloat16)
+    yield x[2].to(torch.float16)
+    yield x[3].to(torch.float64) * 1e300  # beyond float32: cast as torch casts (inf)
+    yield x[:, 5]  # a strided view
+    yield x[3].clone().requires_grad_()
+    yield torch.empty(0)
+    yield embeddings(1, 3072)[0]
+
+
+def test_dynamo_encoder_swapped_on_import(dynamo_handlers_source, tmp_path):
+    """The plugin registered before Dynamo's module is imported (as in Dynamo's worker, where
+    vLLM loads plugins first): importing it swaps the encoder; the strings are Dynamo's own."""
+    package = tmp_path / "dynamo" / "vllm"
+    package.mkdir(parents=True)
+    (tmp_path / "dynamo" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "handlers.py").write_text(dynamo_handlers_source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        vllm_plugin.register()
+        import dynamo.vllm.handlers as handlers
+
+        swapped = handlers._pooling_output_to_base64
+        original = swapped.__tensorb64_replaces__
+        assert original.__module__ == "dynamo.vllm.handlers" and swapped is not original
+        assert vllm_plugin.patch_dynamo(handlers) and handlers._pooling_output_to_base64 is swapped  # idempotent
+        for row in dynamo_rows():
+            assert swapped(row) == original(row)
+        assert swapped([0.5, 1.5, 2.5]) == original([0.5, 1.5, 2.5])  # (a list: Dynamo's own path)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("dynamo.vllm.handlers", "dynamo.vllm", "dynamo"):
+            sys.modules.pop(name, None)
