@@ -85,6 +85,11 @@ void* allocate_result(void* context, const tb::body_layout& layout) {
     auto* a = static_cast<result_allocation*>(context);
     if (a->released != nullptr) PyEval_RestoreThread(a->released);
     void* memory = nullptr;
+    if (a->held) {  // a second call (see body_allocator): the first result is not used
+        PyBuffer_Release(&a->view);
+        a->held = false;
+    }
+    a->result = ref();
     a->result = ref(
         PyObject_CallFunction(a->allocate, "nnO", static_cast<Py_ssize_t>(layout.rows),
                               static_cast<Py_ssize_t>(layout.row_length),

@@ -280,6 +280,35 @@ def test_bad_base64_in_a_shuffled_body_names_the_row_byte():
     assert error_offset(bytes(body)) == at
 
 
+@pytest.mark.parametrize("change", ["bad character", "short row", "looks like a row", "cut"])
+def test_threads_give_the_same_error(change):
+    """A body large enough to be split over threads, spoiled in a late row: every thread count
+    gives one thread's message, byte for byte. "looks like a row": a shorter row, then another
+    string, whose '"' stands where a row's text would end (the reader guesses row ends by the
+    first row's length, and must then report what json.loads + the rules say)."""
+    x = sample(300, 1024, seed=3)
+    body = bytearray(response_body(x, model="m"))
+    at = body.index(b'"embedding":"', body.index(b'"index":250')) + 13
+    length = body.index(b'"', at) - at
+    if change == "bad character":
+        body[at + 20] = ord("!")
+    elif change == "short row":
+        body[at : at + length] = b"AACAPw=="
+    elif change == "looks like a row":
+        body[at : at + length] = (b'AACAPw==","z":"' + b"A" * length)[:length]
+        assert json.loads(body)["data"][250]["z"]  # still JSON: a row of one value
+    else:
+        body = body[: at + 100]
+    messages = set()
+    for threads in (1, 2, 4):
+        with pytest.raises(ValueError) as info:
+            decode_response_body(bytes(body), threads=threads)
+        messages.add(str(info.value))
+    assert len(messages) == 1, messages
+    offset = int(re.search(r"at byte (\d+)", messages.pop()).group(1))
+    assert offset == {"bad character": at + 20, "cut": at - 1}.get(change, at - 1)
+
+
 # ---- hostile bytes: hypothesis --------------------------------------------------------------
 
 

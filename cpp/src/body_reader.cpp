@@ -14,6 +14,14 @@
 // is reached, without finding the end of its text first: its length is known from the row
 // length, and a text that is not exactly that long fails the decoder (a '"' or '\\' is not in the
 // alphabet), which sends it down the careful path.
+//
+// Pass 1 does not read the text of the base64 rows either: once the first row has given the
+// length of a row's text, a later row whose text has a '"' exactly that far on is taken to end
+// there (a guess: its text is not looked at). Pass 2 decodes every such row over exactly that text
+// with the strict decoder, whose alphabet has no '"', '\\', control or non-ASCII byte: when it
+// succeeds, the guess was the string json.loads reads. When anything fails after a guess, the
+// body is read again from the start with every string scanned, which gives the error (or, for a
+// body whose guessed string only looked like a row, the result) that no guessing would have.
 #include "tensorb64/body_reader.hpp"
 
 #include <algorithm>
@@ -158,11 +166,14 @@ decode_result escaped_base64(const string_span& s, const body_options& options, 
 
 class structure_pass {
 public:
-    structure_pass(const char* body, std::size_t size, const body_options& options)
-        : body_(body), end_(body + size), options_(options) {}
+    // guess_rows: skip a base64 row's text by the first row's length (see the top of the file).
+    structure_pass(const char* body, std::size_t size, const body_options& options, bool guess_rows)
+        : body_(body), end_(body + size), options_(options), guess_rows_(guess_rows) {}
 
     // Validates the body and finds its data list: ok, or the first error.
     body_error run(body_layout* layout, data_scan* data);
+    // Whether some row's end was guessed: then an error, here or in pass 2, may be the guess's.
+    bool guessed() const noexcept { return guessed_; }
 
 private:
     const char* grammar_error(const failure& f) noexcept {
@@ -203,10 +214,26 @@ private:
         return p;
     }
 
+    // The string at `p` (an embedding's opening quote), its end guessed where it can be.
+    const char* row_text(const char* p, string_span* s, failure* f) noexcept {
+        if (text_length_ != 0 && static_cast<std::size_t>(end_ - p) > text_length_ + 1 &&
+            p[text_length_ + 1] == '"') {
+            guessed_ = true;
+            s->begin = p + 1;
+            s->end = p + 1 + text_length_;
+            s->escaped = false;
+            return s->end + 1;
+        }
+        return json::scan_string(p, end_, s, f);
+    }
+
     const char* body_;
     const char* end_;
     body_options options_;
     body_error error_;
+    bool guess_rows_;
+    bool guessed_ = false;
+    std::size_t text_length_ = 0;  // of the current list's rows, when guessing (0: not known)
 };
 
 const char* structure_pass::scan_entry(const char* p, entry_scan* e) {
@@ -223,13 +250,21 @@ const char* structure_pass::scan_entry(const char* p, entry_scan* e) {
         if (json::string_equals(key, "embedding", 9)) {
             if (e->embedding != nullptr) {
                 e->repeated = true;
-                // The list it replaces was only glanced at: json.loads would still refuse it.
+                // The list it replaces was only glanced at, the string's end perhaps guessed:
+                // json.loads would still refuse them, and pass 2 decodes neither. (A guess that
+                // was wrong ends elsewhere, which the careful reading reports.)
                 if (e->kind == entry_scan::numbers && skip(e->embedding) == nullptr) return nullptr;
+                if (e->kind == entry_scan::text && guessed_) {
+                    const char* past = skip(e->embedding);
+                    if (past == nullptr) return nullptr;
+                    if (past != e->string.end + 1)
+                        return expect_failure(e->embedding, "a string where a row was guessed");
+                }
             }
             e->embedding = p;
             if (*p == '"') {
                 e->kind = entry_scan::text;
-                p = json::scan_string(p, end_, &e->string, &f);
+                p = row_text(p, &e->string, &f);
                 if (p == nullptr) return grammar_error(f);
             } else if (*p == '[' && (e->list = json::glance_list(p + 1, end_)).close != nullptr) {
                 e->kind = entry_scan::numbers;
@@ -303,6 +338,10 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
     if (d->rows == 0) {
         d->encoding = encoding;
         d->row_length = n;
+        if (guess_rows_ && encoding == row_encoding::base64 &&
+            !encoded_size(n * dtype_size(options_.stored.type), &text_length_)) {
+            text_length_ = 0;
+        }
     } else if (encoding != d->encoding) {
         return fault(body_status::mixed_formats, e.embedding,
                      d->encoding == row_encoding::base64
@@ -324,6 +363,7 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
 
 const char* structure_pass::scan_data(const char* p, data_scan* d) {
     d->begin = p;
+    text_length_ = 0;
     p = skip_space(p + 1, end_);
     if (p < end_ && *p == ']') return d->end = p + 1;
     for (;;) {
@@ -375,7 +415,14 @@ body_error structure_pass::run(body_layout* layout, data_scan* data) {
         const char* value = p;
         if (json::string_equals(key, "data", 4)) {
             // The list it replaces was decoded by nobody: json.loads would still refuse it.
-            if (have_data && not_a_list == nullptr && skip(data->begin) == nullptr) return error_;
+            if (have_data && not_a_list == nullptr) {
+                const char* past = skip(data->begin);
+                if (past == nullptr) return error_;
+                if (past != data->end) {  // only where a guessed row end was wrong
+                    expect_failure(data->begin, "a list where rows were guessed");
+                    return error_;
+                }
+            }
             have_data = true;
             not_a_list = nullptr;
             if (*p == '[') {
@@ -613,22 +660,15 @@ std::string to_string(const body_error& e) {
     return "unknown body status";
 }
 
-body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
-                                body_allocator allocate, void* context, body_layout* layout) {
-    *layout = body_layout();
-    data_scan data;
-    body_error error = structure_pass(body, size, options).run(layout, &data);
-    if (error.status != body_status::ok) return error;
-    void* out = allocate(context, *layout);
-    if (out == nullptr) {
-        error.status = body_status::no_output;
-        return error;
-    }
-    if (layout->rows == 0) return error;
+namespace {
 
+// Pass 2 over the rows pass 1 found, split over the threads asked for.
+body_error decode_rows(const char* body, std::size_t size, const body_options& options,
+                       const body_layout& layout, const data_scan& data, void* out) {
+    body_error error;
     std::unique_ptr<std::atomic<std::uint64_t>[]> seen;
     if (!data.indexes_in_order) {
-        const std::size_t words = (layout->rows + 63) / 64;
+        const std::size_t words = (layout.rows + 63) / 64;
         seen.reset(new (std::nothrow) std::atomic<std::uint64_t>[words]);
         if (!seen) {
             error.status = body_status::no_output;
@@ -637,7 +677,7 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
         }
         for (std::size_t i = 0; i < words; ++i) seen[i].store(0, std::memory_order_relaxed);
     }
-    const decode_pass pass(body, size, options, *layout, data, static_cast<unsigned char*>(out),
+    const decode_pass pass(body, size, options, layout, data, static_cast<unsigned char*>(out),
                            seen.get());
 
     const std::size_t list_bytes = static_cast<std::size_t>(data.end - data.begin);
@@ -645,7 +685,7 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
         std::min<std::size_t>({std::max<unsigned>(options.threads, 1), data.starts.count,
                                std::max<std::size_t>(list_bytes / bytes_per_thread, 1)});
     if (parts <= 1) {
-        pass.run(data.starts.at[0], layout->rows, &error);
+        pass.run(data.starts.at[0], layout.rows, &error);
         return error;
     }
     // Part t runs from checkpoint first(t) to the next part's first entry.
@@ -653,7 +693,7 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
     body_error errors[checkpoints::capacity];
     run_parts(parts, [&](std::size_t t) {
         const std::size_t from = data.starts.ordinal[first(t)];
-        const std::size_t to = t + 1 == parts ? layout->rows : data.starts.ordinal[first(t + 1)];
+        const std::size_t to = t + 1 == parts ? layout.rows : data.starts.ordinal[first(t + 1)];
         pass.run(data.starts.at[first(t)], to - from, &errors[t]);
     });
     for (std::size_t t = 0; t < parts; ++t) {  // the error nearest the start of the body
@@ -663,6 +703,50 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
         }
     }
     return error;
+}
+
+bool same_shape(const body_layout& a, const body_layout& b) noexcept {
+    return a.rows == b.rows && a.row_length == b.row_length && a.encoding == b.encoding &&
+           a.element_size == b.element_size;
+}
+
+}  // namespace
+
+body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
+                                body_allocator allocate, void* context, body_layout* layout) {
+    *layout = body_layout();
+    data_scan data;
+    structure_pass guessing(body, size, options, true);
+    body_error error = guessing.run(layout, &data);
+    void* out = nullptr;
+    if (error.status == body_status::ok) {
+        out = allocate(context, *layout);
+        if (out == nullptr) {
+            error.status = body_status::no_output;
+            return error;
+        }
+        if (layout->rows == 0) return error;
+        error = decode_rows(body, size, options, *layout, data, out);
+    }
+    if (error.status == body_status::ok || error.status == body_status::no_output ||
+        !guessing.guessed()) {
+        return error;
+    }
+    // Something failed after a row's end was guessed: read the body again, every string scanned.
+    const body_layout guessed_layout = *layout;
+    *layout = body_layout();
+    data = data_scan();
+    error = structure_pass(body, size, options, false).run(layout, &data);
+    if (error.status != body_status::ok) return error;
+    if (out == nullptr || !same_shape(*layout, guessed_layout)) {
+        out = allocate(context, *layout);
+        if (out == nullptr) {
+            error.status = body_status::no_output;
+            return error;
+        }
+    }
+    if (layout->rows == 0) return error;
+    return decode_rows(body, size, options, *layout, data, out);
 }
 
 }  // namespace tensorb64

@@ -1,17 +1,17 @@
 // The AVX-512 JSON number-row parser (the avx512 level's third entry, kernels.hpp): numbers eight
 // at a time. The row's separators (',' and ']') come from 64-byte compares; each number's text,
-// up to its separator, is loaded into one 32-byte half of a vector (masked: nothing at or past
-// `end` is read) and checked in bulk against the common shape -?(0|[1-9][0-9]*)\.[0-9]+ with at
-// most 24 digits and 22 after the point; vpermb drops the point and right-aligns the digits,
-// multiply-adds (vpmaddubsw, vpmaddwd, vpmuludq) make them integers, and the value is
-// w / 10^f in double lanes: exact division, correctly rounded (Clinger's fast path), when
-// w <= 2^53; otherwise within 3 units of the last place of the correctly rounded double, which
-// gives the same float32 unless the quotient lies within 8 double units of a float32 midpoint
-// (about 1 in 2^25). Then vcvtpd2ps: double, then float32, as the reference. Any number outside
-// that shape or margin (exponents, integers, NaN, whitespace, errors) goes through the scalar
-// parser: the number alone when it ends at its separator, otherwise the rest of the row, so that
-// values, ends and errors equal the scalar level's (number_parser_tests: every level against the
-// scalar one).
+// from past its ',' (and the one space of json.dumps's ", ") up to its separator, is loaded into
+// one 32-byte half of a vector (masked: nothing at or past `end` is read) and checked in bulk
+// against the common shape -?(0|[1-9][0-9]*)\.[0-9]+ with at most 24 digits and 22 after the point;
+// vpermb drops the point and right-aligns the digits, multiply-adds (vpmaddubsw, vpmaddwd,
+// vpmuludq) make them integers, and the value is w / 10^f in double lanes: exact division,
+// correctly rounded (Clinger's fast path), when w <= 2^53; otherwise within 3 units of the last
+// place of the correctly rounded double, which gives the same float32 unless the quotient lies
+// within 8 double units of a float32 midpoint (about 1 in 2^25). Then vcvtpd2ps: double, then
+// float32, as the reference. Any number outside that shape or margin (exponents, integers, NaN,
+// whitespace, errors) goes through the scalar parser: the number alone when it ends at its
+// separator, otherwise the rest of the row, so that values, ends and errors equal the scalar
+// level's (number_parser_tests: every level against the scalar one).
 //
 // The double arithmetic runs under ieee_fp_environment (round to nearest even, no FTZ/DAZ),
 // whatever the caller's settings.
@@ -107,9 +107,11 @@ private:
     std::uint64_t bits_ = 0;
 };
 
-// Eight numbers' texts: number i is [start[i], start[i + 1] - 1), ending at its separator.
+// Eight numbers' texts: number i is [start[i], stop[i]), ending at its separator stop[i]. A
+// number starts one byte past a ',' or, after ", " (Python's json.dumps layout), two.
 struct number_group {
     const char* start[9];
+    const char* stop[8];
 };
 
 // What converting a group gave: the float32 values, and which of them took the fast path.
@@ -156,8 +158,8 @@ inline __m512i digit_groups(const number_group& g, int k, unsigned* fast, unsign
                             std::uint64_t* fractions) noexcept {
     const char* a = g.start[2 * k];
     const char* b = g.start[2 * k + 1];
-    const std::size_t length_a = static_cast<std::size_t>(g.start[2 * k + 1] - 1 - a);
-    const std::size_t length_b = static_cast<std::size_t>(g.start[2 * k + 2] - 1 - b);
+    const std::size_t length_a = static_cast<std::size_t>(g.stop[2 * k] - a);
+    const std::size_t length_b = static_cast<std::size_t>(g.stop[2 * k + 1] - b);
     const __mmask32 window_a = length_a >= 32 ? ~__mmask32{0} : (__mmask32{1} << length_a) - 1;
     const __mmask32 window_b = length_b >= 32 ? ~__mmask32{0} : (__mmask32{1} << length_b) - 1;
     const __m512i text =
@@ -264,7 +266,8 @@ number_row parse_number_row_avx512(const char* p, const char* end, float* out,
         while (n < 8) {
             const char* at = separators.next();
             if (at == nullptr) break;
-            g.start[++n] = at + 1;
+            g.stop[n] = at;
+            g.start[++n] = at + 1 + (*at == ',' && end - at > 1 && at[1] == ' ');
             if (*at == ']') {
                 last = true;
                 break;
@@ -285,7 +288,7 @@ number_row parse_number_row_avx512(const char* p, const char* end, float* out,
             const char* expected;
             const char* next =
                 detail::parse_one_float32(g.start[i], end, &value, &error_at, &expected);
-            if (next != g.start[i + 1] - 1) {
+            if (next != g.stop[i]) {
                 return detail::parse_number_row_scalar_from(g.start[i], end, out, capacity,
                                                             count + i);
             }

@@ -345,6 +345,29 @@ void test_threads() {
     CHECK(o.error.offset == body.find("\"embedding\":\"", at) + 20);
 }
 
+// Pass 1 guesses where a row's text ends from the first row's length; a string that only looks
+// that long (a '"' at that distance) must read as if nothing were guessed, at every thread count.
+void test_guessed_row_ends() {
+    using s = tb::body_status;
+    const std::vector<float> values = {1.0f, 2.0f};
+    const std::string row = base64_of(values);  // 12 characters
+    const std::string entry0 = "{\"index\":0,\"embedding\":\"" + row + "\"}";
+    // A shorter row with a '"' twelve characters on: the rows' lengths differ.
+    const std::string short_row =
+        "{\"data\":[" + entry0 + ",{\"index\":1,\"embedding\":\"AACAPw==\",\"z\":\"CD\"}]}";
+    // The same string, then replaced by a row: the body reads.
+    const std::string replaced =
+        "{\"data\":[" + entry0 +
+        ",{\"index\":1,\"embedding\":\"AACAPw==\",\"z\":\"\",\"embedding\":\"" + row + "\"}]}";
+    for (unsigned threads : {1u, 2u}) {
+        tb::body_options options;
+        options.threads = threads;
+        CHECK_ERROR(read(short_row, options), s::unequal_rows, short_row.find("\"AACAPw==\""));
+        const outcome o = read(replaced, options);
+        CHECK(o.error.status == s::ok && same_bits(o.values, {values, values}));
+    }
+}
+
 // Every level's base64 group decoder against the scalar one: every byte value at every position of
 // a text long enough for the SIMD loops and their scalar tails, same verdict, same bytes.
 void test_decoders_every_level() {
@@ -391,6 +414,7 @@ int main() {
         test_allocator_refusal();
         test_truncations_and_changes();
         test_threads();
+        test_guessed_row_ends();
     }
     std::printf("body_reader_tests: %ld passed, %ld failed\n", test_check::passed,
                 test_check::failed);

@@ -543,7 +543,12 @@ void test_levels(long rows) {
         const bool clean = rng() % 2 == 0;  // only the writer's texts, comma-separated
         std::string text = (rng() % 16 == 0) ? " " : "";
         for (std::size_t i = 0; i < n; ++i) {
-            if (i > 0) text += (clean || rng() % 16 != 0) ? "," : (rng() & 1) ? ", " : " ,\n";
+            // The clean rows in orjson's layout and in json.dumps's (", "); the others with any
+            // whitespace around the commas.
+            const char* const spaced[] = {", ", ",  ", " ,\n", ",\t"};
+            if (i > 0) {
+                text += clean ? ((r & 2) ? ", " : ",") : rng() % 16 != 0 ? "," : spaced[rng() % 4];
+            }
             if (clean) {
                 char buffer[64];
                 const float x =

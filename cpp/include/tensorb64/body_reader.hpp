@@ -79,7 +79,8 @@ std::string to_string(const body_error& error);
 // Gives the result's memory: layout.rows * layout.row_length elements of layout.element_size bytes,
 // rows contiguous, aligned for the elements; nullptr to stop (read_embeddings_body then returns
 // no_output). Called once, after the whole body has been validated as JSON, from the calling
-// thread.
+// thread; called again (the first memory no longer used) only when a row's guessed end was wrong
+// and the careful reading found a result of another shape (body_reader.cpp says when).
 using body_allocator = void* (*)(void* context, const body_layout& layout);
 
 // Reads `body` (`size` bytes of UTF-8): the rows of its "data" entries, each placed by its "index",
