@@ -66,14 +66,25 @@ struct body {
 
 body make_body(const std::vector<std::uint32_t>& bits, std::size_t rows, std::size_t dim,
                bool shortest) {
+    // Each row as production writes it (write_float_rows: json.dumps's layout for repr).
     body b;
-    std::vector<char> buffer(tensorb64::kReprMaxBytes * (dim + 1) + 4);
+    const tensorb64::float_format format =
+        shortest ? tensorb64::float_format::shortest : tensorb64::float_format::repr;
     for (std::size_t r = 0; r < rows; ++r) {
-        std::size_t bad = 0;
-        char* e = tensorb64::write_json_row_f32(bits.data() + r * dim, dim, shortest, buffer.data(),
-                                                &bad);
+        const tensorb64::strided_rows row{bits.data() + r * dim, 1, dim, 0, 4,
+                                          {tensorb64::dtype::float32, tensorb64::host_byte_order}};
+        std::size_t bound = 0;
+        std::vector<char> buffer;
+        if (tensorb64::float_row_bound(dim, tensorb64::dtype::float32, format, &bound))
+            buffer.resize(bound);
+        char* out = buffer.data();
+        std::size_t length = 0;
+        if (buffer.empty() || !tensorb64::write_float_rows(row, format, &out, &length).finite) {
+            std::fprintf(stderr, "row %zu could not be written\n", r);
+            std::exit(1);
+        }
         b.row_starts.push_back(b.text.size() + 1);
-        b.text.append(buffer.data(), e);
+        b.text.append(out, length);
         b.text += ',';
     }
     return b;
