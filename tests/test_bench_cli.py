@@ -103,12 +103,12 @@ def test_cuda_bench_paths_checks_and_report_run_on_cpu_tensors():
     for source, B, D, out in _bench_cuda.CASES:
         paths = _bench_cuda._paths(torch, pybase64, t.to(getattr(torch, source)), out)
         host = t.to(getattr(torch, source))
-        rows, body = tensorb64.encode_rows(host, dtype=out), tensorb64.response_body(host, model="m", dtype=out)
+        rows, body = tensorb64.encode_rows(host, dtype=out), tensorb64.response_body(host, model="m", encoding_format="base64", dtype=out)
         assert _bench_cuda._check(paths, rows, body) == []
         assert _bench_cuda._check(paths, rows[:-1], body) != []  # a wrong output is reported
         cases.append({"input": source, "B": B, "D": D, "output": out, "errors": [],
                       "results": {name: measured for name in paths}})
-    report = {"cases": cases, "gpu": {"plain_copy_below": _bench_cuda._cuda.PLAIN_COPY_BELOW},
+    report = {"cases": cases, "gpu": {"plain_copy_below": _bench_cuda._staging.PLAIN_COPY_BELOW},
               "threshold": [{"bytes": 16384, "results": {"pinned staged copy": measured, "t.cpu()": measured}}]}
     text = "\n".join(_bench_cuda.lines(report))
     for key in _bench_cuda.TARGETS:
