@@ -36,9 +36,10 @@ def test_shared_keywords_have_one_name_and_one_default():
     defaults: dict = {}
     for function in ARRAY_TAKERS + [tensorb64.decode, tensorb64.decode_rows]:
         for p in inspect.signature(function).parameters.values():
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("model", "encoding_format"):
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "model":
                 defaults.setdefault(p.name, set()).add(repr(p.default))
     assert {name: len(values) for name, values in defaults.items()} == dict.fromkeys(defaults, 1)
+    assert defaults["encoding_format"] == {"'float'"}  # OpenAI's default, everywhere
     for name in ("dtype", "byteorder", "threads"):
         assert name in inspect.signature(openai.embedding_data).parameters
 
@@ -65,7 +66,7 @@ def test_a_broadcast_tensor_of_2_61_rows_is_a_memory_error_not_a_bounds_error():
     torch = pytest.importorskip("torch")
     rows = torch.zeros(1, 2).expand(2**61, 2)
     for call in (lambda: tensorb64.encode_rows(rows), lambda: tensorb64.encode_body(rows),
-                 lambda: openai.response_body(rows, model="m")):
+                 lambda: openai.response_body(rows, model="m", encoding_format="base64")):
         with pytest.raises(MemoryError, match=r"\(2305843009213693952 rows\), more than this machine's memory"):
             call()
     # Rows that multiply past 2**64 (torch and numpy refuse to make them; a tensor-like object
