@@ -24,10 +24,9 @@ from __future__ import annotations
 import base64
 import os
 import platform
-
-import tensorb64
 from dataclasses import replace
 
+import tensorb64
 from tensorb64 import _cuda, _staging
 from .timing import measure
 
