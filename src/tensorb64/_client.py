@@ -12,19 +12,13 @@ its place in the result): no JSON tree, no Python object per row or per value.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, Callable, NamedTuple, Union
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from . import _native
 from ._decode import _result_dtype
-from ._types import ByteOrder, DType
-
-# What decode_response_body reads: the body's bytes, or its text.
-ResponseBody = Union[bytes, bytearray, memoryview, str]
-# What the openai client's ``embeddings.create`` takes as ``input``: texts or token ids.
-EmbeddingInput = Union[str, Sequence[str], Sequence[int], Sequence[Sequence[int]]]
+from ._types import ByteOrder, DType, EmbeddingInput, ResponseBody
 
 __all__ = ["EmbeddingsResponse", "decode_response", "decode_response_body", "embed", "aembed"]
 
