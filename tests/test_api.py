@@ -21,8 +21,12 @@ ARRAY_TAKERS = [tensorb64.encode, tensorb64.encode_rows, tensorb64.json_rows, te
                 openai.embedding_data, openai.response_body, openai.iter_response_body]
 
 
-@pytest.mark.parametrize("function", ARRAY_TAKERS + [tensorb64.decode, tensorb64.decode_rows, tensorb64.decode_body],
-                         ids=lambda f: f.__name__)
+BODY_READERS = [openai.decode_response_body, openai.decode_response]
+CLIENT_CALLS = [openai.embed, openai.aembed]
+
+
+@pytest.mark.parametrize("function", ARRAY_TAKERS + [tensorb64.decode, tensorb64.decode_rows, tensorb64.decode_body]
+                         + BODY_READERS, ids=lambda f: f.__name__)
 def test_inputs_come_first_by_position_and_options_by_keyword(function):
     parameters = list(inspect.signature(function).parameters.values())
     inputs = [p for p in parameters if p.kind is inspect.Parameter.POSITIONAL_ONLY]
@@ -30,15 +34,25 @@ def test_inputs_come_first_by_position_and_options_by_keyword(function):
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters[len(inputs):])
     if function in ARRAY_TAKERS:
         assert [p.name for p in inputs] == ["embeddings"]
+    if function in BODY_READERS:
+        assert [p.name for p in inputs] == ["body"]
+
+
+@pytest.mark.parametrize("function", CLIENT_CALLS, ids=lambda f: f.__name__)
+def test_the_client_calls_take_the_client_by_position_and_the_request_by_keyword(function):
+    parameters = list(inspect.signature(function).parameters.values())
+    assert [p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_ONLY] == ["client"]
+    assert {"input", "model", "threads"} <= {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
 def test_shared_keywords_have_one_name_and_one_default():
     defaults: dict = {}
-    for function in ARRAY_TAKERS + [tensorb64.decode, tensorb64.decode_rows]:
+    for function in ARRAY_TAKERS + [tensorb64.decode, tensorb64.decode_rows] + BODY_READERS + CLIENT_CALLS:
         for p in inspect.signature(function).parameters.values():
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("model", "encoding_format"):
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "model":
                 defaults.setdefault(p.name, set()).add(repr(p.default))
     assert {name: len(values) for name, values in defaults.items()} == dict.fromkeys(defaults, 1)
+    assert defaults["encoding_format"] == {"'float'"}  # OpenAI's default, everywhere
     for name in ("dtype", "byteorder", "threads"):
         assert name in inspect.signature(openai.embedding_data).parameters
 
@@ -65,7 +79,7 @@ def test_a_broadcast_tensor_of_2_61_rows_is_a_memory_error_not_a_bounds_error():
     torch = pytest.importorskip("torch")
     rows = torch.zeros(1, 2).expand(2**61, 2)
     for call in (lambda: tensorb64.encode_rows(rows), lambda: tensorb64.encode_body(rows),
-                 lambda: openai.response_body(rows, model="m")):
+                 lambda: openai.response_body(rows, model="m", encoding_format="base64")):
         with pytest.raises(MemoryError, match=r"\(2305843009213693952 rows\), more than this machine's memory"):
             call()
     # Rows that multiply past 2**64 (torch and numpy refuse to make them; a tensor-like object

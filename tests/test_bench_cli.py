@@ -3,7 +3,6 @@
 No timing is asserted here: performance is measured by benchmarks/bench.py, never by tests.
 """
 
-import base64
 import importlib.util
 import json
 import subprocess
@@ -103,12 +102,12 @@ def test_cuda_bench_paths_checks_and_report_run_on_cpu_tensors():
     for source, B, D, out in _bench_cuda.CASES:
         paths = _bench_cuda._paths(torch, pybase64, t.to(getattr(torch, source)), out)
         host = t.to(getattr(torch, source))
-        rows, body = tensorb64.encode_rows(host, dtype=out), tensorb64.response_body(host, model="m", dtype=out)
+        rows, body = tensorb64.encode_rows(host, dtype=out), tensorb64.response_body(host, model="m", encoding_format="base64", dtype=out)
         assert _bench_cuda._check(paths, rows, body) == []
         assert _bench_cuda._check(paths, rows[:-1], body) != []  # a wrong output is reported
         cases.append({"input": source, "B": B, "D": D, "output": out, "errors": [],
                       "results": {name: measured for name in paths}})
-    report = {"cases": cases, "gpu": {"plain_copy_below": _bench_cuda._cuda.PLAIN_COPY_BELOW},
+    report = {"cases": cases, "gpu": {"plain_copy_below": _bench_cuda._staging.PLAIN_COPY_BELOW},
               "threshold": [{"bytes": 16384, "results": {"pinned staged copy": measured, "t.cpu()": measured}}]}
     text = "\n".join(_bench_cuda.lines(report))
     for key in _bench_cuda.TARGETS:
@@ -129,7 +128,7 @@ def test_plotting_and_allocator_control_load_only_when_the_bench_asks():
 
 def test_client_bench_routes_read_back_the_embeddings_and_a_wrong_array_is_reported():
     # Every route of the client section on small bodies, as the bench checks them before timing;
-    # tensorb64's own routes are rows where tensorb64.openai has them, absent notes where not.
+    # tensorb64's own routes (decode_response_body; embed for base64 bodies) among them.
     import numpy as np
 
     mods = {m: pytest.importorskip(m) for m in ("openai", "orjson", "pybase64")}
@@ -138,48 +137,34 @@ def test_client_bench_routes_read_back_the_embeddings_and_a_wrong_array_is_repor
 
     x = np.random.default_rng(5).normal(0, 0.05, (3, 7)).astype(np.float32)
     for kind in client.BODIES:
-        paths, absent = client.routes(mods, ours, kind, client._body(kind, x), *x.shape)
+        paths = client.routes(mods, ours, kind, client._body(kind, x), *x.shape)
         assert client._check(paths, x) == []
         wrong = x.copy()
         wrong[2, 6] = np.nextafter(wrong[2, 6], 1)
         assert client._check(paths, wrong) != []
-        assert (client.DECODER in paths) == hasattr(ours, "decode_response_body") != any(client.DECODER in a for a in absent)
+        assert client.DECODER in paths and (client.EMBED in paths) == (kind == "base64")
         if kind == "base64":
-            assert (client.EMBED in paths) == hasattr(ours, "embed") != any(client.EMBED in a for a in absent)
             assert "pybase64 alone over the row strings (floor)" in paths
 
 
-def test_client_bench_measures_the_decoder_and_embed_where_the_api_has_them():
-    # The rows and ratios the client section gives once tensorb64.openai has decode_response_body
-    # and embed, run here through a stand-in module whose two functions read the body with json
-    # and numpy, so that the wiring is tested before the real decoder exists.
-    import types
-
+def test_client_bench_measures_the_decoder_and_embed_and_states_the_targets():
+    # The rows, ratios and target lines the client section gives, on a small body (quickly timed).
     import numpy as np
 
     mods = {m: pytest.importorskip(m) for m in ("openai", "orjson", "pybase64")}
+    from tensorb64 import openai as api
     from tensorb64._bench import client
     from tensorb64._bench.timing import measure_paths
 
-    def decode_response_body(body):
-        rows = [np.frombuffer(base64.b64decode(e["embedding"]), "<f4") if isinstance(e["embedding"], str) else e["embedding"]
-                for e in json.loads(body)["data"]]
-        return np.array(rows, dtype=np.float32)
-
-    def embed(openai_client, *, input, model):
-        response = openai_client.embeddings.with_raw_response.create(input=input, model=model, encoding_format="base64")
-        return decode_response_body(response.http_response.content)
-
-    api = types.SimpleNamespace(decode_response_body=decode_response_body, embed=embed)
     x = np.random.default_rng(6).normal(0, 0.05, (3, 7)).astype(np.float32)
     cfg = {"mode": "smoke", "rounds": 3, "sample_s": 0.0005, "budget_s": 0.01}
     for kind in client.BODIES:
-        paths, absent = client.routes(mods, api, kind, client._body(kind, x), *x.shape)
-        assert absent == [] and client._check(paths, x) == []
+        paths = client.routes(mods, api, kind, client._body(kind, x), *x.shape)
+        assert client._check(paths, x) == []
         results = measure_paths(paths, cfg, checked=True, ref=client.DECODER, ratio_key="vs_decoder")
         assert {r["path"] for r in results} >= {client.DECODER} | ({client.EMBED} if kind == "base64" else set())
         assert all(r["vs_decoder"] > 0 for r in results if "us" in r)
-        case = {"body": kind, "B": 3, "D": 7, "body_bytes": 1, "results": results, "absent": absent, "errors": []}
+        case = {"body": kind, "B": 3, "D": 7, "body_bytes": 1, "results": results, "errors": []}
         assert all(row[-1].endswith("×") for row in client.table_rows([case]) if row[-3] != "skipped")
         # The issue's targets are stated for 64x3072: the same rows under that shape give each line.
         targets = "\n".join(client.target_lines([{**case, "B": 64, "D": 3072}]))

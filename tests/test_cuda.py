@@ -54,10 +54,10 @@ def test_every_entry_point_equals_the_cpu_copy(source, shape):
         for x, cx in ((t, c), (view, cview)):
             assert tensorb64.encode_rows(x, dtype=output) == tensorb64.encode_rows(cx, dtype=output), output
             assert tensorb64.encode_body(x, dtype=output, byteorder="big") == tensorb64.encode_body(cx, dtype=output, byteorder="big"), output
-            assert response_body(x, model="m", dtype=output) == response_body(cx, model="m", dtype=output), output
+            assert response_body(x, model="m", encoding_format="base64", dtype=output) == response_body(cx, model="m", encoding_format="base64", dtype=output), output
         assert tensorb64.encode(t, dtype=output) == tensorb64.encode(c, dtype=output)
     assert embedding_data(view, encoding_format="base64") == embedding_data(cview, encoding_format="base64")
-    assert b"".join(iter_response_body(t, model="m", dtype="float16", chunk_size=100_000)) == response_body(c, model="m", dtype="float16")
+    assert b"".join(iter_response_body(t, model="m", encoding_format="base64", dtype="float16", chunk_size=100_000)) == response_body(c, model="m", encoding_format="base64", dtype="float16")
     finite = torch.nan_to_num(t, nan=0.0, posinf=1.0, neginf=-1.0)
     for float_format in ("repr", "shortest"):
         assert response_body(finite, model="m", encoding_format="float", float_format=float_format) == response_body(
@@ -121,9 +121,9 @@ def test_device_index_zero_named_explicitly_and_requires_grad():
 
 def test_concurrent_threads_on_the_gpu():
     tensors = [edge_values(300 + 17 * i, 1024, (torch.float32, torch.bfloat16)[i % 2]) for i in range(8)]
-    expected = [(tensorb64.encode_rows(t.cpu()), response_body(t.cpu(), model="m", dtype="float16")) for t in tensors]
+    expected = [(tensorb64.encode_rows(t.cpu()), response_body(t.cpu(), model="m", encoding_format="base64", dtype="float16")) for t in tensors]
     def check(i):
-        return (tensorb64.encode_rows(tensors[i]), response_body(tensors[i], model="m", dtype="float16")) == expected[i]
+        return (tensorb64.encode_rows(tensors[i]), response_body(tensors[i], model="m", encoding_format="base64", dtype="float16")) == expected[i]
 
     failures = failures_in_threads(check, count=8, repeats=5)
     assert failures == []

@@ -188,7 +188,7 @@ def test_encode_body_and_response_body_equal_the_host_path(routed, source, outpu
     for byteorder in ("little", "big"):
         assert routed.encode_body(t, dtype=output, byteorder=byteorder) == tensorb64.encode_body(
             t, dtype=output, byteorder=byteorder)
-    kwargs = {"model": "m", "dtype": output, "dimensions": 30, "usage": {"prompt_tokens": 3, "total_tokens": 3}}
+    kwargs = {"model": "m", "encoding_format": "base64", "dtype": output, "dimensions": 30, "usage": {"prompt_tokens": 3, "total_tokens": 3}}
     expected = response_body(t, **kwargs)
     assert routed.response_body(t, **kwargs) == expected
     assert b"".join(routed.iter_response_body(t, chunk_size=700, **kwargs)) == expected
@@ -351,15 +351,15 @@ def test_a_full_pool_takes_the_plain_path(routed):
     routed.pool.limit = 1000  # smaller than one slot
     t = values(40, 37, torch.float32)
     assert routed.encode_body(t, dtype="float16") == tensorb64.encode_body(t, dtype="float16")
-    assert routed.response_body(t, model="m") == response_body(t, model="m")
+    assert routed.response_body(t, model="m", encoding_format="base64") == response_body(t, model="m", encoding_format="base64")
     assert routed.pool.refusals >= 2 and routed.pool.held == 0
 
 
 def test_concurrent_calls_never_share_a_slot(routed):
     routed.pool.limit = 320 << 10  # room for two calls' slots at once: the rest take the plain copy
     tensors = [values(30 + i, 24 + i, (torch.float32, torch.bfloat16)[i % 2], seed=i) for i in range(8)]
-    expected = [response_body(t, model="m", dtype="float16") for t in tensors]
-    failures = failures_in_threads(lambda i: routed.response_body(tensors[i], model="m", dtype="float16") == expected[i],
+    expected = [response_body(t, model="m", encoding_format="base64", dtype="float16") for t in tensors]
+    failures = failures_in_threads(lambda i: routed.response_body(tensors[i], model="m", encoding_format="base64", dtype="float16") == expected[i],
                                    count=8, repeats=10)
     assert failures == []
     assert routed.pool.leased == 0 and routed.pool.most_held <= routed.pool.limit and routed.pool.reuses > 0
@@ -367,13 +367,13 @@ def test_concurrent_calls_never_share_a_slot(routed):
 
 def test_a_suspended_generator_holds_no_staging_buffer(routed):
     t = values(60, 64, torch.float32, specials=False)
-    expected = response_body(t, model="m")
-    chunks = routed.iter_response_body(t, model="m", chunk_size=2000)
+    expected = response_body(t, model="m", encoding_format="base64")
+    chunks = routed.iter_response_body(t, model="m", encoding_format="base64", chunk_size=2000)
     pieces = []
     for piece in chunks:
         assert routed.pool.leased == 0
         other = values(20, 64, torch.float32, seed=1)  # another call in between reuses the buffers
-        assert routed.response_body(other, model="m") == response_body(other, model="m")
+        assert routed.response_body(other, model="m", encoding_format="base64") == response_body(other, model="m", encoding_format="base64")
         pieces.append(piece)
     assert len(pieces) > 2 and b"".join(pieces) == expected
 

@@ -82,7 +82,7 @@ def test_float_round_trip(float_format):
 @pytest.mark.parametrize("byteorder", BYTEORDERS)
 def test_widen_false_keeps_float16(byteorder):
     x = representable(sample(), "float16")
-    body = response_body(x, model="m", dtype="float16", byteorder=byteorder)
+    body = response_body(x, model="m", encoding_format="base64", dtype="float16", byteorder=byteorder)
     got = decode_response_body(body, dtype="float16", byteorder=byteorder, widen=False)
     assert got.dtype == np.float16 and np.array_equal(got, x.astype(np.float16))
     with pytest.raises(ValueError, match="numpy has no bfloat16"):
@@ -91,7 +91,7 @@ def test_widen_false_keeps_float16(byteorder):
 
 def test_every_input_type_and_out():
     x = sample()
-    body = response_body(x, model="m")
+    body = response_body(x, model="m", encoding_format="base64")
     for given_body in (body, bytearray(body), memoryview(body), body.decode()):
         assert same_bits(decode_response_body(given_body), x)
     out = np.empty_like(x)
@@ -116,7 +116,7 @@ def test_every_input_type_and_out():
 
 def test_model_and_usage_from_the_same_read():
     x = sample()
-    body = response_body(x, model="naïve \"m\"", usage={"prompt_tokens": 7, "total_tokens": 9}, extra={"id": "x"})
+    body = response_body(x, model="naïve \"m\"", encoding_format="base64", usage={"prompt_tokens": 7, "total_tokens": 9}, extra={"id": "x"})
     r = decode_response(body)
     assert isinstance(r, EmbeddingsResponse)
     assert same_bits(r.embeddings, x)
@@ -201,7 +201,7 @@ def test_repeated_keys_the_last_counts():
 
 
 def test_a_bom_as_json_loads_takes_it():
-    body = response_body(sample(), model="m")
+    body = response_body(sample(), model="m", encoding_format="base64")
     assert same_bits(decode_response_body(b"\xef\xbb\xbf" + body), sample())
     with pytest.raises(ValueError, match="at byte 0"):
         decode_response_body("\ufeff" + body.decode())  # json.loads refuses a BOM in a str
@@ -273,7 +273,7 @@ def test_every_error_names_its_byte(body, offset, words):
 
 def test_bad_base64_in_a_shuffled_body_names_the_row_byte():
     x = sample(8, 16)
-    body = bytearray(response_body(x, model="m"))
+    body = bytearray(response_body(x, model="m", encoding_format="base64"))
     at = body.index(b'"index":5')
     at = body.index(b'"embedding":"', at) + 13 + 7
     body[at] = ord("!")
@@ -349,7 +349,7 @@ def check_against_oracle(body):
 
 
 VALID = [
-    response_body(sample(3, 5), model="m"),
+    response_body(sample(3, 5), model="m", encoding_format="base64"),
     response_body(sample(3, 5), model="m", encoding_format="float"),
     response_body(sample(2, 3), model="m", encoding_format="float", float_format="shortest", dtype="float16"),
     json.dumps({"data": entries(sample(2, 4), "base64", order=[1, 0]), "x": [None, True, {"y": -1.5e-3}]}, indent=1).encode(),

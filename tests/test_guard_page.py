@@ -152,10 +152,10 @@ def _bodies() -> list:
     rows = np.where(np.isfinite(rows), rows, 1.5).astype(np.float32)
     half = {"dtype": "float16", "byteorder": "big"}
     return [
-        (response_body(rows, model="m"), {}),
+        (response_body(rows, model="m", encoding_format="base64"), {}),
         (response_body(rows[:, :9], model="m", encoding_format="float"), {}),
         (response_body(rows[:, :9], model="m", encoding_format="float", float_format="shortest"), {}),
-        (response_body(rows[:2, :5], model="m/", **half).replace(b"/", b"\\/"), half),
+        (response_body(rows[:2, :5], model="m/", encoding_format="base64", **half).replace(b"/", b"\\/"), half),
         (b'{"data":[{"index":0,"embedding":"' + b"A" * 200, {}),
     ]
 

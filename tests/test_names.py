@@ -20,8 +20,8 @@ TAKERS = {
         "encode_body": lambda v: tensorb64.encode_body(X, dtype=v),
         "decode": lambda v: tensorb64.decode(TEXT, dtype=v),
         "decode_rows": lambda v: tensorb64.decode_rows([TEXT], dtype=v),
-        "response_body": lambda v: openai.response_body(X, model="m", dtype=v),
-        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", dtype=v),
+        "response_body": lambda v: openai.response_body(X, model="m", encoding_format="base64", dtype=v),
+        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", encoding_format="base64", dtype=v),
     },
     "byteorder": {
         "encode": lambda v: tensorb64.encode(X, byteorder=v),
@@ -29,13 +29,13 @@ TAKERS = {
         "encode_body": lambda v: tensorb64.encode_body(X, byteorder=v),
         "decode": lambda v: tensorb64.decode(TEXT, byteorder=v),
         "decode_rows": lambda v: tensorb64.decode_rows([TEXT], byteorder=v),
-        "response_body": lambda v: openai.response_body(X, model="m", byteorder=v),
-        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", byteorder=v),
+        "response_body": lambda v: openai.response_body(X, model="m", encoding_format="base64", byteorder=v),
+        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", encoding_format="base64", byteorder=v),
     },
     "float_format": {
         "json_rows": lambda v: tensorb64.json_rows(X, float_format=v),
         "response_body": lambda v: openai.response_body(X, model="m", encoding_format="float", float_format=v),
-        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", float_format=v),
+        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", encoding_format="base64", float_format=v),
     },
     "encoding_format": {
         "embedding_data": lambda v: openai.embedding_data(X, encoding_format=v),

@@ -118,5 +118,8 @@ def test_type_stub_names_what_the_extension_defines():
 
 
 def test_public_names_exist():
-    for name in tensorb64.__all__:
-        assert hasattr(tensorb64, name), name
+    from tensorb64 import openai
+
+    for module in (tensorb64, openai):
+        for name in module.__all__:
+            assert hasattr(module, name), (module.__name__, name)

@@ -518,7 +518,7 @@ THREAD_CALLS = {
     "encode_rows": lambda x, n: tensorb64.encode_rows(x, threads=n),
     "encode_body": lambda x, n: tensorb64.encode_body(x, threads=n),
     "json_rows": lambda x, n: tensorb64.json_rows(x, threads=n),
-    "response_body": lambda x, n: openai.response_body(x, model="m", threads=n),
+    "response_body": lambda x, n: openai.response_body(x, model="m", encoding_format="base64", threads=n),
 }
 
 
@@ -571,7 +571,7 @@ def test_fake_tensor_is_a_clear_type_error():
     with FakeTensorMode():
         fake = torch.randn(2, 3)
     for f in (tensorb64.encode, tensorb64.encode_rows, tensorb64.encode_body, tensorb64.json_rows,
-              lambda x: openai.response_body(x, model="m")):
+              lambda x: openai.response_body(x, model="m", encoding_format="base64")):
         with pytest.raises(TypeError) as info:
             f(fake)
         message = str(info.value)

@@ -131,12 +131,12 @@ def test_equals_the_body_of_embedding_data(batch):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_every_simd_level(dtype):
     x = (torch.randn(9, 1000, generator=torch.Generator().manual_seed(3))).to(TORCH_DTYPES[dtype])
-    assert response_body(x, model=MODEL) == reference_body(x, "base64")
-    assert response_body(x[:, 1::3], model=MODEL, dtype="float16", byteorder="big") == reference_body(x[:, 1::3], "base64", dtype="float16", byteorder="big")
+    assert response_body(x, model=MODEL, encoding_format="base64") == reference_body(x, "base64")
+    assert response_body(x[:, 1::3], model=MODEL, encoding_format="base64", dtype="float16", byteorder="big") == reference_body(x[:, 1::3], "base64", dtype="float16", byteorder="big")
 
 
 def test_default_format_is_base64(batch):
-    assert response_body(batch, model=MODEL) == response_body(batch, model=MODEL, encoding_format="base64")
+    assert response_body(batch, model=MODEL, encoding_format="base64") == response_body(batch, model=MODEL, encoding_format="base64")
 
 
 NASTY_TEXT = ['', 'a"b', "back\\slash", "\\\"", "".join(map(chr, range(32))) + "\x7f", "naïve café 中文", "emoji 🚀🧠👩‍👩‍👧",
@@ -161,7 +161,7 @@ def test_nested_usage_and_extra(batch, encoding_format):
 @pytest.mark.parametrize("key", ["object", "model", "usage"])
 def test_extra_overriding_a_field_keeps_its_place(batch, key):
     extra = {"id": "x", key: {"replaced": key}}
-    got = response_body(batch, model=MODEL, extra=extra)
+    got = response_body(batch, model=MODEL, encoding_format="base64", extra=extra)
     assert got == reference_body(batch, "base64", extra=extra)
     assert list(json.loads(got))[:4] == ["object", "data", "model", "usage"]
 
@@ -195,17 +195,17 @@ def test_indices_of_many_digits():
 
 def test_threads_give_the_same_bytes():
     x = torch.randn(64, 3072, generator=torch.Generator().manual_seed(2))
-    one = response_body(x, model=MODEL)
+    one = response_body(x, model=MODEL, encoding_format="base64")
     assert one == reference_body(x, "base64")
     for threads in (2, 3, 8):
-        assert response_body(x, model=MODEL, threads=threads) == one
+        assert response_body(x, model=MODEL, encoding_format="base64", threads=threads) == one
     small = x[:5, :40]
     assert response_body(small, model=MODEL, encoding_format="float", threads=2) == reference_body(small, "float")
 
 
 def test_a_client_reads_the_values_back(batch):
     """What a client decodes from either body is the batch's float32 values, bit for bit."""
-    b64 = json.loads(response_body(batch, model=MODEL))
+    b64 = json.loads(response_body(batch, model=MODEL, encoding_format="base64"))
     decoded = np.stack([np.frombuffer(base64.b64decode(e["embedding"]), "<f4") for e in b64["data"]])
     assert np.array_equal(decoded.view(np.uint32), batch.numpy().view(np.uint32))
     floats = json.loads(response_body(batch, model=MODEL, encoding_format="float"))
@@ -225,7 +225,7 @@ def test_non_finite_float_rows_name_row_and_column(batch, bad):
         iter_response_body(x, model=MODEL, encoding_format="float", chunk_size=100)  # before the first chunk
     # The cut decides: a NaN outside the kept dimensions is no NaN of the response.
     assert response_body(x, model=MODEL, encoding_format="float", dimensions=17) == reference_body(batch[:, :17], "float")
-    assert json.loads(response_body(x, model=MODEL))["data"][3]["embedding"]  # base64 carries it
+    assert json.loads(response_body(x, model=MODEL, encoding_format="base64"))["data"][3]["embedding"]  # base64 carries it
 
 
 def test_float64_rows_are_written_as_the_doubles_themselves():
@@ -264,7 +264,7 @@ def test_circular_extra_is_a_value_error():
     loop: list = []
     loop.append(loop)
     with pytest.raises(ValueError, match=r"extra\['loop'\]"):
-        response_body(np.zeros((1, 2), np.float32), model="m", extra={"loop": loop})
+        response_body(np.zeros((1, 2), np.float32), model="m", encoding_format="base64", extra={"loop": loop})
 
 
 @pytest.mark.parametrize("dimensions", [0, -1, 49, 10**30, True, 1.0, "8"])
@@ -295,7 +295,7 @@ def test_bad_dimensions_are_refused_as_embedding_data_refuses_them(batch, dimens
     ],
 )
 def test_refusals(batch, kwargs, error, match):
-    kwargs = {"model": MODEL, **kwargs}
+    kwargs = {"model": MODEL, "encoding_format": "base64", **kwargs}
     with pytest.raises(error, match=match):
         response_body(batch, **kwargs)
     with pytest.raises(error, match=match):
@@ -305,9 +305,9 @@ def test_refusals(batch, kwargs, error, match):
 def test_bad_inputs_are_refused_as_encode_rows_refuses_them():
     for bad in ("text", None, {"a": 1}, np.zeros((2, 2), complex), np.zeros((2, 2, 2), np.float32)):
         with pytest.raises((TypeError, ValueError)):
-            response_body(bad, model=MODEL)
+            response_body(bad, model=MODEL, encoding_format="base64")
     with pytest.raises(ValueError, match="chunk_size"):
-        iter_response_body(np.zeros((1, 1), np.float32), model=MODEL, chunk_size=0)
+        iter_response_body(np.zeros((1, 1), np.float32), model=MODEL, encoding_format="base64", chunk_size=0)
 
 
 def test_a_body_that_cannot_exist_is_refused_before_any_allocation():
@@ -376,8 +376,8 @@ def test_chunks_of_empty_batches_and_rows(encoding_format):
 
 def test_chunks_with_threads_and_dtype():
     x = torch.randn(300, 3072, generator=torch.Generator().manual_seed(5))
-    whole = response_body(x, model=MODEL, dtype="float16", byteorder="big")
-    assert b"".join(iter_response_body(x, model=MODEL, dtype="float16", byteorder="big", threads=2, chunk_size=300_000)) == whole
+    whole = response_body(x, model=MODEL, encoding_format="base64", dtype="float16", byteorder="big")
+    assert b"".join(iter_response_body(x, model=MODEL, encoding_format="base64", dtype="float16", byteorder="big", threads=2, chunk_size=300_000)) == whole
 
 
 # ---- memory ----------------------------------------------------------------------------------------
@@ -397,10 +397,10 @@ def _peak_above_current(call):
 
 def test_one_shot_base64_body_peaks_at_its_own_size():
     x = torch.randn(1024, 3072, generator=torch.Generator().manual_seed(6))
-    body, peak = _peak_above_current(lambda: response_body(x, model=MODEL, dimensions=3000))
+    body, peak = _peak_above_current(lambda: response_body(x, model=MODEL, encoding_format="base64", dimensions=3000))
     assert len(body) > 16_000_000
     assert peak <= 1.1 * len(body), (peak, len(body))
-    body, peak = _peak_above_current(lambda: response_body(x.to(torch.bfloat16), model=MODEL, threads=2))
+    body, peak = _peak_above_current(lambda: response_body(x.to(torch.bfloat16), model=MODEL, encoding_format="base64", threads=2))
     # (the bf16 copy made here is traced by neither: torch's allocator is not Python's)
     assert peak <= 1.1 * len(body), (peak, len(body))
 
@@ -453,7 +453,7 @@ def test_streaming_holds_about_one_chunk(encoding_format):
 )
 def test_usage_of_every_shape(batch, usage):
     for extra in (None, {"id": "x"}):
-        assert response_body(batch, model=MODEL, usage=usage, extra=extra) == reference_body(batch, "base64", usage=usage, extra=extra)
+        assert response_body(batch, model=MODEL, encoding_format="base64", usage=usage, extra=extra) == reference_body(batch, "base64", usage=usage, extra=extra)
 
 
 def test_concurrent_calls_give_the_same_bytes():
@@ -462,7 +462,7 @@ def test_concurrent_calls_give_the_same_bytes():
     import concurrent.futures
 
     x = torch.randn(64, 3072, generator=torch.Generator().manual_seed(9)).to(torch.bfloat16)
-    want = response_body(x, model=MODEL, dimensions=3000)
+    want = response_body(x, model=MODEL, encoding_format="base64", dimensions=3000)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        got = list(pool.map(lambda _: response_body(x, model=MODEL, dimensions=3000, threads=2), range(16)))
+        got = list(pool.map(lambda _: response_body(x, model=MODEL, encoding_format="base64", dimensions=3000, threads=2), range(16)))
     assert all(g == want for g in got)

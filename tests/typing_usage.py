@@ -6,6 +6,7 @@ error fail the check)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,20 @@ data: list[openai.EmbeddingEntry] = openai.embedding_data(x, encoding_format="ba
 index: int = data[0]["index"]
 whole: bytes = openai.response_body(x, model="m", encoding_format="float", float_format="shortest", threads=2)
 chunks: Iterator[bytes] = openai.iter_response_body(x, model="m", chunk_size=1 << 16)
+array: np.ndarray = openai.decode_response_body(whole, dtype="float16", byteorder="big", widen=False, threads=2)
+read: openai.EmbeddingsResponse = openai.decode_response(bytearray(whole), out=np.empty((2, 4), np.float32))
+read_array: np.ndarray = read.embeddings
+from_text: np.ndarray = openai.decode_response_body(whole.decode(), dtype="bfloat16")
+
+
+def client_calls(client: Any) -> np.ndarray:  # (not run: a client is needed)
+    return openai.embed(client, input=["a", "b"], model="m", threads=2, dimensions=2)
+
+
+async def async_client_calls(client: Any) -> np.ndarray:
+    return await openai.aembed(client, input=[[1, 2], [3]], model="m")
+
+
 level: str = tensorb64.simd_level()
 levels: list[str] = tensorb64.available_simd_levels()
 
@@ -38,8 +53,13 @@ tensorb64.json_rows(x, float_format="fast")  # type: ignore[arg-type]
 openai.embedding_data(x, encoding_format="float16")  # type: ignore[arg-type]
 openai.response_body(x, model="m", dtype="int8")  # type: ignore[arg-type]
 tensorb64.decode(one, dtype="fp8")  # type: ignore[arg-type]
+openai.decode_response_body(whole, dtype="float64")  # type: ignore[arg-type]
+openai.decode_response(whole, byteorder="network")  # type: ignore[arg-type]
+openai.decode_response_body(whole, out=[0.0])  # type: ignore[arg-type]
 # Results are what they are.
 count: int = tensorb64.encode(x)  # type: ignore[assignment]
 entries: bytes = openai.embedding_data(x)  # type: ignore[assignment]
+listed: list[float] = openai.decode_response_body(whole)  # type: ignore[assignment]
 # The input comes first, by position.
 tensorb64.encode_body(embeddings=x)  # type: ignore[call-arg]
+openai.decode_response_body(body=whole)  # type: ignore[call-arg]

@@ -12,12 +12,13 @@ its place in the result): no JSON tree, no Python object per row or per value.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from . import _native
 from ._decode import _result_dtype
+from ._types import ByteOrder, DType, EmbeddingInput, ResponseBody
 
 __all__ = ["EmbeddingsResponse", "decode_response", "decode_response_body", "embed", "aembed"]
 
@@ -27,14 +28,14 @@ class EmbeddingsResponse(NamedTuple):
     ``model`` and ``usage`` as json.loads gives them (None where the body has none)."""
 
     embeddings: np.ndarray
-    model: Any
-    usage: Any
+    model: Any  # a str in a well-formed body
+    usage: Any  # a dict in a well-formed body
 
 
-def _allocator(result_dtype, out):
+def _allocator(result_dtype: Any, out: np.ndarray | None) -> Callable[[int, int, bool], np.ndarray]:
     """The core's allocator: a new array of the rows' shape, or ``out`` checked against it."""
 
-    def allocate(rows: int, row_length: int, float_rows: bool):
+    def allocate(rows: int, row_length: int, float_rows: bool) -> np.ndarray:
         dtype = np.dtype(np.float32 if float_rows else result_dtype)
         if out is None:
             return np.empty((rows, row_length), dtype)
@@ -48,7 +49,7 @@ def _allocator(result_dtype, out):
     return allocate
 
 
-def _check_out(out) -> None:
+def _check_out(out: Any) -> None:
     if out is None:
         return
     if not isinstance(out, np.ndarray):
@@ -57,7 +58,8 @@ def _check_out(out) -> None:
         raise ValueError("out must be a writeable, aligned, C-contiguous numpy array")
 
 
-def _read(body, dtype, byteorder, widen, out, threads):
+def _read(body: ResponseBody, dtype: str, byteorder: str, widen: bool, out: np.ndarray | None,
+          threads: int) -> tuple[np.ndarray, bytes | None, bytes | None]:
     widen = bool(widen)
     allocate = _allocator(_result_dtype(dtype, byteorder, widen), out)
     _check_out(out)
@@ -70,9 +72,8 @@ def _read(body, dtype, byteorder, widen, out, threads):
         return _native._decode_response_body(body, dtype, byteorder, widen, threads, allocate)
 
 
-def decode_response_body(
-    body, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True, out=None, threads: int = 1
-) -> np.ndarray:
+def decode_response_body(body: ResponseBody, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",
+                         widen: bool = True, out: np.ndarray | None = None, threads: int = 1) -> np.ndarray:
     """The ``[B, D]`` array of a ``/v1/embeddings`` response body, row ``i`` from the data entry
     whose ``index`` is ``i``.
 
@@ -93,9 +94,8 @@ def decode_response_body(
     return _read(body, dtype, byteorder, widen, out, threads)[0]
 
 
-def decode_response(
-    body, *, dtype: str = "float32", byteorder: str = "little", widen: bool = True, out=None, threads: int = 1
-) -> EmbeddingsResponse:
+def decode_response(body: ResponseBody, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",
+                    widen: bool = True, out: np.ndarray | None = None, threads: int = 1) -> EmbeddingsResponse:
     """``decode_response_body``'s array with the body's ``model`` and ``usage``, from the same one
     read: the core reports where their JSON text lies, and only those few bytes are parsed."""
     array, model, usage = _read(body, dtype, byteorder, widen, out, threads)
@@ -104,14 +104,14 @@ def decode_response(
     )
 
 
-def _raw_create(embeddings, input, model, kwargs):
+def _raw_create(embeddings: Any, input: EmbeddingInput, model: str, kwargs: dict[str, Any]) -> Any:
     if "encoding_format" in kwargs and kwargs["encoding_format"] != "base64":
         raise ValueError(f"embed() asks for base64 rows; encoding_format={kwargs['encoding_format']!r} is not supported")
     kwargs = {**kwargs, "encoding_format": "base64"}
     return embeddings.with_raw_response.create(input=input, model=model, **kwargs)
 
 
-def embed(client, *, input, model: str, threads: int = 1, **kwargs) -> np.ndarray:
+def embed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
     """The ``[B, D]`` float32 embeddings of ``input``, asked of an ``openai.OpenAI`` client.
 
     The request is the client's own (``client.embeddings.with_raw_response.create(...,
@@ -124,7 +124,7 @@ def embed(client, *, input, model: str, threads: int = 1, **kwargs) -> np.ndarra
     return decode_response_body(raw.http_response.content, threads=threads)
 
 
-async def aembed(client, *, input, model: str, threads: int = 1, **kwargs) -> np.ndarray:
+async def aembed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
     """``embed`` for an ``openai.AsyncOpenAI`` client."""
     raw = await _raw_create(client.embeddings, input, model, kwargs)
     return decode_response_body(raw.http_response.content, threads=threads)

@@ -181,16 +181,3 @@ def check_finite(rows, *, staging: Staging | None = None) -> None:
         return
     _native._check_finite(host_copy(rows, staging))
 
-
-def __getattr__(name: str):
-    """The names the CUDA bench (_bench_cuda.py) still reads here, from before the pipeline took a
-    ``Staging``; to go once it passes one (its switches here no longer change anything)."""
-    from . import _staging
-
-    legacy = {"CHUNK_BYTES": _staging.CHUNK_BYTES, "PLAIN_COPY_BELOW": _staging.PLAIN_COPY_BELOW,
-              "NARROW_ON_DEVICE": True}
-    if name in legacy:
-        return legacy[name]
-    if name == "PINNED_LIMIT":
-        return _staging.pinned_limit()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,8 @@ before it runs), and the shapes of what they return."""
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from collections.abc import Sequence
+from typing import Literal, TypedDict, Union
 
 # Output element types, as vLLM's embed_dtype names them.
 DType = Literal["float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
@@ -13,6 +14,10 @@ ByteOrder = Literal["little", "big", "native"]
 FloatFormat = Literal["repr", "shortest"]
 # What an OpenAI client asks for; "float" is OpenAI's default.
 EncodingFormat = Literal["float", "base64"]
+# What decode_response_body reads: a body's bytes, or its text.
+ResponseBody = Union[bytes, bytearray, memoryview, str]
+# What the openai client's ``embeddings.create`` takes as ``input`` (embed, aembed): texts or token ids.
+EmbeddingInput = Union[str, Sequence[str], Sequence[int], Sequence[Sequence[int]]]
 
 
 class EmbeddingEntry(TypedDict):

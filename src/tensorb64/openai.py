@@ -238,7 +238,7 @@ class _Body:
 
     __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "staging", "staged")
 
-    def __init__(self, embeddings, *, model: str, encoding_format: str = "base64", dimensions=None, usage=None,
+    def __init__(self, embeddings, *, model: str, encoding_format: str, dimensions=None, usage=None,
                  extra=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
                  threads: int = 1, staging=None):
         # ValueError naming the accepted names
@@ -298,7 +298,7 @@ def response_body(
     /,
     *,
     model: str,
-    encoding_format: EncodingFormat = "base64",
+    encoding_format: EncodingFormat = "float",
     dimensions: int | None = None,
     usage: dict[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -319,14 +319,15 @@ def response_body(
     so a FastAPI or Starlette server answers ``Response(response_body(...),
     media_type="application/json")`` instead of building that dict. ``row_i`` is, for row i:
 
+    * ``encoding_format="float"`` (OpenAI's default, as ``embedding_data``'s): the row's float32
+      values as a JSON list, each written as ``repr(float(v))`` (``float_format="repr"``: what
+      ``json.dumps(t.tolist())`` writes). ``dtype`` and ``byteorder`` do not apply (they are still
+      checked). NaN and ±inf are a ValueError naming the row and column, as ``allow_nan=False``
+      refuses them.
     * ``encoding_format="base64"``: the base64 of the row's bytes as ``encode_rows`` writes it,
       with ``dtype``/``byteorder`` (vLLM's ``embed_dtype``/``endianness``; default little-endian
       float32, what OpenAI clients decode). The core writes the whole body in one pass into one
       bytes object of exactly computed size, with the GIL released; no per-row Python objects.
-    * ``encoding_format="float"``: the row's float32 values as a JSON list, each written as
-      ``repr(float(v))`` (``float_format="repr"``: what ``json.dumps(t.tolist())`` writes).
-      ``dtype`` and ``byteorder`` do not apply (they are still checked). NaN and ±inf are a
-      ValueError naming the row and column, as ``allow_nan=False`` refuses them.
 
     embeddings, dimensions: as ``embedding_data`` takes them (the same checks; the cut is a view).
     model: the model name, a str; escaped exactly as json.dumps(ensure_ascii=False) escapes it.
@@ -350,7 +351,7 @@ def iter_response_body(
     /,
     *,
     model: str,
-    encoding_format: EncodingFormat = "base64",
+    encoding_format: EncodingFormat = "float",
     dimensions: int | None = None,
     usage: dict[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,

@@ -114,7 +114,7 @@ def body_paths(torch, pybase64, orjson, encoding_format, B, D):
         paths["vllm (per-row pybase64 + orjson)"] = (vllm, None)
         paths["encode_rows + orjson"] = (rows_orjson, None)
         paths["encode_rows alone (no body)"] = (lambda: tensorb64.encode_rows(t), None)
-        paths["response_body"] = (lambda: response_body(t, model=BODY_MODEL, usage=usage), None)
+        paths["response_body"] = (lambda: response_body(t, model=BODY_MODEL, encoding_format="base64", usage=usage), None)
     else:
         slow = None
         if B * D > FLOAT_PYTHON_MAX_VALUES:

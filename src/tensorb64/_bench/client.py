@@ -19,8 +19,8 @@ float32 array that is checked bit for bit against X before it is timed:
   pybase64 floor      pybase64 alone over the row strings already taken out of the body, into
                       one buffer allocated beforehand: no JSON work at all
   orjson + numpy      float bodies: orjson.loads, then numpy.array(rows, dtype=numpy.float32)
-and tensorb64's own routes where tensorb64.openai has them (see tensorb64_routes): ratios are
-each route's time over decode_response_body's. The allocator is pinned in the "raised" state
+and tensorb64's own routes (tensorb64_routes: decode_response_body, and embed through the same
+mock for base64 bodies): ratios are each route's time over decode_response_body's. The allocator is pinned in the "raised" state
 (allocator.py: freed memory reused, as in a long-running client).
 """
 
@@ -68,30 +68,18 @@ def mock_client(openai, body: bytes):
                          http_client=openai.DefaultHttpxClient(transport=http.MockTransport(answer)))
 
 
-def tensorb64_routes(api, kind: str, body: bytes, client, inputs) -> tuple:
-    """({name: call}, [why absent]) for tensorb64's client-side API (`api`: tensorb64.openai) on
-    this body.
-
-    The one place where the client-side API is wired in: a route is measured when the module
-    has the function, and reported absent otherwise. Each call must return the [B, D] float32
-    array (it is checked against X like every other route)."""
-    routes, absent = {}, []
-    decode = getattr(api, "decode_response_body", None)
-    if decode is None:
-        absent.append(f"{DECODER}: tensorb64.openai has no decode_response_body yet (no row, no ratios)")
-    else:
-        routes[DECODER] = lambda: decode(body)
+def tensorb64_routes(api, kind: str, body: bytes, client, inputs) -> dict:
+    """{name: call} for tensorb64's client-side API (`api`: tensorb64.openai, or the tests'
+    stand-in) on this body: the one place where it is wired in. Each call must return the
+    [B, D] float32 array (it is checked against X like every other route)."""
+    routes = {DECODER: lambda: api.decode_response_body(body)}
     if kind == "base64":  # embed asks for base64 whatever the caller wants
-        embed = getattr(api, "embed", None)
-        if embed is None:
-            absent.append(f"{EMBED}: tensorb64.openai has no embed yet")
-        else:
-            routes[EMBED] = lambda: embed(client, input=inputs, model=MODEL)
-    return routes, absent
+        routes[EMBED] = lambda: api.embed(client, input=inputs, model=MODEL)
+    return routes
 
 
-def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> tuple:
-    """({name: (call, skip reason or None)}, [absent]) for one body; `api`: tensorb64.openai."""
+def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> dict:
+    """{name: (call, skip reason or None)} for one body; `api`: tensorb64.openai."""
     openai, orjson, pybase64 = mods["openai"], mods["orjson"], mods["pybase64"]
     client = mock_client(openai, body)
     inputs = ["x"] * B
@@ -139,9 +127,8 @@ def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> tuple:
             lambda: np.array([e["embedding"] for e in json.loads(body)["data"]], dtype=f32), None)
         paths["orjson.loads + numpy.array"] = (
             lambda: np.array([e["embedding"] for e in orjson.loads(body)["data"]], dtype=f32), None)
-    ours, absent = tensorb64_routes(api, kind, body, client, inputs)
-    paths.update({name: (call, None) for name, call in ours.items()})
-    return paths, absent
+    paths.update({name: (call, None) for name, call in tensorb64_routes(api, kind, body, client, inputs).items()})
+    return paths
 
 
 def _check(paths: dict, x) -> list:
@@ -171,12 +158,12 @@ def run(mods: dict, cfg: dict, log) -> dict:
         x = np.random.default_rng(B * D).normal(0, 0.05, (B, D)).astype(np.float32)
         for kind in BODIES:
             body = _body(kind, x)
-            paths, absent = routes(mods, tensorb64.openai, kind, body, B, D)
+            paths = routes(mods, tensorb64.openai, kind, body, B, D)
             errors = _check(paths, x)
             results = measure_paths(paths, cfg, checked=not errors, ref=DECODER, ratio_key="vs_decoder")
             for e in errors:
                 log(f"  ERROR client {kind} B={B} D={D}: {e}")
-            cases.append({"body": kind, "B": B, "D": D, "body_bytes": len(body), "results": results, "absent": absent, "errors": errors})
+            cases.append({"body": kind, "B": B, "D": D, "body_bytes": len(body), "results": results, "errors": errors})
             if cfg["mode"] != "smoke":
                 log(f"  done client {kind:<14} B={B:<4} D={D:<4} " + ", ".join(f"{r['path']} {r['us']:.1f} µs" for r in results[-2:] if "us" in r))
     versions = {m: getattr(mods[m], "__version__", None) for m in ("openai", "orjson")}
@@ -213,7 +200,7 @@ def _us(case, name):
 
 
 def target_lines(cases) -> list:
-    """Issue 19's targets, as measured (none while decode_response_body is absent)."""
+    """Issue 19's targets, as measured (none for a case whose decode_response_body failed its check)."""
     lines = []
     for c in cases:
         ours = _us(c, DECODER)
@@ -241,7 +228,6 @@ def _notes(report: dict) -> list:
     cases = report["client_cases"]
     v = report["client_versions"]
     notes = [f"openai {v['openai']} ({v['http']}), orjson {v['orjson']}"]
-    notes += sorted({a for c in cases for a in c["absent"]})
     notes += sorted({r["skipped"] for c in cases for r in c["results"] if "skipped" in r})
     targets = target_lines(cases)
     if targets:

@@ -6,14 +6,17 @@ call complete (its result on the host, the GPU work it waited for included):
   encode_rows     tensorb64.encode_rows(t, dtype=...): the binding hands a CUDA tensor to the
                   staging pipeline (_cuda.py): GPU narrowing, chunks overlapped with encoding
   encode_rows, one host copy
-                  encode_rows of _cuda.host_copy(t): the whole tensor through one reused pinned
+                  encode_rows of _staging.host_copy(t): the whole tensor through one reused pinned
                   buffer in its own dtype, then encoded (what the overlap and narrowing save)
   response_body   tensorb64.response_body(t, model=...): the whole /v1/embeddings body
   pybase64 path   a = t.to(out).cpu().numpy(); [pybase64.b64encode_as_string(r) for r in a]
   numpy path      c = t.cpu(); [base64.b64encode(c[i].to(out).numpy().tobytes()).decode() ...]
   d2h             t.cpu() alone (the blocking pageable copy)
 and, for float32 with dtype="float16", encode_rows without GPU narrowing. A second table
-compares the pinned staged copy with t.cpu() around PLAIN_COPY_BELOW, which decides it.
+compares the pinned staged copy with t.cpu() around the plain-copy threshold, which decides it.
+The variants run the entry points' staged paths (_cuda.py) with the process's staging
+(``_staging.default_staging()``: its pool and copier) changed in one setting each, passed down as
+the tests pass theirs.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from __future__ import annotations
 import base64
 import os
 import platform
+from dataclasses import replace
 
 import tensorb64
-from tensorb64 import _cuda
+from tensorb64 import _cuda, _staging
 from .timing import measure
 
 NAME = "cuda"
@@ -49,16 +53,12 @@ def _paths(torch, pybase64, t, out: str) -> dict:
     torch_out = getattr(torch, {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}.get(out, out))
 
     def without_narrowing():
-        previous, _cuda.NARROW_ON_DEVICE = _cuda.NARROW_ON_DEVICE, False
-        try:
-            return tensorb64.encode_rows(t, dtype=out)
-        finally:
-            _cuda.NARROW_ON_DEVICE = previous
+        return _cuda.encode_rows(t, dtype=out, staging=replace(_staging.default_staging(), narrow_on_device=False))
 
     paths = {
         "encode_rows": lambda: tensorb64.encode_rows(t, dtype=out),
-        "encode_rows, one host copy": lambda: tensorb64.encode_rows(_cuda.host_copy(t), dtype=out),
-        "response_body": lambda: tensorb64.response_body(t, model="m", dtype=out),
+        "encode_rows, one host copy": lambda: tensorb64.encode_rows(_staging.host_copy(t), dtype=out),
+        "response_body": lambda: tensorb64.response_body(t, model="m", encoding_format="base64", dtype=out),
     }
     if out != "float32" and t.dtype.itemsize > torch_out.itemsize:
         paths["encode_rows, no GPU narrowing"] = without_narrowing
@@ -95,24 +95,18 @@ def _measure_cases(torch, pybase64, cfg, log, device=None) -> dict:
         torch.cuda.synchronize()
         host = t.cpu()
         paths = _paths(torch, pybase64, t, out)
-        errors = _check(paths, tensorb64.encode_rows(host, dtype=out), tensorb64.response_body(host, model="m", dtype=out))
+        errors = _check(paths, tensorb64.encode_rows(host, dtype=out), tensorb64.response_body(host, model="m", encoding_format="base64", dtype=out))
         timed = measure(paths, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"])
         case = {"input": source, "B": B, "D": D, "output": out, "results": timed, "errors": errors}
         cases.append(case)
         log(f"  done {source}->{out} B={B} D={D}: encode_rows {timed['encode_rows']['us']:.1f} µs")
     threshold = []
+    always_staged = replace(_staging.default_staging(), plain_copy_below=0)
     for rows in THRESHOLD_ROWS:
         t = torch.randn(rows, 1024, device=device)
         torch.cuda.synchronize()
 
-        def staged(t=t):
-            previous, _cuda.PLAIN_COPY_BELOW = _cuda.PLAIN_COPY_BELOW, 0
-            try:
-                return _cuda.host_copy(t)
-            finally:
-                _cuda.PLAIN_COPY_BELOW = previous
-
-        timed = measure({"pinned staged copy": staged, "t.cpu()": lambda t=t: t.cpu()},
+        timed = measure({"pinned staged copy": lambda t=t: _staging.host_copy(t, always_staged), "t.cpu()": lambda t=t: t.cpu()},
                         rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"] / 2)
         threshold.append({"bytes": rows * 1024 * 4, "results": timed})
     return {"cases": cases, "threshold": threshold}
@@ -120,10 +114,11 @@ def _measure_cases(torch, pybase64, cfg, log, device=None) -> dict:
 
 def machine(torch) -> dict:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    staging = _staging.default_staging()
     return {"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1), "devices": torch.cuda.device_count(),
             "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
             "cpu_count": os.cpu_count(), "simd_level": tensorb64.simd_level(), "tensorb64": tensorb64.__version__,
-            "chunk_bytes": _cuda.CHUNK_BYTES, "plain_copy_below": _cuda.PLAIN_COPY_BELOW, "pinned_limit": _cuda.PINNED_LIMIT}
+            "chunk_bytes": staging.chunk_bytes, "plain_copy_below": staging.plain_copy_below, "pinned_limit": staging.pool.limit}
 
 
 def lines(report: dict) -> list:
@@ -145,7 +140,7 @@ def lines(report: dict) -> list:
             got = r["encode_rows, no GPU narrowing"]["us"] / r["encode_rows"]["us"]
             summary.append(f"target {case['input']} {case['B']}×{case['D']} dtype={case['output']}: GPU narrowing {got:.2f}× "
                            f"the speed without it (target ≥ {NARROWING_TARGET}×)")
-    out += ["", "Plain copy threshold (float32 rows of 1024; PLAIN_COPY_BELOW = "
+    out += ["", "Plain copy threshold (float32 rows of 1024; plain_copy_below = "
             f"{report['gpu']['plain_copy_below']} bytes):", "| bytes | pinned staged copy µs | t.cpu() µs |", "|---:|---:|---:|"]
     for row in report["threshold"]:
         r = row["results"]
