@@ -287,7 +287,7 @@ def test_threads_give_the_same_error(change):
     string, whose '"' stands where a row's text would end (the reader guesses row ends by the
     first row's length, and must then report what json.loads + the rules say)."""
     x = sample(300, 1024, seed=3)
-    body = bytearray(response_body(x, model="m"))
+    body = bytearray(response_body(x, model="m", encoding_format="base64"))
     at = body.index(b'"embedding":"', body.index(b'"index":250')) + 13
     length = body.index(b'"', at) - at
     if change == "bad character":

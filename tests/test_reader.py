@@ -120,9 +120,9 @@ ENTRY_POINTS = {
     "embedding_data_base64": "openai.embedding_data(x, encoding_format='base64')",
     "embedding_data_float": "openai.embedding_data(x, encoding_format='float')",
     "embedding_data_dimensions": "openai.embedding_data(x, encoding_format='base64', dimensions=2)",
-    "response_body_base64": "openai.response_body(x, model='m')",
+    "response_body_base64": "openai.response_body(x, model='m', encoding_format='base64')",
     "response_body_float": "openai.response_body(x, model='m', encoding_format='float')",
-    "iter_response_body_base64": "b''.join(openai.iter_response_body(x, model='m', chunk_size=64))",
+    "iter_response_body_base64": "b''.join(openai.iter_response_body(x, model='m', encoding_format='base64', chunk_size=64))",
     "iter_response_body_float": "b''.join(openai.iter_response_body(x, model='m', encoding_format='float'))",
 }
 OPENAI_ENTRY_POINTS = {name for name in ENTRY_POINTS if name.split("_")[0] in ("embedding", "response", "iter")}
@@ -644,7 +644,7 @@ sources = {"torch": torch.zeros(1).expand(2**22, 2**22),
            "numpy": np.broadcast_to(np.zeros(1, np.float32), (2**22, 2**22))}
 calls = {"encode_rows": "tensorb64.encode_rows(x)", "encode_body": "tensorb64.encode_body(x)",
          "json_rows": "tensorb64.json_rows(x)", "encode": "tensorb64.encode(x)",
-         "response_body_base64": "openai.response_body(x, model='m')",
+         "response_body_base64": "openai.response_body(x, model='m', encoding_format='base64')",
          "response_body_float": "openai.response_body(x, model='m', encoding_format='float')",
          "embedding_data_base64": "openai.embedding_data(x, encoding_format='base64')"}
 for source, x in sources.items():
