@@ -1401,7 +1401,11 @@ void add_functions(py::module_& m) {
 }  // namespace decode_binding
 // ==== end of decode ===========================================================================
 
-PYBIND11_MODULE(_native, m) {
+// mod_gil_not_used: on a free-threaded CPython (3.13t, 3.14t) importing this module leaves the
+// GIL off. Its shared state is safe without the GIL: the registries are handed over once at import
+// (and torch's under the Python layer's lock), the dispatch's level is an atomic pointer, the
+// thread pool and the CUDA staging pool take their own locks (tests/test_free_threading.py).
+PYBIND11_MODULE(_native, m, py::mod_gil_not_used()) {
     m.doc() = "The C++ core of tensorb64; use the functions of the tensorb64 package instead.";
     m.attr("__version__") = TENSORB64_VERSION;
 

@@ -12,6 +12,7 @@ is the only place inputs are classified.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -50,6 +51,10 @@ def readable(x):
 
 
 _TORCH_CODES: dict = {}
+# Set once _TORCH_CODES is complete and the binding has it. Threads meeting their first tensor at
+# once (no GIL on a free-threaded build) take the lock: none sees a half-filled _TORCH_CODES.
+_torch_registered = False
+_TORCH_REGISTRATION = threading.Lock()
 # Tensor types that stand for a tensor without holding its data (torch.compile's tracing).
 _NO_MEMORY_TENSOR_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})
 
@@ -57,15 +62,20 @@ _NO_MEMORY_TENSOR_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})
 def _register_torch(torch) -> None:
     """Tells the binding, once, how to recognise a tensor and its dtypes (torch may be imported
     after tensorb64: this runs on the first tensor seen)."""
-    if _TORCH_CODES:
+    global _torch_registered
+    if _torch_registered:
         return
-    for name in ("float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
-                 "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool"):
-        torch_dtype = getattr(torch, name, None)  # uint16/32/64 exist from torch 2.3 on
-        if torch_dtype is not None:
-            _TORCH_CODES[torch_dtype] = CORE_DTYPES[name]
-    # torch's DLPack exchange API (recent torch; 2.13 has it): the binding reads a tensor's layout in one C call.
-    _native._configure_torch(torch.Tensor, _TORCH_CODES, getattr(torch.Tensor, "__dlpack_c_exchange_api__", None))
+    with _TORCH_REGISTRATION:
+        if _torch_registered:
+            return
+        for name in ("float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
+                     "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool"):
+            torch_dtype = getattr(torch, name, None)  # uint16/32/64 exist from torch 2.3 on
+            if torch_dtype is not None:
+                _TORCH_CODES[torch_dtype] = CORE_DTYPES[name]
+        # torch's DLPack exchange API (recent torch; 2.13 has it): the binding reads a tensor's layout in one C call.
+        _native._configure_torch(torch.Tensor, _TORCH_CODES, getattr(torch.Tensor, "__dlpack_c_exchange_api__", None))
+        _torch_registered = True
 
 
 def _readable_tensor(t, torch):
