@@ -50,7 +50,10 @@ class TensorLike:
 
 
 def install() -> None:
-    """Makes the binding read TensorLike objects in place, their dtype named by a core dtype name."""
+    """Makes the binding read TensorLike objects in place, their dtype named by torch's name for it."""
+    from types import SimpleNamespace
+
     from tensorb64 import _native
 
-    _native._configure_torch(TensorLike, dict(_native.DTYPES), None)
+    names = [torch_name for _, _, _, torch_name, _ in _native.ELEMENT_TYPES]
+    _native._register_tensor_type(TensorLike, SimpleNamespace(**{name: name for name in names}), None)

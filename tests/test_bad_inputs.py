@@ -51,7 +51,7 @@ def test_scalar_for_rows():
 
 @pytest.mark.parametrize("dtype", ["float64", "int8", "fp8", None, 4])
 def test_unknown_output_dtype(dtype):
-    with pytest.raises(ValueError, match="unknown dtype .* expected one of float32, float16, bfloat16, fp8_e4m3, fp8_e5m2"):
+    with pytest.raises(ValueError, match="unknown dtype .* expected 'float32', 'float16', 'bfloat16', 'fp8_e4m3' or 'fp8_e5m2'"):
         tensorb64.encode([1.0], dtype=dtype)
 
 

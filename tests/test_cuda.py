@@ -82,7 +82,7 @@ def test_gpu_narrowing_equals_the_core_on_every_float16_and_bfloat16_neighbourho
         for output in OUTPUTS:
             # only what is narrowed on the GPU: NaN, infinities and values past the output's
             # largest finite one are narrowed by the core (edge_values covers those)
-            largest = torch.finfo(getattr(torch, _formats.OUTPUT_DTYPES[output])).max
+            largest = torch.finfo(getattr(torch, _formats.output_type(output).torch_name)).max
             kept = candidates[torch.isfinite(candidates) & (candidates.abs() <= largest)]
             values = kept[: kept.numel() // 1024 * 1024].reshape(-1, 1024)
             expected = tensorb64.encode_body(values, dtype=output)[0]

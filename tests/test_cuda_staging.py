@@ -396,28 +396,28 @@ def test_importing_tensorb64_does_not_import_torch():
 
 
 def test_the_binding_hands_device_tensors_to_the_pipeline_with_its_own_arguments():
-    # encode_rows and json_rows are the binding's functions: for a torch.Tensor on a CUDA device
-    # (here a TensorLike registered as the tensor type, saying is_cuda), their reader leaves the
-    # input to the pipeline, called with the call's own arguments once they are checked. In a
-    # subprocess: install() replaces torch's registration.
+    # encode_rows and json_rows are the binding's functions: for an input their reader does not
+    # read in place (here a TensorLike registered as the tensor type, saying it is not on the CPU),
+    # they hand the call to the fallback hook, with the call's own arguments once they are
+    # checked; the hook gives a CUDA tensor to the pipeline. In a subprocess: install() replaces
+    # torch's registration, and the hook is replaced by one that records its calls.
     code = f"""
 import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 import numpy as np
 import tensorb64
-from tensorb64 import _native
+from tensorb64 import _fallback, _native
 from tensor_like import TensorLike, install
 install()
 calls = []
-_native._configure_cuda(lambda *a, **k: calls.append(("encode_rows", a, k)) or ["routed"],
-                        lambda *a, **k: calls.append(("json_rows", a, k)) or [b"routed"])
+_native._set_fallback(lambda entry, *a, **k: calls.append((entry, a, k)) or ["routed"])
 a = np.arange(8, dtype=np.float32)
 p = a.ctypes.data
 device = TensorLike(p, (2, 4), (4, 1), p, 32)
 device.is_cpu, device.is_cuda = False, True
 assert tensorb64.encode_rows(device, dtype="float16", threads=2) == ["routed"]
 assert calls[-1] == ("encode_rows", (device,), {{"dtype": "float16", "threads": 2}}), calls
-assert tensorb64.json_rows(device, float_format="shortest") == [b"routed"]
+assert tensorb64.json_rows(device, float_format="shortest") == ["routed"]
 assert calls[-1] == ("json_rows", (device,), {{"float_format": "shortest"}}), calls
 for bad in ({{"dtype": "float8"}}, {{"threads": 0}}, {{"byteorder": "middle"}}):
     try:
@@ -431,6 +431,7 @@ host = TensorLike(p, (2, 4), (4, 1), p, 32)
 host.is_cuda = False
 assert tensorb64.encode_rows(host) == tensorb64.encode_rows(a.reshape(2, 4))  # read in place, not routed
 assert len(calls) == 2, calls
+assert _fallback._STAGED == {{"encode_rows": _fallback._cuda.encode_rows, "json_rows": _fallback._cuda.json_rows}}
 print("ok")
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

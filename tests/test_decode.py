@@ -102,9 +102,8 @@ def test_strictness_table_records_what_python_3_13_does():
 
 def decoded_bytes(text) -> bytes:
     """The bytes decode finds in a text (as one-byte elements, not widened)."""
-    code = _native.DTYPES["float8_e4m3fn"]
-    out = np.empty(_native.decoded_length(text, code), np.uint8)
-    _native.decode_into(text, out, code, 0, False)
+    out = np.empty(_native._decoded_length(text, "fp8_e4m3"), np.uint8)
+    _native._decode_into(text, out, "fp8_e4m3", "little", False)
     return out.tobytes()
 
 

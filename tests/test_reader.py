@@ -1,4 +1,4 @@
-"""The one input reader (bindings/native.cpp `read_input` + `_inputs.readable`), through every
+"""The one input reader (bindings/reader.cpp `read_input` + `_inputs.readable`), through every
 entry point: memory safety on tensors whose storage was shrunk, integer/bool/float8 conversions
 in the core against torch's own casts, N-D inputs read as rows without a copy, output sizes
 checked before anything is allocated, threads= validation, buffers, and the clear errors issue 10
@@ -129,11 +129,10 @@ OPENAI_ENTRY_POINTS = {name for name in ENTRY_POINTS if name.split("_")[0] in ("
 
 SHRUNK_SCRIPT = """
 import torch, tensorb64
-from tensorb64 import _inputs, _native, openai
+from tensorb64 import _native, openai
 
-_inputs._register_torch(torch)
 if {reader!r} == "methods":  # as on a torch without the DLPack exchange API
-    _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, None)
+    _native._register_tensor_type(torch.Tensor, torch, None)
 
 def shrunk(shape, dtype=torch.float32, keep=10):
     t = torch.full(shape, 1, dtype=dtype) if dtype != torch.bool else torch.ones(shape, dtype=dtype)
@@ -183,26 +182,24 @@ def test_shrunk_storage_is_refused_by_every_entry_point(case, reader):
 @pytest.fixture(params=TORCH_READERS)
 def torch_reader(request):
     """Runs the test with plain tensors read by each of the binding's tensor readers."""
-    from tensorb64 import _inputs, _native
+    from tensorb64 import _fallback, _native
 
-    _inputs._register_torch(torch)
     api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
     if request.param == "exchange" and api is None:
         pytest.skip(f"torch {torch.__version__} has no DLPack exchange API")
-    _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, api if request.param == "exchange" else None)
+    _native._register_tensor_type(torch.Tensor, torch, api if request.param == "exchange" else None)
     try:
         yield request.param
     finally:
-        _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, api)
+        _fallback.register_torch(torch)
 
 
 def test_exchange_api_is_used_where_torch_offers_it():
-    from tensorb64 import _inputs, _native
+    from tensorb64 import _fallback, _native
 
-    _inputs._register_torch(torch)
     api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
-    assert _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, None) is False
-    assert _native._configure_torch(torch.Tensor, _inputs._TORCH_CODES, api) is (api is not None)
+    assert _native._register_tensor_type(torch.Tensor, torch, None) is False
+    assert _fallback.register_torch(torch) is (api is not None)
     if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13):
         assert api is not None, "torch 2.13 offers the DLPack exchange API; the fast reader must find it"
 

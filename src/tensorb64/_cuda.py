@@ -41,6 +41,7 @@ import threading
 import weakref
 
 from . import _native
+from ._formats import byteorder_name, output_type
 
 # Below this many bytes a CUDA tensor takes the plain blocking copy (t.to("cpu")). On the H200
 # machine of issue 14, 1x384 float32 (1.5 KiB) took ~10 µs by t.cpu() and ~20 µs by a pinned copy
@@ -249,8 +250,12 @@ def staged(x) -> bool:
 def _stageable(t, torch) -> bool:
     """A dense tensor of a staged dtype whose values are its memory (no negative bit)."""
     return (
-        t.layout == torch.strided and not t.is_nested and str(t.dtype)[6:] in _STAGED_DTYPES and not t.is_neg()
+        t.layout == torch.strided and not t.is_nested and t.dtype in _staged_dtypes(torch) and not t.is_neg()
     )
+
+
+def _staged_dtypes(torch) -> tuple:
+    return tuple(getattr(torch, name) for name in _STAGED_DTYPES)
 
 
 def _bus_dtype(torch, source, output):
@@ -401,20 +406,29 @@ def _worth_staging(t, bus_dtype, torch) -> bool:
 
 
 def _torch_output(torch, dtype: str):
-    from ._formats import OUTPUT_DTYPES
-
-    return getattr(torch, OUTPUT_DTYPES[dtype])
+    return getattr(torch, output_type(dtype).torch_name)
 
 
 def _staged_rows(x, bus, encode_chunk):
-    """The rows of a device tensor, each chunk's list from ``encode_chunk(host rows)`` in order,
-    staged and overlapped; None where it is not staged (small, a dtype or layout it does not
-    take, no room in the pool)."""
+    """The rows of a device tensor, each chunk's list from ``encode_chunk(host rows, start)`` in
+    order, staged and overlapped; None where it is not staged (small, a dtype or layout it does
+    not take, no room in the pool)."""
     if not _worth_staging(x, bus, sys.modules["torch"]):
         return None
     out: list = []
-    done = staged_chunks(_rows_2d(x), bus, lambda host, start: out.extend(encode_chunk(host)))
+    done = staged_chunks(_rows_2d(x), bus, lambda host, start: out.extend(encode_chunk(host, start)))
     return out if done is not None else None
+
+
+def _float_text_of_chunk(write_text, host, start: int):
+    """``write_text(host)`` for the chunk of rows from row ``start``: its ValueError for a NaN or
+    infinity names the row within the chunk, so it is raised again naming the row of the whole
+    input (checked on the chunk already on the host, not another copy of the input)."""
+    try:
+        return write_text(host)
+    except ValueError:
+        _native._check_finite(host, start)
+        raise
 
 
 def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> list:
@@ -423,7 +437,7 @@ def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads
     the output is narrower; otherwise one host copy, encoded as any CPU tensor."""
     torch = sys.modules["torch"]
     bus = _bus_dtype(torch, x.dtype, _torch_output(torch, dtype))
-    rows = _staged_rows(x, bus, lambda host: _native.encode_rows(host, dtype=dtype, byteorder=byteorder, threads=threads))
+    rows = _staged_rows(x, bus, lambda host, start: _native.encode_rows(host, dtype=dtype, byteorder=byteorder, threads=threads))
     if rows is not None:
         return rows
     return _native.encode_rows(host_copy(x), dtype=dtype, byteorder=byteorder, threads=threads)
@@ -433,12 +447,10 @@ def json_rows(x, *, float_format: str = "repr", threads: int = 1) -> list:
     """``tensorb64.json_rows(x, ...)`` for a CUDA tensor (called by the binding's entry point, as
     encode_rows): staged in the tensor's own dtype (the text is written from the values
     themselves) and overlapped; otherwise one host copy."""
-    try:
-        rows = _staged_rows(x, x.dtype, lambda host: _native.json_rows(host, float_format=float_format, threads=threads))
-    except ValueError:
-        # A chunk's error names its row within the chunk: the whole input names the row.
-        _native._check_finite(x)
-        raise
+    def write(host, start):
+        return _float_text_of_chunk(lambda h: _native.json_rows(h, float_format=float_format, threads=threads), host, start)
+
+    rows = _staged_rows(x, x.dtype, write)
     if rows is not None:
         return rows
     return _native.json_rows(host_copy(x), float_format=float_format, threads=threads)
@@ -447,15 +459,15 @@ def json_rows(x, *, float_format: str = "repr", threads: int = 1) -> list:
 def row_bytes(x, dtype: str, byteorder: str, threads: int) -> tuple:
     """``_native.row_bytes`` for a CUDA tensor: ``(body, rows, row_length)``, staged."""
     torch = sys.modules["torch"]
-    _native.row_bytes(torch.empty(0, 1), dtype=dtype, byteorder=byteorder, threads=threads)  # the argument errors
+    output_type(dtype), byteorder_name(byteorder), _native._check_threads(threads)  # the argument errors
     bus = _bus_dtype(torch, x.dtype, _torch_output(torch, dtype))
     if _worth_staging(x, bus, torch):
         rows = _rows_2d(x)
-        pieces = staged_chunks(rows, bus, lambda host, start: _native.row_bytes(host, dtype=dtype, byteorder=byteorder, threads=threads)[0])
+        pieces = staged_chunks(rows, bus, lambda host, start: _native._row_bytes(host, dtype=dtype, byteorder=byteorder, threads=threads)[0])
         if pieces is not None:
             body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             return body, rows.shape[0], rows.shape[1]
-    return _native.row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
+    return _native._row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
 
 
 def _body_pieces(rows, bus, write_entries, head: bytes, tail: bytes, first_index: int):
@@ -490,16 +502,11 @@ def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first
     (float text is written from the values themselves: float64 rows as doubles)."""
     torch = sys.modules["torch"]
     if rows.ndim == 2 and _worth_staging(rows, rows.dtype, torch):
-        try:
-            pieces = _body_pieces(
-                rows.detach(), rows.dtype,
-                lambda host, index, h, t: _native._response_body_float(host, float_format, h, t, index, threads),
-                head, tail, first_index,
-            )
-        except ValueError:
-            # A chunk's error names its row within the chunk: the whole input names the row.
-            _native._check_finite(rows)
-            raise
+        def write(host, index, h, t):
+            return _float_text_of_chunk(lambda c: _native._response_body_float(c, float_format, h, t, index, threads),
+                                        host, index - first_index)
+
+        pieces = _body_pieces(rows.detach(), rows.dtype, write, head, tail, first_index)
         if pieces is not None:
             return pieces[0] if len(pieces) == 1 else b"".join(pieces)
     return _native._response_body_float(rows, float_format, head, tail, first_index, threads)

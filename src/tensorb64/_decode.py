@@ -1,7 +1,7 @@
 """Decoding base64 embeddings (and vLLM's binary bodies) back to numpy arrays, strictly.
 
-The C++ core checks and decodes; this layer resolves names, allocates each result once and has
-the core fill it (no intermediate bytes, no full-size temporary).
+The C++ core checks and decodes; this layer allocates each result once and has the core fill it
+(no intermediate bytes, no full-size temporary). Names are resolved by the binding.
 """
 
 from __future__ import annotations
@@ -13,24 +13,22 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _native
-from ._formats import BYTEORDER_CODES, CORE_DTYPES, byteorder_name, output_dtype
+from ._formats import byteorder_name, output_type
 
 # numpy dtypes for the stored types numpy has; bfloat16 and float8 have none.
 _NUMPY_STORED = {"float32": np.float32, "float16": np.float16}
 _TEXT_TYPES = (str, bytes, bytearray, memoryview)
 
 
-def _options(dtype, byteorder, widen: bool):
-    """The core's codes for a dtype and byteorder, and the numpy dtype of the result."""
-    core_name = output_dtype(dtype)  # validates the name
-    order = BYTEORDER_CODES[byteorder_name(byteorder)]
+def _result_dtype(dtype, byteorder, widen: bool):
+    """The numpy dtype of the result; ValueError for an unknown dtype or byteorder."""
+    stored = output_type(dtype)
+    byteorder_name(byteorder)
     if widen:
-        result = np.float32
-    elif dtype in _NUMPY_STORED:
-        result = _NUMPY_STORED[dtype]
-    else:
-        raise ValueError(f"numpy has no {dtype} dtype; decode with widen=True for float32")
-    return CORE_DTYPES[core_name], order, result
+        return np.float32
+    if stored.name in _NUMPY_STORED:
+        return _NUMPY_STORED[stored.name]
+    raise ValueError(f"numpy has no {dtype} dtype; decode with widen=True for float32")
 
 
 def _check_text(s) -> None:
@@ -49,10 +47,10 @@ def decode(s, *, dtype: str = "float32", byteorder: str = "little", widen: bool 
     what was wrong and at which offset), and so is a length that is not a whole number of values.
     """
     widen = bool(widen)
-    code, order, result = _options(dtype, byteorder, widen)
+    result = _result_dtype(dtype, byteorder, widen)
     _check_text(s)
-    out = np.empty(_native.decoded_length(s, code), result)
-    _native.decode_into(s, out, code, order, widen)
+    out = np.empty(_native._decoded_length(s, dtype), result)
+    _native._decode_into(s, out, dtype, byteorder, widen)
     return out
 
 
@@ -61,7 +59,7 @@ def decode_rows(strings, *, dtype: str = "float32", byteorder: str = "little", w
 
     Each row is decoded straight into its row of the result; an error names the row."""
     widen = bool(widen)
-    code, order, result = _options(dtype, byteorder, widen)
+    result = _result_dtype(dtype, byteorder, widen)
     if isinstance(strings, (str, bytes, bytearray)):
         raise TypeError("decode_rows expects a list of base64 strings; use decode() for one string")
     texts = list(strings)
@@ -70,7 +68,7 @@ def decode_rows(strings, *, dtype: str = "float32", byteorder: str = "little", w
         if not isinstance(s, _TEXT_TYPES):
             raise TypeError(f"row {row}: expected a base64 str or bytes, got {type(s).__name__}")
         try:
-            lengths.append(_native.decoded_length(s, code))
+            lengths.append(_native._decoded_length(s, dtype))
         except ValueError as e:
             raise ValueError(f"row {row}: {e}") from None
     for row, length in enumerate(lengths):
@@ -81,7 +79,7 @@ def decode_rows(strings, *, dtype: str = "float32", byteorder: str = "little", w
     out = np.empty((len(texts), lengths[0] if lengths else 0), result)
     for row, s in enumerate(texts):
         try:
-            _native.decode_into(s, out[row], code, order, widen)
+            _native._decode_into(s, out[row], dtype, byteorder, widen)
         except ValueError as e:
             raise ValueError(f"row {row}: {e}") from None
     return out
@@ -168,8 +166,8 @@ def decode_body(body, metadata, *, widen: bool = True) -> list:
         endianness = _field(item, "endianness", where)
         shape = _shape(_field(item, "shape", where), where)
         try:
-            code, order, result = _options(dtype, endianness, widen)
-            length = _native.decoded_length(body[start:end], code, False)
+            result = _result_dtype(dtype, endianness, widen)
+            length = _native._decoded_length(body[start:end], dtype, False)
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         if math.prod(shape) != length:
@@ -178,6 +176,6 @@ def decode_body(body, metadata, *, widen: bool = True) -> list:
                 f"{end - start} bytes (start {start}, end {end})"
             )
         out = np.empty(shape, result)
-        _native.decode_into(body[start:end], out, code, order, widen, False)
+        _native._decode_into(body[start:end], out, dtype, endianness, widen, False)
         rows.append(out)
     return rows

@@ -1,13 +1,12 @@
 """Encoding: the public encode, encode_rows, json_rows and encode_body.
 
 ``encode``, ``encode_rows`` and ``json_rows`` are the binding's own functions (a Python wrapper would cost more
-than encoding a 384-value row); their argument checks live in the binding, their names in
-_formats.py.
+than encoding a 384-value row); their argument checks and names live in the binding.
 """
 
 from __future__ import annotations
 
-from . import _cuda, _inputs, _native  # noqa: F401  (_inputs configures the binding's reader)
+from . import _cuda, _native
 from ._formats import byteorder_name
 
 encode = _native.encode
@@ -28,7 +27,7 @@ def encode_body(x, *, dtype: str = "float32", byteorder: str = "little", threads
     if _cuda.on_device(x):  # staged through pinned memory, narrowed on the GPU where it is narrower
         body, count, length = _cuda.row_bytes(x, dtype, byteorder, threads)
     else:
-        body, count, length = _native.row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
+        body, count, length = _native._row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
     endianness = byteorder_name(byteorder)
     row_bytes = len(body) // count if count else 0
     metadata = [

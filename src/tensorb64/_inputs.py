@@ -1,23 +1,21 @@
 """What the binding's reader cannot read in place: converted once, explicitly, or refused.
 
-The binding (bindings/native.cpp, `read_input`) reads numpy arrays, float buffers and plain CPU
-torch tensors where they lie, checked against their owner's bounds. Everything else comes here,
-to `readable(x)`, which returns ``(object, dtype code or None)``: an object the binding can read
-(a numpy array, a buffer or a plain CPU tensor), and the core type of its elements when its
-buffer format does not say (bfloat16 and float8 are exported as their unsigned storage type).
-Or it raises the TypeError / ValueError that names what was wrong and what is accepted. This
-is the only place inputs are classified.
+The binding (bindings/reader.cpp, `read_input`) reads numpy arrays (ml_dtypes' bfloat16 and
+float8 included), float buffers and plain CPU torch tensors where they lie, checked against their
+owner's bounds. Everything else comes here (through the fallback hook, _fallback.py), to
+`readable(x)`, which returns an object the binding can read (a numpy array, a buffer or a plain
+CPU tensor), or raises the TypeError / ValueError that names what was wrong and what is
+accepted. This is the only place inputs are classified.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
 
 import numpy as np
 
-from . import _cuda, _native
-from ._formats import BYTEORDER_CODES, CORE_DTYPES, EXTENSION_DTYPES, FLOAT_FORMAT_CODES, OUTPUT_DTYPE_CODES
+from . import _cuda
+from ._formats import ELEMENT_TYPES
 
 ACCEPTED = (
     "a torch.Tensor, a numpy array, an object with a float buffer (memoryview, array.array), "
@@ -27,11 +25,10 @@ _NUMBER_KINDS = "fiub"
 
 
 def readable(x):
-    """``(object the binding reads in place, core dtype code or None)`` for any accepted input."""
+    """An object the binding reads in place, with the values of any accepted input."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        _register_torch(torch)
-        return _readable_tensor(x, torch), None
+        return _readable_tensor(x, torch)
     if isinstance(x, np.ndarray):
         return _readable_array(x)
     if isinstance(x, (list, tuple)):
@@ -50,32 +47,14 @@ def readable(x):
                         "for other numbers pass a numpy array")
 
 
-_TORCH_CODES: dict = {}
-# Set once _TORCH_CODES is complete and the binding has it. Threads meeting their first tensor at
-# once (no GIL on a free-threaded build) take the lock: none sees a half-filled _TORCH_CODES.
-_torch_registered = False
-_TORCH_REGISTRATION = threading.Lock()
 # Tensor types that stand for a tensor without holding its data (torch.compile's tracing).
 _NO_MEMORY_TENSOR_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})
 
 
-def _register_torch(torch) -> None:
-    """Tells the binding, once, how to recognise a tensor and its dtypes (torch may be imported
-    after tensorb64: this runs on the first tensor seen)."""
-    global _torch_registered
-    if _torch_registered:
-        return
-    with _TORCH_REGISTRATION:
-        if _torch_registered:
-            return
-        for name in ("float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
-                     "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool"):
-            torch_dtype = getattr(torch, name, None)  # uint16/32/64 exist from torch 2.3 on
-            if torch_dtype is not None:
-                _TORCH_CODES[torch_dtype] = CORE_DTYPES[name]
-        # torch's DLPack exchange API (recent torch; 2.13 has it): the binding reads a tensor's layout in one C call.
-        _native._configure_torch(torch.Tensor, _TORCH_CODES, getattr(torch.Tensor, "__dlpack_c_exchange_api__", None))
-        _torch_registered = True
+def _read_in_place(torch) -> frozenset:
+    """The torch dtypes the binding reads in place: those of its table that this torch has
+    (uint16/32/64 exist from torch 2.3 on)."""
+    return frozenset(getattr(torch, e.torch_name) for e in ELEMENT_TYPES if hasattr(torch, e.torch_name))
 
 
 def _readable_tensor(t, torch):
@@ -96,7 +75,7 @@ def _readable_tensor(t, torch):
     dtype = t.dtype
     if dtype.is_complex:
         raise TypeError(f"complex tensors are not supported ({dtype}); pass the real part or a real dtype")
-    if dtype not in _TORCH_CODES:
+    if dtype not in _read_in_place(torch):
         unsupported = TypeError(f"tensors of dtype {dtype} are not supported; expected a floating point, integer "
                                 "or bool dtype that torch can convert to float32")
         if not dtype.is_floating_point:
@@ -108,7 +87,7 @@ def _readable_tensor(t, torch):
     if t.device.type != "cpu":
         # Cross the bus in the tensor's own dtype: a bf16 tensor moves half the bytes of float32.
         # CUDA tensors through reused pinned buffers (_cuda.host_copy: bounds and thresholds there).
-        t = _cuda.host_copy(t) if t.is_cuda else t.detach().to("cpu")
+        t = _cuda.host_copy(t) if _cuda.on_device(t) else t.detach().to("cpu")
     try:
         if t.is_neg():  # a negative-bit view (x.conj().imag) stores its values negated
             t = t.resolve_neg()
@@ -121,19 +100,16 @@ def _readable_tensor(t, torch):
 
 
 def _readable_array(a: np.ndarray):
-    """A numpy array the binding reads, with the core code of extension dtypes."""
+    """A numpy array the binding reads (it reads ml_dtypes' types itself)."""
     dt = a.dtype
-    if dt.name in EXTENSION_DTYPES:
-        storage, core = EXTENSION_DTYPES[dt.name]
-        return a.view(storage), CORE_DTYPES[core]
     if dt.kind == "f":  # long double (and any other width): exactly as torch would take float32
-        return a.astype(np.float32), None
+        return a.astype(np.float32)
     if dt.kind == "c":
         raise TypeError(f"complex arrays are not supported ({dt}); pass the real part or a real dtype")
     if dt.fields is not None:
         raise TypeError(f"structured arrays are not supported ({dt}); pass one numeric field")
     if dt.kind in "iub":
-        return a, None  # a numpy scalar type the buffer protocol could not export (e.g. a subclass)
+        return a  # a numpy scalar type the buffer protocol could not export (e.g. a subclass)
     raise TypeError(f"arrays of dtype {dt} are not supported; expected floats, integers or bool")
 
 
@@ -169,7 +145,3 @@ def _first_non_number(x):
             return item
     return _ALL_NUMBERS
 
-
-_native._configure(OUTPUT_DTYPE_CODES, BYTEORDER_CODES, FLOAT_FORMAT_CODES, np.ndarray, readable)
-# encode_rows and json_rows hand a CUDA tensor to the staging pipeline, with their own arguments.
-_native._configure_cuda(_cuda.encode_rows, _cuda.json_rows)

@@ -26,12 +26,10 @@ import numpy as np
 
 from . import _cuda, _native
 from ._encode import encode_rows
-from ._formats import FLOAT_FORMAT_CODES, STORAGE, byteorder_name, output_dtype
+from ._formats import output_type
 from ._inputs import readable
 
 __all__ = ["embedding_data", "response_body", "iter_response_body"]
-
-ENCODING_FORMATS = ("float", "base64")
 
 
 def _is_index(value) -> bool:
@@ -46,13 +44,13 @@ def _rows(embeddings):
     if isinstance(embeddings, np.ndarray) or (torch is not None and isinstance(embeddings, torch.Tensor)):
         x = embeddings
     else:
-        x = readable(embeddings)[0]  # a list's array (or stacked tensors), or a buffer
+        x = readable(embeddings)  # a list's array (or stacked tensors), or a buffer
         if not (torch is not None and isinstance(x, torch.Tensor)):
             x = np.asarray(x)
     if x.ndim not in (1, 2):
         raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
     if not _cuda.staged(x):  # (a CUDA tensor's rows are read where they are encoded)
-        _native.row_shape(x)  # refuses what every encoder refuses, in the same words
+        _native._row_shape(x)  # refuses what every encoder refuses, in the same words
     return x if x.ndim == 2 else x[None]
 
 
@@ -111,8 +109,7 @@ def embedding_data(embeddings, *, encoding_format: str = "float", dimensions=Non
     not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
     TypeError for an input that is not an array of real numbers.
     """
-    if encoding_format not in ENCODING_FORMATS:
-        raise ValueError(f"unknown encoding_format {encoding_format!r}; expected 'float' or 'base64'")
+    _native._resolve("encoding_format", encoding_format)
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
     rows = _cut(_rows(embeddings), dimensions)
@@ -217,12 +214,9 @@ def _envelope_error(body: dict, extra, error: Exception) -> ValueError:
 
 def _prepare(embeddings, model, encoding_format, dimensions, usage, extra, dtype, byteorder, float_format, threads):
     """Every argument checked, before anything is built: (rows, head, tail)."""
-    if encoding_format not in ENCODING_FORMATS:
-        raise ValueError(f"unknown encoding_format {encoding_format!r}; expected 'float' or 'base64'")
-    if float_format not in FLOAT_FORMAT_CODES:
-        raise ValueError(f"unknown float_format {float_format!r}; expected one of {', '.join(map(repr, FLOAT_FORMAT_CODES))}")
-    output_dtype(dtype)  # ValueError naming the accepted dtypes
-    byteorder_name(byteorder)  # ValueError naming the accepted byte orders
+    for kind, name in (("encoding_format", encoding_format), ("float_format", float_format), ("dtype", dtype),
+                       ("byteorder", byteorder)):
+        _native._resolve(kind, name)  # ValueError naming the accepted names
     _native._check_threads(threads)
     head, tail = _envelope(model, usage, extra)
     rows = _cut(_rows(embeddings), dimensions)
@@ -341,7 +335,7 @@ def iter_response_body(
     count, width = rows.shape
     digits = len(str(max(count - 1, 0)))
     if encoding_format == "base64":
-        entry = _ENTRY_WRAPPER + digits + 4 * -(-width * np.dtype(STORAGE[dtype]).itemsize // 3) + 1
+        entry = _ENTRY_WRAPPER + digits + 4 * -(-width * output_type(dtype).itemsize // 3) + 1
 
         def write(start, stop, prefix, suffix):
             return _base64_data(rows[start:stop], dtype, byteorder, threads, first_index=start, head=prefix, tail=suffix)

@@ -1,0 +1,176 @@
+// Decoding: strict base64 (or a binary body's raw bytes) into a caller's buffer. The Python layer
+// (src/tensorb64/_decode.py) sizes the output with _decoded_length, allocates it once, and
+// _decode_into fills it. dtype and byteorder are names, resolved as every entry point resolves
+// them.
+#include <cstdio>
+#include <string>
+
+#include "entry_points.hpp"
+#include "names.hpp"
+#include "python_api.hpp"
+
+namespace binding {
+
+namespace {
+
+using namespace std::string_literals;
+
+// A held buffer, released (with the GIL) when this goes.
+struct held_buffer {
+    Py_buffer view{};
+    bool held = false;
+    held_buffer() = default;
+    held_buffer(const held_buffer&) = delete;
+    held_buffer& operator=(const held_buffer&) = delete;
+    ~held_buffer() {
+        if (held) PyBuffer_Release(&view);
+    }
+};
+
+// The characters (or raw bytes) of a str or bytes-like argument, read in place.
+struct input_text {
+    const char* data = nullptr;
+    std::size_t size = 0;
+    held_buffer buffer;
+};
+
+[[noreturn]] void refuse(const tb::decode_result& result) {
+    raise(PyExc_ValueError, tb::to_string(result));
+}
+
+// A str that is not ASCII cannot be base64: its first bad character is reported, named as the
+// code point.
+[[noreturn]] void refuse_non_ascii(PyObject* text, tb::dtype stored) {
+    // The first error as the core would report it, with each non-ASCII code point as 0x80 (a
+    // bad character), so that an earlier bad ASCII character still wins.
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void* data = PyUnicode_DATA(text);
+    std::string marked(static_cast<std::size_t>(length), '\0');
+    for (Py_ssize_t i = 0; i < length; ++i) {
+        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        marked[static_cast<std::size_t>(i)] = static_cast<char>(c < 0x80 ? c : 0x80);
+    }
+    const tb::decode_result r = tb::check_base64(marked.data(), marked.size(), stored);
+    const auto at = static_cast<Py_ssize_t>(r.offset);
+    if (r.status == tb::decode_status::bad_character && r.character == 0x80) {
+        char code[16];
+        std::snprintf(code, sizeof code, "U+%04X",
+                      static_cast<unsigned>(PyUnicode_READ(kind, data, at)));
+        ref character(checked(PyUnicode_Substring(text, at, at + 1)));
+        raise(PyExc_ValueError,
+              "invalid base64: non-ASCII character " + repr_of(character.get()) + " (" + code +
+                  ") at offset " + std::to_string(r.offset) +
+                  " (the alphabet is A-Z, a-z, 0-9, '+' and '/', with '=' padding)");
+    }
+    refuse(r);
+}
+
+void read_text(PyObject* o, tb::dtype stored, bool base64, input_text* text) {
+    if (PyUnicode_Check(o)) {
+        if (!base64) raise(PyExc_TypeError, "expected bytes, got str");
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(o) != 0) throw python_error{};  // a legacy str, before 3.12
+#endif
+        if (!PyUnicode_IS_ASCII(o)) refuse_non_ascii(o, stored);
+        text->data = static_cast<const char*>(PyUnicode_DATA(o));  // ASCII: one byte per character
+        text->size = static_cast<std::size_t>(PyUnicode_GET_LENGTH(o));
+        return;
+    }
+    if (PyObject_GetBuffer(o, &text->buffer.view, PyBUF_SIMPLE) != 0) {
+        if (PyObject_CheckBuffer(o)) throw python_error{};  // e.g. not contiguous: say so
+        PyErr_Clear();
+        raise(PyExc_TypeError, (base64 ? "expected a base64 str or bytes"s : "expected bytes"s) +
+                                   ", got " + Py_TYPE(o)->tp_name);
+    }
+    text->buffer.held = true;
+    text->data = static_cast<const char*>(text->buffer.view.buf);
+    text->size = static_cast<std::size_t>(text->buffer.view.len);
+}
+
+bool truth(PyObject* value) {
+    const int truth = PyObject_IsTrue(value);
+    if (truth < 0) throw python_error{};
+    return truth != 0;
+}
+
+void check_arguments(const char* function, Py_ssize_t nargs, Py_ssize_t least, Py_ssize_t most) {
+    if (nargs < least || nargs > most) {
+        raise(PyExc_TypeError, function + " takes "s + std::to_string(least) + " to " +
+                                   std::to_string(most) + " arguments, got " +
+                                   std::to_string(nargs));
+    }
+}
+
+// _decoded_length(data, dtype, base64=True, /)
+PyObject* decoded_length_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        check_arguments("_decoded_length", nargs, 2, 3);
+        const tb::dtype stored = output_dtype(args[1]);
+        const bool base64 = nargs < 3 || truth(args[2]);
+        input_text text;
+        read_text(args[0], stored, base64, &text);
+        std::size_t elements = 0;
+        if (base64) {
+            const tb::decode_result r =
+                tb::decoded_elements(text.data, text.size, stored, &elements);
+            if (r.status != tb::decode_status::ok) refuse(r);
+        } else {
+            const std::size_t size = tb::dtype_size(stored);
+            if (text.size % size != 0) {
+                tb::decode_result r;
+                r.status = tb::decode_status::not_whole_values;
+                r.offset = text.size;
+                r.stored = stored;
+                refuse(r);
+            }
+            elements = text.size / size;
+        }
+        return PyLong_FromSize_t(elements);
+    });
+}
+
+// _decode_into(data, out, dtype, byteorder, widen, base64=True, /)
+PyObject* decode_into_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        check_arguments("_decode_into", nargs, 5, 6);
+        const tb::element_format stored{output_dtype(args[2]), byte_order(args[3])};
+        const bool widen = truth(args[4]);
+        const bool base64 = nargs < 6 || truth(args[5]);
+        input_text text;
+        read_text(args[0], stored.type, base64, &text);
+        held_buffer output;
+        if (PyObject_GetBuffer(args[1], &output.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0)
+            throw python_error{};
+        output.held = true;
+        const auto out_bytes = static_cast<std::size_t>(output.view.len);
+        tb::decode_result result;
+        {
+            gil_released_if released(text.size >= release_gil_above_bytes);
+            result = base64 ? tb::decode_base64(text.data, text.size, stored, widen,
+                                                output.view.buf, out_bytes)
+                            : tb::convert_elements(text.data, text.size, stored, widen,
+                                                   output.view.buf, out_bytes);
+        }
+        if (result.status != tb::decode_status::ok) refuse(result);
+        Py_RETURN_NONE;
+    });
+}
+
+}  // namespace
+
+PyMethodDef decode_methods[] = {
+    {"_decoded_length", as_method(decoded_length_entry), METH_FASTCALL,
+     "_decoded_length(data, dtype, base64=True, /)\n--\n\n"
+     "The number of elements of dtype (an output dtype name) that data holds: strict base64 text "
+     "(str or bytes), judged by its length and padding, or with base64=False raw stored bytes. "
+     "ValueError naming what is wrong, and where."},
+    {"_decode_into", as_method(decode_into_entry), METH_FASTCALL,
+     "_decode_into(data, out, dtype, byteorder, widen, base64=True, /)\n--\n\n"
+     "Decodes data (strict base64, or with base64=False raw stored bytes) into the writable "
+     "C-contiguous buffer out, which must hold exactly its values: the stored elements in host "
+     "byte order, or with widen their float32 values. ValueError naming what is wrong."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace binding

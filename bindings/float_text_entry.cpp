@@ -1,0 +1,100 @@
+// The entry points that write float text: json_rows, and _check_finite (the error a float body
+// raises for NaN and infinity, asked before a streamed body's first chunk).
+#include <string>
+#include <vector>
+
+#include "arguments.hpp"
+#include "entry_points.hpp"
+#include "float_text.hpp"
+#include "reader.hpp"
+#include "sizes.hpp"
+
+namespace binding {
+
+void refuse_non_finite(const tb::float_text_result& result, std::size_t first_row) {
+    raise(PyExc_ValueError,
+          "row " + std::to_string(first_row + result.row) + ", column " +
+              std::to_string(result.column) +
+              " is NaN or infinite: NaN and infinity have no JSON text (json.dumps with "
+              "allow_nan=False refuses them too); use encoding_format='base64' for such values");
+}
+
+namespace {
+
+// _check_finite(x, first_row=0, /): the error names the row as first_row + its row in x (a
+// chunk of a larger input names the row of the whole).
+PyObject* check_finite_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        if (nargs < 1 || nargs > 2) raise(PyExc_TypeError, "_check_finite takes 1 or 2 arguments");
+        std::size_t first_row = 0;
+        if (nargs == 2) {
+            first_row = PyLong_AsSize_t(args[1]);
+            if (first_row == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw python_error{};
+        }
+        input_array in;
+        if (!read_input(args[0], in)) return call_fallback("_check_finite", args, nargs, nullptr);
+        const tb::float_text_result result = tb::find_non_finite(rows_of(in));
+        if (!result.finite) refuse_non_finite(result, first_row);
+        Py_RETURN_NONE;
+    });
+}
+
+// Each row's JSON text as one bytes object (made at its bound, then trimmed).
+PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return guarded([&] {
+        const call_args call =
+            parse_call("json_rows", args, nargs, kwnames, true, options::float_text);
+        const tb::float_format format = float_format(call.float_format);
+        const unsigned threads = thread_count(call.threads);
+        input_array in;
+        if (!read_input(call.x, in)) return call_fallback("json_rows", args, nargs, kwnames);
+        if (in.ndim == 0)
+            raise(PyExc_ValueError, "json_rows needs an input with at least one dimension");
+        const tb::strided_rows source = rows_of(in);
+        std::size_t bound = 0;
+        if (!tb::float_row_bound(source.row_length, source.format.type, format, &bound))
+            bound = SIZE_MAX;
+        checked_total(source.rows, bound, "float text");
+        ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
+        if (!list) throw python_error{};
+        std::vector<char*> outputs(source.rows);
+        std::vector<std::size_t> lengths(source.rows);
+        for (std::size_t r = 0; r < source.rows; ++r) {
+            PyObject* text = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(bound));
+            if (text == nullptr) throw python_error{};
+            PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);
+            outputs[r] = PyBytes_AS_STRING(text);
+        }
+        tb::float_text_result result;
+        {
+            gil_released_if released(source.rows * source.row_length >= release_gil_above_values);
+            result = tb::write_float_rows(source, format, outputs.data(), lengths.data(), threads);
+        }
+        if (!result.finite) refuse_non_finite(result);
+        for (std::size_t r = 0; r < source.rows; ++r) {
+            PyObject* text = PyList_GET_ITEM(list.get(), static_cast<Py_ssize_t>(r));
+            // The list holds the only reference: the bytes may be resized (and moved) in place.
+            PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), nullptr);
+            if (_PyBytes_Resize(&text, static_cast<Py_ssize_t>(lengths[r])) != 0)
+                throw python_error{};
+            PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);
+        }
+        return list.release();
+    });
+}
+
+}  // namespace
+
+PyMethodDef float_text_methods[] = {
+    {"json_rows", as_method(json_rows_entry), METH_FASTCALL | METH_KEYWORDS,
+     "json_rows(x, /, *, float_format='repr', threads=1)\n--\n\n"
+     "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', "
+     "':')) in 'repr' mode; the fewest digits that read back to the same float32 in 'shortest' "
+     "mode."},
+    {"_check_finite", as_method(check_finite_entry), METH_FASTCALL,
+     "_check_finite(x, first_row=0, /)\n--\n\nThe ValueError naming the row (from first_row) and "
+     "column of x's first NaN or infinity, if any."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace binding
