@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the old-glibc (manylinux2014) wheel of each CPython version with the Zig toolchain
 # (ci/build_old_glibc_wheels.sh), x86_64 for every version and aarch64 cross-compiled for those
-# whose arm64 headers ci/arm64_sysroot.sh provides, into one folder:
+# whose arm64 headers ci/arm64_sysroot.sh provides, into one folder (the free-threaded ones with
+# this machine's g++: see below):
 #
 #   ci/build_wheels.sh OUTDIR [NAME ...]     NAME: 3.10 3.11 3.12 3.13 3.14 3.13t 3.14t (default all)
 #
@@ -41,6 +42,23 @@ for line in "${interpreters[@]}"; do
     "$python" -m venv "$env"
   fi
   "$env/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "${build_tools[@]}"
+  if [[ "$name" == *t ]]; then
+    # Free-threaded: built with this machine's g++ rather than Zig. The Zig build goes through a
+    # CMake toolchain file (cross-compiling, even for x86_64), and FindPython then does not take a
+    # free-threaded interpreter ("Could NOT find Python (missing: Interpreter Development.Module)
+    # (found version 3.13.15)"); so these wheels carry the g++ wheel's tag (glibc 2.34).
+    dir="$out/.$name-x86_64"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    "$env/bin/python" -m build --wheel --no-isolation --outdir "$dir" -C "build-dir=$dir/build" "$(dirname "$ci")" \
+      > "$dir/build.log" 2>&1 || { tail -40 "$dir/build.log"; exit 1; }
+    PATH="$env/bin:$PATH" "$env/bin/python" -m auditwheel repair -w "$dir/repaired" "$dir"/*.whl >&2
+    wheel="$(ls "$dir"/repaired/*.whl)"
+    mv "$wheel" "$out/"
+    rm -rf "$dir"
+    echo "wheel $name x86_64 $(basename "$wheel")"
+    continue
+  fi
   archs=(x86_64)
   if [[ "$aarch64" == *" $name "* ]]; then
     minor="${name%t}"

@@ -34,9 +34,10 @@ status=0
 mapfile -t interpreters < <("$repo/ci/interpreters.sh" "$@")
 for line in "${interpreters[@]}"; do
   read -r name python <<<"$line"
-  abi="$("$python" -c 'import sys; print("cp%d%d%s" % (sys.version_info[0], sys.version_info[1], sys.abiflags))')"
-  wheel="$(ls "$wheels"/tensorb64-*-"$abi"-"$abi"-*x86_64*.whl 2>/dev/null | head -1 || true)"
-  [[ -n "$wheel" ]] || { echo "test_wheels: no $abi x86_64 wheel in $wheels" >&2; exit 1; }
+  # The wheel's tags: cp313-cp313 for 3.13, cp313-cp313t for the free-threaded 3.13.
+  tags="$("$python" -c 'import sys; v = "cp%d%d" % sys.version_info[:2]; print(f"{v}-{v}{sys.abiflags}")')"
+  wheel="$(ls "$wheels"/tensorb64-*-"$tags"-*x86_64*.whl 2>/dev/null | head -1 || true)"
+  [[ -n "$wheel" ]] || { echo "test_wheels: no $tags x86_64 wheel in $wheels" >&2; exit 1; }
   echo "== CPython $name ($("$python" -c 'import sys; print(sys.version.split()[0])')): $(basename "$wheel")"
   env="$work/env-$name"
   "$python" -m venv "$env"
