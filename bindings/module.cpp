@@ -90,6 +90,13 @@ PyModuleDef_Slot slots[] = {
     // The reader's registry and the resolver's names are process-wide.
     {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
 #endif
+#if PY_VERSION_HEX >= 0x030D0000
+    // No GIL needed: on a free-threaded CPython (3.13t, 3.14t) importing this module leaves it
+    // off. Its shared state is safe without it: the names and the reader's registry are set at
+    // import, torch's registry is published atomically (tensor_reader.cpp), the dispatch's level
+    // is an atomic pointer, the thread pool locks its own (tests/test_free_threading.py).
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
     {0, nullptr},
 };
 

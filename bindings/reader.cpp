@@ -17,7 +17,8 @@ using namespace std::string_literals;
 namespace {
 
 // What the reader learns at import and from the Python layer: numpy's array type, and the
-// fallback hook. Set with the GIL held; read by calls holding it.
+// fallback hook. Both are set while tensorb64 is imported, before any call can read them (other
+// threads' `import tensorb64` waits on the import lock), also on a free-threaded build.
 struct registry {
     PyObject* ndarray_type = nullptr;
     PyObject* fallback = nullptr;

@@ -1,5 +1,6 @@
 #include "tensor_reader.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -14,14 +15,20 @@ namespace binding {
 namespace {
 
 // What the reader knows of torch, from _register_tensor_type (once torch is loaded): its tensor
-// type, the core code of each of its dtypes, its exchange API. Set with the GIL held; read by
-// calls holding it.
+// type, the core code of each of its dtypes, its exchange API. `import torch` may run in one
+// thread while others are inside calls (on a free-threaded build nothing orders them), so each
+// registration is a whole new registry published through one atomic pointer, and none is ever
+// freed: a call sees no registry or all of one, never a half-written or a released one.
 struct tensor_registry {
-    PyObject* tensor_type = nullptr;
-    PyObject* dtypes = nullptr;  // dict: dtype object -> core dtype code
+    PyObject* tensor_type = nullptr;  // strong references, kept for the process
+    PyObject* dtypes = nullptr;       // dict: dtype object -> core dtype code
     PyObject* exchange_capsule = nullptr;
     const dlpack::exchange_api* exchange = nullptr;
-} known;
+};
+std::atomic<const tensor_registry*> known{nullptr};
+
+// Non-null once is_registered_tensor has said yes.
+const tensor_registry& registry() { return *known.load(std::memory_order_acquire); }
 
 // Calls a method of `object` with no arguments; null (error cleared) if it raised.
 PyObject* call_method(PyObject* object, PyObject* name) {
@@ -77,7 +84,7 @@ bool byte_extent(const input_array& in, std::ptrdiff_t* low, std::ptrdiff_t* hig
 
 // The core code of a tensor's dtype object, or -1 where the core does not read it in place.
 int tensor_dtype_code(PyObject* dtype) {
-    PyObject* code = PyDict_GetItemWithError(known.dtypes, dtype);  // borrowed
+    PyObject* code = PyDict_GetItemWithError(registry().dtypes, dtype);  // borrowed
     if (code == nullptr) {
         PyErr_Clear();  // an unhashable dtype is just an unknown one
         return -1;
@@ -96,9 +103,9 @@ constexpr std::int64_t max_stride = std::numeric_limits<std::ptrdiff_t>::max() /
 // The tensor's element type, shape, strides (in bytes) and address into `in`, through torch's
 // DLPack exchange API: false (no error set) where it cannot say, or says something the core does
 // not read in place (another device or dtype); the tensor's methods are asked then.
-bool describe_by_exchange(PyObject* x, input_array& in) {
+bool describe_by_exchange(const dlpack::exchange_api& exchange, PyObject* x, input_array& in) {
     dlpack::tensor dl{};
-    if (known.exchange->dltensor_from_py_object_no_sync(x, &dl) != 0) {
+    if (exchange.dltensor_from_py_object_no_sync(x, &dl) != 0) {
         PyErr_Clear();
         return false;
     }
@@ -137,7 +144,8 @@ bool describe_by_exchange(PyObject* x, input_array& in) {
 // otherwise through the tensor's methods. False (no error set) for what the Python layer must
 // handle: another device, dtype or layout, anything that raised.
 bool describe_tensor(PyObject* x, input_array& in) {
-    if (known.exchange != nullptr && describe_by_exchange(x, in)) return true;
+    const dlpack::exchange_api* exchange = registry().exchange;
+    if (exchange != nullptr && describe_by_exchange(*exchange, x, in)) return true;
     static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
     static PyObject* const is_cpu_name = PyUnicode_InternFromString("is_cpu");
     static PyObject* const shape_name = PyUnicode_InternFromString("shape");
@@ -174,8 +182,9 @@ bool describe_tensor(PyObject* x, input_array& in) {
 
 // Exactly the registered type: a subclass's methods may say anything.
 bool is_registered_tensor(PyObject* x) {
-    return known.tensor_type != nullptr &&
-           Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(known.tensor_type);
+    const tensor_registry* known_torch = known.load(std::memory_order_acquire);
+    return known_torch != nullptr &&
+           Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(known_torch->tensor_type);
 }
 
 bool read_tensor(PyObject* x, input_array& in) {
@@ -256,23 +265,24 @@ PyObject* register_tensor_type_entry(PyObject*, PyObject* const* args, Py_ssize_
             ref code(checked(PyLong_FromSize_t(i)));
             if (PyDict_SetItem(codes.get(), dtype.get(), code.get()) != 0) throw python_error{};
         }
-        keep(known.dtypes, codes.get());
-        keep(known.tensor_type, args[0]);
+        auto* made = new tensor_registry;  // never freed: see tensor_registry
+        made->dtypes = codes.release();
+        made->tensor_type = Py_NewRef(args[0]);
         // Taken only for the major version dlpack.hpp declares, from 1.2 (where the exchange API
         // appeared) on; otherwise the tensor's methods are read.
-        known.exchange = nullptr;
         PyObject* capsule = args[2];
         if (capsule != Py_None && PyCapsule_IsValid(capsule, dlpack::capsule_name)) {
             const auto* api = static_cast<const dlpack::exchange_api*>(
                 PyCapsule_GetPointer(capsule, dlpack::capsule_name));
             if (api != nullptr && api->api_version.major == 1 && api->api_version.minor >= 2 &&
                 api->dltensor_from_py_object_no_sync != nullptr) {
-                keep(known.exchange_capsule, capsule);
-                known.exchange = api;
+                made->exchange_capsule = Py_NewRef(capsule);
+                made->exchange = api;
             }
         }
         PyErr_Clear();
-        return PyBool_FromLong(known.exchange != nullptr);
+        known.store(made, std::memory_order_release);
+        return PyBool_FromLong(made->exchange != nullptr);
     });
 }
 

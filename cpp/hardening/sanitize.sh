@@ -10,14 +10,19 @@
 #      decode back to the input), fuzz_rows (odd strides, threads > 1 equal threads = 1) and
 #      fuzz_body (any bytes as a response body: an error or a result, threads > 1 equal one);
 #   4. (--full) the Python extension built with ASan + UBSan, and a subset of the Python suite run
-#      against it with libasan preloaded.
+#      against it with libasan preloaded;
+#   5. (--full) the Python extension (core included) built with ThreadSanitizer (clang), and the
+#      concurrency tests run against it on a free-threaded CPython itself built with
+#      --with-thread-sanitizer (TSAN_PYTHON; ci/interpreters.sh 3.14t-tsan builds one): calls
+#      truly in parallel, every access of the interpreter and of the extension seen by TSan.
 #
 # Usage: cpp/hardening/sanitize.sh [--quick | --full] [--fuzz SECONDS]
 #   (default)   steps 1-3, fuzzers 60 s each, core_tests in full          (~6-8 min on 2 cores)
 #   --quick     steps 1-3 with core_tests --quick, edge_tests --quick under valgrind, fuzzers 20 s
 #   --full      steps 1-4
 #   --fuzz S    only build and run each fuzzer for S seconds (a long run: --fuzz 3600)
-# Environment: JOBS (default 2), TENSORB64_HARDENING_BUILD (default build/hardening).
+# Environment: JOBS (default 2), TENSORB64_HARDENING_BUILD (default build/hardening), TSAN_PYTHON
+#   (step 5: a free-threaded CPython built with --with-thread-sanitizer; skipped when unset).
 # Exits non-zero if anything failed; prints a summary either way.
 set -u -o pipefail
 
@@ -33,7 +38,7 @@ while [ $# -gt 0 ]; do
     --quick) mode=quick; fuzz_seconds=20 ;;
     --full) mode=full ;;
     --fuzz) fuzz_only=1; fuzz_seconds="${2:?--fuzz needs SECONDS}"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -159,6 +164,39 @@ python_under_asan() {
 }
 if [ "$mode" = full ]; then
   step "python under asan+ubsan: build extension and run the suite" python_under_asan
+fi
+
+# ---- 5. the extension under ThreadSanitizer, on a free-threaded CPython built with TSan ---------
+# Why an instrumented interpreter rather than suppressions: on the free-threaded build objects
+# come from the interpreter's mimalloc and are handed between threads through its own atomics and
+# locks; with an uninstrumented interpreter TSan sees none of that synchronisation and reports
+# this module's writes into a reused object as races. CPython's own suppressions (its known
+# benign races, the file its CI uses with this configuration) ship with the interpreter
+# (ci/interpreters.sh copies Tools/tsan/suppressions_free_threading.txt next to it).
+python_under_tsan() {
+  local py="$TSAN_PYTHON" env="$build/tsan-env" target="$build/pytsan"
+  local clang="${CLANGXX:-clang++}" suppressions
+  suppressions="$(dirname "$(dirname "$py")")/tsan_suppressions.txt"
+  [ -f "$suppressions" ] || { echo "no $suppressions beside $py"; return 1; }
+  [ -x "$env/bin/python" ] || "$py" -m venv "$env" || return 1
+  "$env/bin/python" -m pip install -q --only-binary=:all: numpy pytest hypothesis \
+    "scikit-build-core>=0.10" cmake ninja || return 1
+  rm -rf "$target"
+  # The interpreter's own compiler (clang): one TSan runtime in the process, the interpreter's.
+  CC=clang CXX="$clang" SKBUILD_CMAKE_ARGS="-DCMAKE_CXX_FLAGS=-fsanitize=thread -g -O1;-DCMAKE_BUILD_TYPE=None" \
+    "$env/bin/python" -m pip install --no-build-isolation --no-deps --quiet --target "$target" \
+      -Cbuild-dir="$build/pytsan-build" "$root" || return 1
+  (cd "$root" && PYTHONPATH="$target" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$suppressions" \
+    "$env/bin/python" -c "import sys, tensorb64._native as n; assert n.__file__.startswith('$target'), n.__file__; assert not sys._is_gil_enabled(); print('extension:', n.__file__)" &&
+   PYTHONPATH="$target" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$suppressions" \
+    "$env/bin/python" -m pytest -q -p no:cacheprovider tests/test_free_threading.py tests/test_concurrency.py)
+}
+if [ "$mode" = full ]; then
+  if [ -n "${TSAN_PYTHON:-}" ]; then
+    step "python under tsan (free-threaded $("$TSAN_PYTHON" -c 'import sys; print(sys.version.split()[0])')): build extension, run the concurrency tests" python_under_tsan
+  else
+    skip "python under tsan (TSAN_PYTHON unset: ci/interpreters.sh 3.14t-tsan builds one)"
+  fi
 fi
 
 finish
