@@ -10,10 +10,6 @@ using namespace std::string_literals;
 
 call_args parse_call(const char* function, PyObject* const* args, Py_ssize_t nargs,
                      PyObject* kwnames, bool takes_threads, options taken) {
-    static PyObject* const float_format_key = PyUnicode_InternFromString("float_format");
-    static PyObject* const dtype_key = PyUnicode_InternFromString("dtype");
-    static PyObject* const byteorder_key = PyUnicode_InternFromString("byteorder");
-    static PyObject* const threads_key = PyUnicode_InternFromString("threads");
     if (nargs != 1) {
         raise(PyExc_TypeError,
               function + " takes exactly one positional argument (the embeddings), got "s +
@@ -30,11 +26,11 @@ call_args parse_call(const char* function, PyObject* const* args, Py_ssize_t nar
             return key == name || PyUnicode_Compare(key, name) == 0;
         };
         if (taken == options::float_text) {
-            if (is(float_format_key)) {
+            if (is(interned.float_format)) {
                 out.float_format = value;
                 continue;
             }
-            if (takes_threads && is(threads_key)) {
+            if (takes_threads && is(interned.threads)) {
                 out.threads = value;
                 continue;
             }
@@ -42,11 +38,11 @@ call_args parse_call(const char* function, PyObject* const* args, Py_ssize_t nar
             raise(PyExc_TypeError, function + " got an unexpected keyword argument "s +
                                        repr_of(key) + "; it takes float_format= and threads=");
         }
-        if (is(dtype_key)) {
+        if (is(interned.dtype)) {
             out.dtype = value;
-        } else if (is(byteorder_key)) {
+        } else if (is(interned.byteorder)) {
             out.byteorder = value;
-        } else if (takes_threads && is(threads_key)) {
+        } else if (takes_threads && is(interned.threads)) {
             out.threads = value;
         } else {
             PyErr_Clear();

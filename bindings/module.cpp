@@ -69,7 +69,7 @@ int exec_module(PyObject* module) {
         PyErr_SetString(PyExc_ImportError, e.what());
         return -1;
     }
-    if (!intern_names() || !init_reader()) return -1;
+    if (!intern_names() || !intern_attribute_names() || !init_reader()) return -1;
     PyMethodDef* const tables[] = {
         encode_methods, float_text_methods, body_methods,   decode_methods, body_reader_methods,
         name_methods,   argument_methods,   reader_methods, tensor_methods, simd_methods};

@@ -9,6 +9,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace binding {
 
@@ -106,6 +107,52 @@ PyObject* guarded(Body&& body) {
 template <class Function>
 PyCFunction as_method(Function function) {
     return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function));
+}
+
+// The attribute and keyword names the binding looks up, interned once at import (module.cpp's
+// exec_module). Not function-local statics: on a free-threaded CPython a C API call made inside
+// C++'s static-initialisation guard can deadlock, a thread waiting on the guard never detaching
+// from the interpreter while the call waits for a stop-the-world pause.
+struct interned_names {
+    PyObject* dtype = nullptr;
+    PyObject* float_format = nullptr;
+    PyObject* byteorder = nullptr;
+    PyObject* threads = nullptr;
+    PyObject* name = nullptr;
+    PyObject* is_cpu = nullptr;
+    PyObject* shape = nullptr;
+    PyObject* stride = nullptr;
+    PyObject* is_neg = nullptr;
+    PyObject* data_ptr = nullptr;
+    PyObject* storage_offset = nullptr;
+    PyObject* untyped_storage = nullptr;
+    PyObject* nbytes = nullptr;
+};
+inline interned_names interned;
+
+// Fills `interned` (once per process: the strings are immortal); false with an error set.
+inline bool intern_attribute_names() {
+    if (interned.nbytes != nullptr) return true;
+    const std::pair<PyObject**, const char*> all[] = {
+        {&interned.dtype, "dtype"},
+        {&interned.float_format, "float_format"},
+        {&interned.byteorder, "byteorder"},
+        {&interned.threads, "threads"},
+        {&interned.name, "name"},
+        {&interned.is_cpu, "is_cpu"},
+        {&interned.shape, "shape"},
+        {&interned.stride, "stride"},
+        {&interned.is_neg, "is_neg"},
+        {&interned.data_ptr, "data_ptr"},
+        {&interned.storage_offset, "storage_offset"},
+        {&interned.untyped_storage, "untyped_storage"},
+        {&interned.nbytes, "nbytes"},
+    };
+    for (const auto& [slot, text] : all) {
+        *slot = PyUnicode_InternFromString(text);
+        if (*slot == nullptr) return false;
+    }
+    return true;
 }
 
 }  // namespace binding

@@ -90,10 +90,8 @@ bool buffer_format(const char* format, Py_ssize_t itemsize, tb::element_format* 
 // float8_e5m2: numpy cannot export them through the buffer protocol) as an array of their
 // storage type, and that type's code; null (no error set) for anything else.
 PyObject* storage_view(PyObject* array, int* code) {
-    static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
-    static PyObject* const name_name = PyUnicode_InternFromString("name");
-    ref dtype(PyObject_GetAttr(array, dtype_name));
-    ref name(dtype ? PyObject_GetAttr(dtype.get(), name_name) : nullptr);
+    ref dtype(PyObject_GetAttr(array, interned.dtype));
+    ref name(dtype ? PyObject_GetAttr(dtype.get(), interned.name) : nullptr);
     PyObject* view = nullptr;
     if (name && PyUnicode_Check(name.get())) {
         for (std::size_t i = 0; i < element_type_count; ++i) {

@@ -117,8 +117,7 @@ bool describe_by_exchange(const dlpack::exchange_api& exchange, PyObject* x, inp
     if (code == static_cast<int>(tb::dtype::int8) || code == static_cast<int>(tb::dtype::uint8)) {
         // torch exports its sub-byte integer dtypes (int1..int7, uint1..uint7) as 8-bit
         // integers: the tensor's dtype says which it is.
-        static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
-        ref dtype(PyObject_GetAttr(x, dtype_name));
+        ref dtype(PyObject_GetAttr(x, interned.dtype));
         if (!dtype || tensor_dtype_code(dtype.get()) != code) {
             PyErr_Clear();
             return false;
@@ -146,15 +145,11 @@ bool describe_by_exchange(const dlpack::exchange_api& exchange, PyObject* x, inp
 bool describe_tensor(PyObject* x, input_array& in) {
     const dlpack::exchange_api* exchange = registry().exchange;
     if (exchange != nullptr && describe_by_exchange(*exchange, x, in)) return true;
-    static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
-    static PyObject* const is_cpu_name = PyUnicode_InternFromString("is_cpu");
-    static PyObject* const shape_name = PyUnicode_InternFromString("shape");
-    static PyObject* const stride_name = PyUnicode_InternFromString("stride");
-    ref dtype(PyObject_GetAttr(x, dtype_name));
+    ref dtype(PyObject_GetAttr(x, interned.dtype));
     const int code = dtype ? tensor_dtype_code(dtype.get()) : -1;
-    ref is_cpu(PyObject_GetAttr(x, is_cpu_name));
-    ref shape(PyObject_GetAttr(x, shape_name));
-    ref strides(call_method(x, stride_name));
+    ref is_cpu(PyObject_GetAttr(x, interned.is_cpu));
+    ref shape(PyObject_GetAttr(x, interned.shape));
+    ref strides(call_method(x, interned.stride));
     if (code < 0 || is_cpu.get() != Py_True || !shape || !strides || !PyTuple_Check(shape.get()) ||
         !PyTuple_Check(strides.get()) ||
         PyTuple_GET_SIZE(shape.get()) != PyTuple_GET_SIZE(strides.get()) ||
@@ -188,24 +183,18 @@ bool is_registered_tensor(PyObject* x) {
 }
 
 bool read_tensor(PyObject* x, input_array& in) {
-    static PyObject* const is_neg_name = PyUnicode_InternFromString("is_neg");
-    static PyObject* const data_ptr_name = PyUnicode_InternFromString("data_ptr");
-    static PyObject* const offset_name = PyUnicode_InternFromString("storage_offset");
-    static PyObject* const storage_name = PyUnicode_InternFromString("untyped_storage");
-    static PyObject* const nbytes_name = PyUnicode_InternFromString("nbytes");
-
     // The storage first, and everything else after it (see test_storage_swapped_mid_call):
     // holding it keeps the memory alive for the whole call, even if another thread gives the
     // tensor new storage meanwhile (t.set_(), which torch runs without the GIL). Every byte read
     // is checked against the storage held, so whatever the race, it lies in memory this call
     // holds.
-    ref storage(call_method(x, storage_name));
+    ref storage(call_method(x, interned.untyped_storage));
     in.data = nullptr;
     if (!storage || !describe_tensor(x, in)) return false;
     // A negative-bit view (x.conj().imag) stores its values negated: the Python layer resolves it.
-    ref negated(call_method(x, is_neg_name));
-    ref storage_address(call_method(storage.get(), data_ptr_name));
-    ref storage_bytes(call_method(storage.get(), nbytes_name));
+    ref negated(call_method(x, interned.is_neg));
+    ref storage_address(call_method(storage.get(), interned.data_ptr));
+    ref storage_bytes(call_method(storage.get(), interned.nbytes));
     std::size_t base = 0, capacity = 0;
     if (negated.get() != Py_False || !storage_address || !storage_bytes ||
         !as_size(storage_address.get(), &base) || !as_size(storage_bytes.get(), &capacity)) {
@@ -220,7 +209,7 @@ bool read_tensor(PyObject* x, input_array& in) {
     bool offset_inside = address != 0 && address >= base && address - base <= capacity;
     std::size_t offset = offset_inside ? address - base : 0;
     if (!offset_inside) {
-        ref elements(call_method(x, offset_name));
+        ref elements(call_method(x, interned.storage_offset));
         std::ptrdiff_t elements_before = 0;
         if (!elements || !as_ssize(elements.get(), &elements_before)) return false;
         offset_inside =

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import tensorb64
+import tensorb64.openai
 from tensorb64 import _native
 
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
@@ -71,9 +72,18 @@ CALLS = {
     "decode_rows": lambda x: tensorb64.decode_rows(tensorb64.encode_rows(x, byteorder="big"), byteorder="big").tobytes(),
     "decode_body": lambda x: [a.tobytes() for a in tensorb64.decode_body(*_body(x))],
     "embedding_data": lambda x: tensorb64.embedding_data(x, encoding_format="base64", start_index=5),
-    "response_body": lambda x: tensorb64.response_body(x, model="m", usage={"prompt_tokens": 1, "total_tokens": 1}),
+    "response_body": lambda x: tensorb64.response_body(
+        x, model="m", encoding_format="base64", usage={"prompt_tokens": 1, "total_tokens": 1}
+    ),
     "response_body float": lambda x: tensorb64.response_body(x, model="m", encoding_format="float"),
     "iter_response_body": lambda x: b"".join(tensorb64.iter_response_body(x, model="m", chunk_size=40_000)),
+    "decode_response_body": lambda x: tensorb64.openai.decode_response_body(
+        tensorb64.response_body(x, model="m", encoding_format="base64")
+    ).tobytes(),
+    "decode_response_body float": lambda x: tensorb64.openai.decode_response_body(
+        tensorb64.response_body(x, model="m", encoding_format="float", float_format="shortest"), threads=2
+    ).tobytes(),
+    "decode_response": lambda x: repr(tensorb64.openai.decode_response(tensorb64.response_body(x, model="m"))),
     "simd_level": lambda x: tensorb64.simd_level(),
     "available_simd_levels": lambda x: tensorb64.available_simd_levels(),
 }
@@ -103,7 +113,9 @@ def in_parallel(check, count: int = N_THREADS) -> list:
 
 
 def test_every_entry_point_is_called():
+    # embed/aembed are the openai client's request around decode_response_body.
     public = {name for name in tensorb64.__all__ if callable(getattr(tensorb64, name))}
+    public |= {name for name in ("decode_response_body", "decode_response") if name in tensorb64.openai.__all__}
     missing = public - {name.split()[0] for name in CALLS}
     assert not missing, f"add these public functions to CALLS: {sorted(missing)}"
 
