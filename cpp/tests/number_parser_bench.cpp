@@ -71,7 +71,11 @@ body make_body(const std::vector<std::uint32_t>& bits, std::size_t rows, std::si
     const tensorb64::float_format format =
         shortest ? tensorb64::float_format::shortest : tensorb64::float_format::repr;
     for (std::size_t r = 0; r < rows; ++r) {
-        const tensorb64::strided_rows row{bits.data() + r * dim, 1, dim, 0, 4,
+        const tensorb64::strided_rows row{bits.data() + r * dim,
+                                          1,
+                                          dim,
+                                          0,
+                                          4,
                                           {tensorb64::dtype::float32, tensorb64::host_byte_order}};
         std::size_t bound = 0;
         std::vector<char> buffer;
