@@ -25,6 +25,7 @@ import threading
 
 import numpy as np
 import pytest
+from threads import failures_in_threads
 
 import tensorb64
 import tensorb64.openai
@@ -90,26 +91,8 @@ CALLS = {
 
 
 def in_parallel(check, count: int = N_THREADS) -> list:
-    """Runs ``check(i)`` REPEATS times in each of ``count`` threads released together by a barrier;
-    the list of (thread, what went wrong)."""
-    barrier = threading.Barrier(count)
-    failures = []
-
-    def worker(i):
-        try:
-            barrier.wait()
-            for _ in range(REPEATS):
-                if not check(i):
-                    failures.append((i, "differs from the lone call"))
-        except BaseException as e:  # noqa: BLE001 (reported to the caller)
-            failures.append((i, repr(e)))
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return failures
+    """Runs ``check(i)`` REPEATS times in each of ``count`` threads at once; what went wrong."""
+    return failures_in_threads(check, count, REPEATS)
 
 
 def test_every_entry_point_is_called():

@@ -7,11 +7,14 @@ import threading
 
 def failures_in_threads(check, count: int, repeats: int) -> list:
     """Calls ``check(i)`` ``repeats`` times in each of ``count`` threads (i = the thread's index),
-    all at once; the list of (i, what) for each call that returned False or raised."""
+    all released together by a barrier; the list of (i, what) for each call that returned False
+    or raised."""
     failures = []
+    barrier = threading.Barrier(count)
 
     def worker(i):
         try:
+            barrier.wait()
             for _ in range(repeats):
                 if not check(i):
                     failures.append((i, "wrong result"))
