@@ -25,10 +25,10 @@
 #include "float_text.hpp"
 #include "float_text_oracle.hpp"
 #include "kernels.hpp"
+#include "pattern_sweep.hpp"
 
 namespace {
 
-std::atomic<std::uint64_t> next_chunk{0};
 std::atomic<std::uint64_t> mismatches{0};
 std::atomic<std::uint64_t> readback_failures{0};
 std::atomic<std::uint64_t> checked{0};
@@ -148,57 +148,22 @@ void check_range(std::uint64_t first, std::uint64_t last) {
 
 int main(int argc, char** argv) {
     std::string level_name = "scalar functions";
-    if (argc >= 3 && std::strcmp(argv[1], "--level") == 0) {
-        tensorb64::simd_level level;
-        if (!tensorb64::parse_simd_level(argv[2], &level)) {
-            std::fprintf(stderr, "unknown SIMD level %s\n", argv[2]);
-            return 2;
-        }
-        tensorb64::force_simd_level(level);  // throws if this CPU cannot run it
+    tensorb64::simd_level level;
+    if (pattern_sweep::take_level(argc, argv, &level)) {
         level_writers = &tensorb64::active_float_text();
-        level_name = std::string("level ") + argv[2] + "'s writer";
-        argv += 2;
-        argc -= 2;
+        level_name = std::string("level ") + tensorb64::to_string(level) + "'s writer";
     }
-    if (argc != 2 && argc != 4) {
-        std::fprintf(stderr, "usage: %s [--level NAME] THREADS [FIRST LAST]\n", argv[0]);
-        return 2;
-    }
-    const unsigned threads = static_cast<unsigned>(std::strtoul(argv[1], nullptr, 0));
-    const std::uint64_t first = argc == 4 ? std::strtoull(argv[2], nullptr, 0) : 0;
-    const std::uint64_t last =
-        argc == 4 ? std::strtoull(argv[3], nullptr, 0) : (std::uint64_t{1} << 32);
-    if (threads == 0 || first > last || last > (std::uint64_t{1} << 32)) {
-        std::fprintf(stderr, "bad arguments\n");
-        return 2;
-    }
-    constexpr std::uint64_t chunk = std::uint64_t{1} << 20;
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) {
-        pool.emplace_back([&] {
-            for (;;) {
-                const std::uint64_t c = next_chunk++;
-                const std::uint64_t lo = first + c * chunk;
-                if (lo >= last) return;
-                check_range(lo, lo + chunk < last ? lo + chunk : last);
-                if (c % 256 == 255) {  // progress every 2^28 patterns
-                    std::lock_guard<std::mutex> lock(print_lock);
-                    std::printf(
-                        "  chunk %llu done: %llu checked, %llu mismatches, %llu read-back "
-                        "failures\n",
-                        static_cast<unsigned long long>(c),
-                        static_cast<unsigned long long>(checked.load()),
-                        static_cast<unsigned long long>(mismatches.load()),
-                        static_cast<unsigned long long>(readback_failures.load()));
-                    std::fflush(stdout);
-                }
-            }
-        });
-    }
-    for (std::thread& t : pool) t.join();
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    const double rate = static_cast<double>(last - first) / took.count();
+    const pattern_sweep::range r = pattern_sweep::parse_range(argc, argv);
+    const unsigned threads = r.threads;
+    const std::uint64_t first = r.first, last = r.last;
+    const double seconds = pattern_sweep::sweep(r, print_lock, check_range, [](std::uint64_t c) {
+        std::printf("  chunk %llu done: %llu checked, %llu mismatches, %llu read-back failures\n",
+                    static_cast<unsigned long long>(c),
+                    static_cast<unsigned long long>(checked.load()),
+                    static_cast<unsigned long long>(mismatches.load()),
+                    static_cast<unsigned long long>(readback_failures.load()));
+    });
+    const double rate = static_cast<double>(last - first) / seconds;
     std::printf(
         "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in both modes, "
         "%.1f "
@@ -208,7 +173,7 @@ int main(int argc, char** argv) {
         "failures\n",
         level_name.c_str(), static_cast<unsigned long long>(first),
         static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
-        took.count(), threads, rate / 1e6, 4294967296.0 / rate,
+        seconds, threads, rate / 1e6, 4294967296.0 / rate,
         static_cast<unsigned long long>(mismatches.load()),
         static_cast<unsigned long long>(readback_failures.load()));
     return mismatches == 0 && readback_failures == 0 ? 0 : 1;
