@@ -78,7 +78,7 @@ build_core() {  # build_core DIR CXX FLAGS
   local dir="$1" cxx="$2" flags="$3"
   cmake -S "$root/cpp" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=None \
         -DCMAKE_CXX_FLAGS="$flags" -DTENSORB64_BUILD_TESTS=ON >/dev/null &&
-  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests float_text_tests body_reader_tests tensorb64_core &&
+  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests float_text_tests body_reader_tests number_parser_tests tensorb64_core &&
   "$cxx" -std=c++17 $flags -I"$root/cpp/include" "$here/edge_tests.cpp" "$dir/libtensorb64_core.a" \
          -pthread -o "$dir/edge_tests"
 }
@@ -121,6 +121,8 @@ if [ -x "$build/asan/core_tests" ]; then
   step "asan+ubsan: edge_tests" "$build/asan/edge_tests"
   step "asan+ubsan: float_text_tests --quick" "$build/asan/float_text_tests" --quick
   step "asan+ubsan: body_reader_tests" "$build/asan/body_reader_tests"
+  # 200,000 random texts against strtod (the default 2,000,000 is for a plain build).
+  step "asan+ubsan: number_parser_tests 200000" "$build/asan/number_parser_tests" 200000
 fi
 
 # ---- 2. valgrind ------------------------------------------------------------------------------
