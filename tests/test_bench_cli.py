@@ -107,9 +107,12 @@ def test_cuda_bench_paths_checks_and_report_run_on_cpu_tensors():
         assert _bench_cuda._check(paths, rows[:-1], body) != []  # a wrong output is reported
         cases.append({"input": source, "B": B, "D": D, "output": out, "errors": [],
                       "results": {name: measured for name in paths}})
-    report = {"cases": cases, "gpu": {"plain_copy_below": _bench_cuda._staging.PLAIN_COPY_BELOW},
-              "threshold": [{"bytes": 16384, "results": {"pinned staged copy": measured, "t.cpu()": measured}}]}
+    sizes = {f"{size >> 10} KiB": measured for size in _bench_cuda.CHUNK_SIZES}
+    report = {"cases": cases, "gpu": {"plain_copy_below": _bench_cuda._staging.PLAIN_COPY_BELOW, "chunk_bytes": 2 << 20},
+              "threshold": [{"bytes": 16384, "results": {"pinned staged copy": measured, "t.cpu()": measured}}],
+              "chunks": [{"input": s, "B": B, "D": D, "results": sizes} for s, B, D in _bench_cuda.CHUNK_CASES]}
     text = "\n".join(_bench_cuda.lines(report))
+    assert "| float32 | 1024×3072 | " + " | ".join(["2.0"] * len(sizes)) + " |" in text
     for key in _bench_cuda.TARGETS:
         assert f"target {key[0]} {key[1]}×{key[2]}: encode_rows" in text
     assert "GPU narrowing 1.00× the speed without it" in text

@@ -525,7 +525,9 @@ bool same_row(const parsed_row& a, const parsed_row& b, std::size_t capacity) {
         return false;
     }
     const std::size_t n = a.row.count < capacity ? a.row.count : capacity;
-    return std::memcmp(a.values.data(), b.values.data(), n * sizeof(float)) == 0;
+    // n == 0 first: an empty row's vectors may hold no storage (data() null), and memcmp must not
+    // be handed a null pointer even for zero bytes.
+    return n == 0 || std::memcmp(a.values.data(), b.values.data(), n * sizeof(float)) == 0;
 }
 
 void test_levels(long rows) {

@@ -13,7 +13,8 @@ call complete (its result on the host, the GPU work it waited for included):
   numpy path      c = t.cpu(); [base64.b64encode(c[i].to(out).numpy().tobytes()).decode() ...]
   d2h             t.cpu() alone (the blocking pageable copy)
 and, for float32 with dtype="float16", encode_rows without GPU narrowing. A second table
-compares the pinned staged copy with t.cpu() around the plain-copy threshold, which decides it.
+compares the pinned staged copy with t.cpu() around the plain-copy threshold, which decides it;
+a third times encode_rows over chunk sizes (the pipeline's chunk_bytes) on the multi-chunk cases.
 The variants run the entry points' staged paths (_cuda.py) with the process's staging
 (``_staging.default_staging()``: its pool and copier) changed in one setting each, passed down as
 the tests pass theirs.
@@ -47,6 +48,8 @@ TARGETS = {("float32", 64, 3072, "float32"): 3.0, ("bfloat16", 64, 3072, "float3
            ("float32", 1024, 3072, "float32"): 3.5, ("float32", 1, 384, "float32"): 1.2}
 NARROWING_TARGET = 1.3
 THRESHOLD_ROWS = (4, 16, 32, 64, 128, 256)  # float32 rows of 1024: 16 KiB to 1 MiB
+CHUNK_CASES = (("float32", 64, 3072), ("float32", 1024, 3072), ("bfloat16", 8192, 1024))  # float32 output
+CHUNK_SIZES = (256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20)
 
 
 def _paths(torch, pybase64, t, out: str) -> dict:
@@ -109,7 +112,16 @@ def _measure_cases(torch, pybase64, cfg, log, device=None) -> dict:
         timed = measure({"pinned staged copy": lambda t=t: _staging.host_copy(t, always_staged), "t.cpu()": lambda t=t: t.cpu()},
                         rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"] / 2)
         threshold.append({"bytes": rows * 1024 * 4, "results": timed})
-    return {"cases": cases, "threshold": threshold}
+    chunks = []
+    for source, B, D in CHUNK_CASES:
+        t = (torch.randn(B, D, device=device) * 0.05).to(getattr(torch, source))
+        torch.cuda.synchronize()
+        variants = {size: replace(_staging.default_staging(), chunk_bytes=size) for size in CHUNK_SIZES}
+        timed = measure({f"{size >> 10} KiB": lambda s=s: _cuda.encode_rows(t, staging=s) for size, s in variants.items()},
+                        rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"])
+        chunks.append({"input": source, "B": B, "D": D, "results": timed})
+        log(f"  done chunk sizes {source} B={B} D={D}")
+    return {"cases": cases, "threshold": threshold, "chunks": chunks}
 
 
 def machine(torch) -> dict:
@@ -145,6 +157,11 @@ def lines(report: dict) -> list:
     for row in report["threshold"]:
         r = row["results"]
         out.append(f"| {row['bytes']:,} | {r['pinned staged copy']['us']:,.1f} | {r['t.cpu()']['us']:,.1f} |")
+    sizes = list(report["chunks"][0]["results"]) if report["chunks"] else []
+    out += ["", f"encode_rows µs by chunk size (chunk_bytes = {report['gpu']['chunk_bytes']} bytes now; float32 output):",
+            "| source | shape | " + " | ".join(sizes) + " |", "|---|---|" + "---:|" * len(sizes)]
+    for row in report["chunks"]:
+        out.append(f"| {row['input']} | {row['B']}×{row['D']} | " + " | ".join(f"{row['results'][k]['us']:,.1f}" for k in sizes) + " |")
     return out + [""] + summary
 
 
