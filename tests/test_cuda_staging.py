@@ -11,7 +11,6 @@ every result is compared with the host path's.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import random
@@ -51,9 +50,6 @@ class FakeCopier:
     def begin(self, source):
         self.log.append(("begin", source.data_ptr()))
 
-    def device_work(self):
-        return contextlib.nullcontext()
-
     def narrow(self, source, dtype):
         """torch's cast, except where a device's casts may disagree with the host's (NaN bits,
         overflow): there it writes 0, which the pipeline must never let through."""
@@ -70,7 +66,7 @@ class FakeCopier:
         with self._lock:
             self._pending[key] += 1
         host.view(-1).view(torch.uint8).fill_(0xFF)  # undefined until the copy lands
-        self.log.append(("copy", key, source.dtype, host.shape[0]))
+        self.log.append(("copy", key, source.dtype, host.shape[0] if host.ndim else 1))
         self._queue.put((source, host, key))
 
     def record(self):

@@ -43,7 +43,8 @@ def staged(x) -> bool:
 def _rows_2d(t):
     """The rows of a device tensor as a 2-D tensor (leading dimensions merged: a view where the
     strides allow, else a copy on the device)."""
-    t = t.detach()
+    if t.requires_grad:
+        t = t.detach()
     if t.ndim == 1:
         return t[None]
     return t if t.ndim == 2 else t.reshape(-1, t.shape[-1])
@@ -147,7 +148,7 @@ def response_body_base64(rows, dtype: str, byteorder: str, head: bytes, tail: by
     bus = _bus(torch, rows.dtype, dtype, staging)
     if rows.ndim == 2 and _worth_staging(rows, bus, torch, staging):
         pieces = _body_pieces(
-            rows.detach(), bus,
+            _rows_2d(rows), bus,
             lambda host, index, h, t: _native._response_body_base64(host, dtype, byteorder, h, t, index, threads),
             head, tail, first_index, staging,
         )
@@ -167,7 +168,7 @@ def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first
             return _float_text_of_chunk(lambda c: _native._response_body_float(c, float_format, h, t, index, threads),
                                         host, index - first_index)
 
-        pieces = _body_pieces(rows.detach(), rows.dtype, write, head, tail, first_index, staging)
+        pieces = _body_pieces(_rows_2d(rows), rows.dtype, write, head, tail, first_index, staging)
         if pieces is not None:
             return _joined(pieces)
     return _native._response_body_float(host_copy(rows, staging), float_format, head, tail, first_index, threads)
