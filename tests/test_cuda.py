@@ -8,13 +8,15 @@ against the core's (GPU narrowing), streams, device indices, pinned buffers.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from threads import failures_in_threads
 
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _formats, _staging  # noqa: E402
+from tensorb64 import _cuda, _formats, _staging  # noqa: E402
 from tensorb64.openai import embedding_data, iter_response_body, response_body  # noqa: E402
 
 pytestmark = [
@@ -24,7 +26,9 @@ pytestmark = [
 
 OUTPUTS = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
 SOURCES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
-SHAPES = ((1, 384), (64, 3072), (700, 1024))  # below the plain-copy threshold, one chunk, several chunks
+# Below the plain-copy threshold; one chunk, below NARROW_FROM (not narrowed); several chunks,
+# narrowed on the GPU for every source (2100x1024 is 4.2 MB in a 16-bit dtype).
+SHAPES = ((1, 384), (64, 3072), (2100, 1024))
 
 
 def edge_values(rows: int, width: int, dtype, device="cuda") -> torch.Tensor:
@@ -86,7 +90,8 @@ def test_gpu_narrowing_equals_the_core_on_every_float16_and_bfloat16_neighbourho
             kept = candidates[torch.isfinite(candidates) & (candidates.abs() <= largest)]
             values = kept[: kept.numel() // 1024 * 1024].reshape(-1, 1024)
             expected = tensorb64.encode_body(values, dtype=output)[0]
-            assert tensorb64.encode_body(values.cuda(), dtype=output)[0] == expected, (narrow, output)
+            always = replace(_staging.default_staging(), narrow_from=0)  # (~1.8 MB: below NARROW_FROM)
+            assert _cuda.row_bytes(values.cuda(), output, "little", 1, staging=always)[0] == expected, (narrow, output)
 
 
 def test_the_copy_is_ordered_after_work_on_a_non_default_stream():

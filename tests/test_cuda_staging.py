@@ -130,7 +130,7 @@ class Route:
     def __init__(self):
         self.copier = FakeCopier(delay=0.0005)
         self.pool = CheckedPool(1 << 20, self.copier)
-        self.staging = _staging.Staging(self.pool, lambda t: self.copier, chunk_bytes=1024, plain_copy_below=256)
+        self.staging = _staging.Staging(self.pool, lambda t: self.copier, chunk_bytes=1024, plain_copy_below=256, narrow_from=512)
 
     def encode_body(self, x, *, dtype="float32", byteorder="little", threads=1):
         return _encode._encode_body(x, dtype, byteorder, threads, self.staging)
@@ -219,6 +219,11 @@ def test_narrowing_crosses_the_bus_narrow_and_falls_back_where_it_must(routed):
     copies = [entry for entry in copier.log if entry[0] == "copy"]
     assert {dtype for _, _, dtype, _ in copies} == {torch.float32, torch.float16}  # range checks, float16 rows
     assert sum(rows for _, _, dtype, rows in copies if dtype == torch.float16) == 64
+    # below narrow_from (512 bytes of source) rows cross in their own dtype, and nothing is narrowed
+    copier.log.clear()
+    small = values(5, 16, torch.float32)  # 320 bytes: staged (plain_copy_below is 256), not narrowed
+    assert routed.encode_body(small, dtype="float16") == tensorb64.encode_body(small, dtype="float16")
+    assert [entry[2] for entry in copier.log if entry[0] in ("copy", "narrow")] == [torch.float32]
     # float text keeps the source's own values: nothing is narrowed
     copier.log.clear()
     routed.response_body(values(64, 16, torch.float64, specials=False), model="m", encoding_format="float")
@@ -234,7 +239,7 @@ def test_which_dtype_crosses_the_bus():
     }
     for (source, output), bus in table.items():
         assert _staging.bus_dtype(torch, source, output) == bus, (source, output)
-        assert _staging.bus_dtype(torch, source, output, narrow_on_device=False) == source
+        assert _staging.bus_dtype(torch, source, output, narrow=False) == source
 
 
 # ---- ordering, slot reuse, waiting -----------------------------------------------------------------

@@ -50,21 +50,22 @@ def _rows_2d(t):
     return t if t.ndim == 2 else t.reshape(-1, t.shape[-1])
 
 
-def _worth_staging(t, bus, torch, staging: Staging) -> bool:
-    return t.ndim >= 1 and stageable(t, torch) and t.numel() * bus.itemsize >= staging.plain_copy_below
+def _worth_staging(t, torch, staging: Staging) -> bool:
+    """Whether the pipeline takes ``t`` (else one host copy: the plain copy below
+    ``plain_copy_below`` bytes of source, which the size check here answers first)."""
+    return t.ndim >= 1 and t.numel() * t.element_size() >= staging.plain_copy_below and stageable(t, torch)
 
 
-def _bus(torch, source, dtype: str, staging: Staging):
-    """The dtype rows of ``source`` cross the bus in for output ``dtype``."""
-    return bus_dtype(torch, source, getattr(torch, output_type(dtype).torch_name), staging.narrow_on_device)
+def _bus(torch, t, dtype: str, staging: Staging):
+    """The dtype rows of ``t`` cross the bus in for output ``dtype``."""
+    narrow = t.numel() * t.element_size() >= staging.narrow_from
+    return bus_dtype(torch, t.dtype, getattr(torch, output_type(dtype).torch_name), narrow)
 
 
 def _staged_rows(x, bus, encode_chunk, staging: Staging):
-    """The rows of a device tensor, each chunk's list from ``encode_chunk(host rows, start)`` in
-    order, staged and overlapped; None where it is not staged (small, a dtype or layout it does
-    not take, no room in the pool)."""
-    if not _worth_staging(x, bus, sys.modules["torch"], staging):
-        return None
+    """The rows of a device tensor (one the pipeline takes), each chunk's list from
+    ``encode_chunk(host rows, start)`` in order, staged and overlapped; None when the pool has
+    no room."""
     out: list = []
     done = staged_chunks(_rows_2d(x), bus, lambda host, start: out.extend(encode_chunk(host, start)), staging)
     return out if done is not None else None
@@ -90,12 +91,13 @@ def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads
     """``tensorb64.encode_rows(x, ...)`` for a CUDA tensor (the fallback hook calls this with the
     entry point's own arguments, already checked): staged and overlapped, narrowed on the GPU
     where the output is narrower; otherwise one host copy, encoded as any CPU tensor."""
+    torch = sys.modules["torch"]
     staging = staging or default_staging()
-    bus = _bus(sys.modules["torch"], x.dtype, dtype, staging)
-    rows = _staged_rows(x, bus, lambda host, start: _native.encode_rows(host, dtype=dtype, byteorder=byteorder, threads=threads),
-                        staging)
-    if rows is not None:
-        return rows
+    if _worth_staging(x, torch, staging):
+        rows = _staged_rows(x, _bus(torch, x, dtype, staging),
+                            lambda host, start: _native.encode_rows(host, dtype=dtype, byteorder=byteorder, threads=threads), staging)
+        if rows is not None:
+            return rows
     return _native.encode_rows(host_copy(x, staging), dtype=dtype, byteorder=byteorder, threads=threads)
 
 
@@ -107,9 +109,10 @@ def json_rows(x, *, float_format: str = "repr", threads: int = 1, staging: Stagi
         return _float_text_of_chunk(lambda h: _native.json_rows(h, float_format=float_format, threads=threads), host, start)
 
     staging = staging or default_staging()
-    rows = _staged_rows(x, x.dtype, write, staging)
-    if rows is not None:
-        return rows
+    if _worth_staging(x, sys.modules["torch"], staging):
+        rows = _staged_rows(x, x.dtype, write, staging)
+        if rows is not None:
+            return rows
     return _native.json_rows(host_copy(x, staging), float_format=float_format, threads=threads)
 
 
@@ -118,10 +121,9 @@ def row_bytes(x, dtype: str, byteorder: str, threads: int, *, staging: Staging |
     torch = sys.modules["torch"]
     output_type(dtype), byteorder_name(byteorder), _native._check_threads(threads)  # the argument errors
     staging = staging or default_staging()
-    bus = _bus(torch, x.dtype, dtype, staging)
-    if _worth_staging(x, bus, torch, staging):
+    if _worth_staging(x, torch, staging):
         rows = _rows_2d(x)
-        pieces = staged_chunks(rows, bus, lambda host, start: _native._row_bytes(host, dtype=dtype, byteorder=byteorder, threads=threads)[0],
+        pieces = staged_chunks(rows, _bus(torch, x, dtype, staging), lambda host, start: _native._row_bytes(host, dtype=dtype, byteorder=byteorder, threads=threads)[0],
                                staging)
         if pieces is not None:
             return _joined(pieces), rows.shape[0], rows.shape[1]
@@ -145,10 +147,9 @@ def response_body_base64(rows, dtype: str, byteorder: str, head: bytes, tail: by
     """``_native._response_body_base64`` for rows on a CUDA device, staged."""
     torch = sys.modules["torch"]
     staging = staging or default_staging()
-    bus = _bus(torch, rows.dtype, dtype, staging)
-    if rows.ndim == 2 and _worth_staging(rows, bus, torch, staging):
+    if rows.ndim == 2 and _worth_staging(rows, torch, staging):
         pieces = _body_pieces(
-            _rows_2d(rows), bus,
+            _rows_2d(rows), _bus(torch, rows, dtype, staging),
             lambda host, index, h, t: _native._response_body_base64(host, dtype, byteorder, h, t, index, threads),
             head, tail, first_index, staging,
         )
@@ -163,7 +164,7 @@ def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first
     (float text is written from the values themselves: float64 rows as doubles)."""
     torch = sys.modules["torch"]
     staging = staging or default_staging()
-    if rows.ndim == 2 and _worth_staging(rows, rows.dtype, torch, staging):
+    if rows.ndim == 2 and _worth_staging(rows, torch, staging):
         def write(host, index, h, t):
             return _float_text_of_chunk(lambda c: _native._response_body_float(c, float_format, h, t, index, threads),
                                         host, index - first_index)

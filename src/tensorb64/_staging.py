@@ -31,19 +31,28 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable
 
-# Below this many bytes a CUDA tensor takes the plain blocking copy (t.to("cpu")). On the H200
-# machine of issue 14, 1x384 float32 (1.5 KiB) took ~10 µs by t.cpu() and ~20 µs by a pinned copy
-# plus synchronisation, while at 768 KiB the pinned copy was far ahead; a fixed ~10 µs more per
-# call against a copy ~5x faster per byte breaks even near 128 KiB. An estimate from those two
-# figures: `python -m tensorb64 bench --device cuda` prints both copies around it.
-PLAIN_COPY_BELOW = 128 << 10
+# Measured on the H200 machine (16-core Xeon host, torch 2.11, CUDA 13) by `python -m tensorb64
+# bench --device cuda`, which prints the tables these were read from:
+#
+# Below this many bytes of source a CUDA tensor takes the plain blocking copy (t.to("cpu")): the
+# pinned staged copy costs ~25-30 µs whatever its size (pool, views, stream, event), t.cpu()
+# ~13 µs plus ~0.1 µs a KiB; encode_rows through each broke even at 64 KiB (43.5 against 45.9 µs
+# at 16x1024 float32; 28 against 39 µs at 4x1024; 44.5 against 60 µs at 32x1024).
+PLAIN_COPY_BELOW = 64 << 10
 
 # The bus bytes of one chunk of the overlapped pipeline (and so the size of its two staging
-# slots). Estimates, not measured on a GPU yet (`bench --device cuda` will): each chunk costs some
-# tens of µs of Python and launches, and the first chunk's copy is not hidden; at ~50 GB/s 2 MiB
-# copies in ~40 µs and encodes in ~100 µs here, so a 64x3072 float32 batch (768 KiB) is one chunk
-# and a 1024x3072 one (12 MiB) six.
-CHUNK_BYTES = 2 << 20
+# slots). Larger was faster up to the largest tried (8 MiB): float32 1024x3072 2.98 ms with
+# 256 KiB chunks, 2.21 with 2 MiB, 2.14 with 4, 2.09 with 8; bfloat16 8192x1024 12.4, 10.6,
+# 10.2, 10.1 ms (each chunk costs some tens of µs of Python and launches; the bus, ~40 GB/s
+# pinned, is far ahead of the encoder). 4 MiB keeps most of the gain with half the pinned
+# memory a call holds (two slots).
+CHUNK_BYTES = 4 << 20
+
+# From this many bytes of source, rows whose output is narrower than the source are narrowed on
+# the GPU before they cross the bus. Below it narrowing costs more (a cast, a range check and
+# their launches) than the bus time it saves: float32 to float16 output, with against without,
+# 0.88x at 64x3072 (768 KiB), 1.15x at 256x3072 (3 MiB), 1.20x at 1024x3072, 1.40x at 4096x3072.
+NARROW_FROM = 2 << 20
 
 
 def pinned_limit() -> int:
@@ -200,16 +209,16 @@ def cuda_copier(t) -> CudaCopier:
 @dataclass(frozen=True)
 class Staging:
     """What the pipeline runs with, passed down to every function that stages: the pool of
-    buffers, the copier for a tensor (``copier_for(t)``), the chunk size, the size below which a
-    tensor takes the plain copy, and whether rows are narrowed on the device (the bench turns it
-    off to measure what it saves). The tests pass their own (a pool of plain buffers, a copier
-    that copies late on another thread, small chunks)."""
+    buffers, the copier for a tensor (``copier_for(t)``), the chunk size, the source size below
+    which a tensor takes the plain copy, and the source size from which rows are narrowed on the
+    device (the bench sets it out of reach to measure what narrowing saves). The tests pass their
+    own (a pool of plain buffers, a copier that copies late on another thread, small chunks)."""
 
     pool: StagingPool
     copier_for: Callable = cuda_copier
     chunk_bytes: int = CHUNK_BYTES
     plain_copy_below: int = PLAIN_COPY_BELOW
-    narrow_on_device: bool = True
+    narrow_from: int = NARROW_FROM
 
 
 _DEFAULT: Staging | None = None
@@ -242,10 +251,11 @@ def staged_dtypes(torch) -> tuple:
     return tuple(getattr(torch, name) for name in _STAGED_DTYPES)
 
 
-def bus_dtype(torch, source, output, narrow_on_device: bool = True):
-    """The dtype the rows cross the bus in: the output dtype (a torch dtype) where it is narrower
-    than the source, float32 for a float64 source, else the source's own; None output (float
-    text) keeps the source's.
+def bus_dtype(torch, source, output, narrow: bool = True):
+    """The dtype the rows cross the bus in: where ``narrow`` (the caller's decision, from the
+    tensor's size) and the output dtype (a torch dtype) is narrower than the source, the output
+    dtype (float32 for a float64 source), else the source's own; None output (float text) keeps
+    the source's.
 
     Assumed, and checked by the GPU tests against the CPU path: torch's CUDA casts from float32
     (and float16, bfloat16 through float32) to float16, bfloat16 and float8 round finite values
@@ -257,7 +267,7 @@ def bus_dtype(torch, source, output, narrow_on_device: bool = True):
     narrowed on the GPU only to float32, the first step of the core's own path (float64 narrows
     through float32, as torch does).
     """
-    if output is None or not narrow_on_device or output.itemsize >= source.itemsize:
+    if output is None or not narrow or output.itemsize >= source.itemsize:
         return source
     return torch.float32 if source == torch.float64 else output
 

@@ -12,8 +12,10 @@ call complete (its result on the host, the GPU work it waited for included):
   pybase64 path   a = t.to(out).cpu().numpy(); [pybase64.b64encode_as_string(r) for r in a]
   numpy path      c = t.cpu(); [base64.b64encode(c[i].to(out).numpy().tobytes()).decode() ...]
   d2h             t.cpu() alone (the blocking pageable copy)
-and, for float32 with dtype="float16", encode_rows without GPU narrowing. A second table
-compares the pinned staged copy with t.cpu() around the plain-copy threshold, which decides it;
+and, for float32 with dtype="float16", encode_rows with GPU narrowing and without it, whatever
+the size (encode_rows itself narrows from _staging.NARROW_FROM bytes of source). A second table
+times encode_rows through the pinned staged copy and through t.cpu() around the plain-copy
+threshold, which decides between them;
 a third times encode_rows over chunk sizes (the pipeline's chunk_bytes) on the multi-chunk cases.
 The variants run the entry points' staged paths (_cuda.py) with the process's staging
 (``_staging.default_staging()``: its pool and copier) changed in one setting each, passed down as
@@ -25,6 +27,7 @@ from __future__ import annotations
 import base64
 import os
 import platform
+import sys
 from dataclasses import replace
 
 import tensorb64
@@ -49,7 +52,7 @@ CASES = (  # (input dtype, B, D, output dtype); issue 14's table
 TARGETS = {("float32", 64, 3072, "float32"): 3.0, ("bfloat16", 64, 3072, "float32"): 4.0,
            ("float32", 1024, 3072, "float32"): 3.5, ("float32", 1, 384, "float32"): 1.2}
 NARROWING_TARGET = 1.3
-THRESHOLD_ROWS = (4, 16, 32, 64, 128, 256)  # float32 rows of 1024: 16 KiB to 1 MiB
+THRESHOLD_ROWS = (1, 4, 8, 16, 32, 64)  # float32 rows of 1024: 4 KiB to 256 KiB
 CHUNK_CASES = (("float32", 64, 3072), ("float32", 1024, 3072), ("bfloat16", 8192, 1024))  # float32 output
 CHUNK_SIZES = (256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20)
 
@@ -57,8 +60,8 @@ CHUNK_SIZES = (256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20)
 def _paths(torch, pybase64, t, out: str) -> dict:
     torch_out = getattr(torch, {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}.get(out, out))
 
-    def without_narrowing():
-        return _cuda.encode_rows(t, dtype=out, staging=replace(_staging.default_staging(), narrow_on_device=False))
+    def narrowing_from(nbytes):
+        return lambda: _cuda.encode_rows(t, dtype=out, staging=replace(_staging.default_staging(), narrow_from=nbytes))
 
     paths = {
         "encode_rows": lambda: tensorb64.encode_rows(t, dtype=out),
@@ -66,7 +69,8 @@ def _paths(torch, pybase64, t, out: str) -> dict:
         "response_body": lambda: tensorb64.response_body(t, model="m", encoding_format="base64", dtype=out),
     }
     if out != "float32" and t.dtype.itemsize > torch_out.itemsize:
-        paths["encode_rows, no GPU narrowing"] = without_narrowing
+        paths["encode_rows, GPU narrowing"] = narrowing_from(0)
+        paths["encode_rows, no GPU narrowing"] = narrowing_from(sys.maxsize)
     if pybase64 is not None:
         paths["pybase64 path"] = lambda: [pybase64.b64encode_as_string(r) for r in t.to(torch_out).cpu().numpy()]
 
@@ -106,12 +110,13 @@ def _measure_cases(torch, pybase64, cfg, log, device=None) -> dict:
         cases.append(case)
         log(f"  done {source}->{out} B={B} D={D}: encode_rows {timed['encode_rows']['us']:.1f} µs")
     threshold = []
-    always_staged = replace(_staging.default_staging(), plain_copy_below=0)
+    staged = replace(_staging.default_staging(), plain_copy_below=0)
+    plain = replace(_staging.default_staging(), plain_copy_below=sys.maxsize)
     for rows in THRESHOLD_ROWS:
         t = torch.randn(rows, 1024, device=device)
         torch.cuda.synchronize()
 
-        timed = measure({"pinned staged copy": lambda t=t: _staging.host_copy(t, always_staged), "t.cpu()": lambda t=t: t.cpu()},
+        timed = measure({"staged": lambda t=t: _cuda.encode_rows(t, staging=staged), "plain copy": lambda t=t: _cuda.encode_rows(t, staging=plain)},
                         rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"] / 2)
         threshold.append({"bytes": rows * 1024 * 4, "results": timed})
     chunks = []
@@ -119,7 +124,7 @@ def _measure_cases(torch, pybase64, cfg, log, device=None) -> dict:
         t = (torch.randn(B, D, device=device) * 0.05).to(getattr(torch, source))
         torch.cuda.synchronize()
         variants = {size: replace(_staging.default_staging(), chunk_bytes=size) for size in CHUNK_SIZES}
-        timed = measure({f"{size >> 10} KiB": lambda s=s: _cuda.encode_rows(t, staging=s) for size, s in variants.items()},
+        timed = measure({f"{size >> 10} KiB": lambda s=s, t=t: _cuda.encode_rows(t, staging=s) for size, s in variants.items()},
                         rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"])
         chunks.append({"input": source, "B": B, "D": D, "results": timed})
         log(f"  done chunk sizes {source} B={B} D={D}")
@@ -151,14 +156,15 @@ def lines(report: dict) -> list:
             summary.append(f"target {case['input']} {case['B']}×{case['D']}: encode_rows {got:.2f}× the pybase64 path "
                            f"(target ≥ {TARGETS[key]}×; with one host copy {base / r['encode_rows, one host copy']['us']:.2f}×)")
         if "encode_rows, no GPU narrowing" in r:
-            got = r["encode_rows, no GPU narrowing"]["us"] / r["encode_rows"]["us"]
+            got = r["encode_rows, no GPU narrowing"]["us"] / r["encode_rows, GPU narrowing"]["us"]
             summary.append(f"target {case['input']} {case['B']}×{case['D']} dtype={case['output']}: GPU narrowing {got:.2f}× "
                            f"the speed without it (target ≥ {NARROWING_TARGET}×)")
-    out += ["", "Plain copy threshold (float32 rows of 1024; plain_copy_below = "
-            f"{report['gpu']['plain_copy_below']} bytes):", "| bytes | pinned staged copy µs | t.cpu() µs |", "|---:|---:|---:|"]
+    out += ["", "Plain copy threshold: encode_rows of float32 rows of 1024 through the pinned staged copy or t.cpu() "
+            f"(plain_copy_below = {report['gpu']['plain_copy_below']} bytes):",
+            "| bytes | staged µs | plain copy µs |", "|---:|---:|---:|"]
     for row in report["threshold"]:
         r = row["results"]
-        out.append(f"| {row['bytes']:,} | {r['pinned staged copy']['us']:,.1f} | {r['t.cpu()']['us']:,.1f} |")
+        out.append(f"| {row['bytes']:,} | {r['staged']['us']:,.1f} | {r['plain copy']['us']:,.1f} |")
     sizes = list(report["chunks"][0]["results"]) if report["chunks"] else []
     out += ["", f"encode_rows µs by chunk size (chunk_bytes = {report['gpu']['chunk_bytes']} bytes now; float32 output):",
             "| source | shape | " + " | ".join(sizes) + " |", "|---|---|" + "---:|" * len(sizes)]
