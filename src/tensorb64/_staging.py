@@ -36,22 +36,23 @@ from typing import Callable
 #
 # Below this many bytes of source a CUDA tensor takes the plain blocking copy (t.to("cpu")): the
 # pinned staged copy costs ~25-30 µs whatever its size (pool, views, stream, event), t.cpu()
-# ~13 µs plus ~0.1 µs a KiB; encode_rows through each broke even at 64 KiB (43.5 against 45.9 µs
-# at 16x1024 float32; 28 against 39 µs at 4x1024; 44.5 against 60 µs at 32x1024).
+# ~13 µs plus ~0.1 µs a KiB; encode_rows through each broke even near 64 KiB of float32 (staged
+# against plain: 32.2 against 19.8 µs at 16 KiB, 39.3 against 36.0 at 64 KiB, 48.2 against 51.4
+# at 128 KiB, 65.2 against 88.8 at 256 KiB).
 PLAIN_COPY_BELOW = 64 << 10
 
 # The bus bytes of one chunk of the overlapped pipeline (and so the size of its two staging
-# slots). Larger was faster up to the largest tried (8 MiB): float32 1024x3072 2.98 ms with
-# 256 KiB chunks, 2.21 with 2 MiB, 2.14 with 4, 2.09 with 8; bfloat16 8192x1024 12.4, 10.6,
-# 10.2, 10.1 ms (each chunk costs some tens of µs of Python and launches; the bus, ~40 GB/s
-# pinned, is far ahead of the encoder). 4 MiB keeps most of the gain with half the pinned
-# memory a call holds (two slots).
+# slots). Larger was faster up to 4 MiB and the same beyond: float32 1024x3072 2.50 ms with
+# 256 KiB chunks, 2.07 with 2 MiB, 2.01 with 4, 1.99 with 8; bfloat16 8192x1024 10.7, 9.66,
+# 9.40, 9.41 ms (each chunk costs some tens of µs of Python and launches, and the bus is far
+# ahead of the encoder). 4 MiB: the gain, with half the pinned memory a call holds at 8 MiB.
 CHUNK_BYTES = 4 << 20
 
 # From this many bytes of source, rows whose output is narrower than the source are narrowed on
 # the GPU before they cross the bus. Below it narrowing costs more (a cast, a range check and
 # their launches) than the bus time it saves: float32 to float16 output, with against without,
-# 0.88x at 64x3072 (768 KiB), 1.15x at 256x3072 (3 MiB), 1.20x at 1024x3072, 1.40x at 4096x3072.
+# 0.87x at 64x3072 (768 KiB) and 1.14x at 1024x3072 (12 MiB); a sweep by hand gave 0.88x at
+# 64x3072, 1.15x at 256x3072 (3 MiB), 1.20x at 1024x3072 and 1.40x at 4096x3072.
 NARROW_FROM = 2 << 20
 
 
@@ -170,9 +171,9 @@ class CudaCopier:
     record(): an event after everything queued so far; wait(event) blocks this thread until it.
 
     One stream, no side stream: on the H200 machine a side stream (its wait, record_stream and
-    the stream context) cost ~30 µs a call of Python and driver calls, more than the bus time of
-    a 64x3072 float32 batch (~15 µs pinned). Copies still overlap the host's encoding: they are
-    asynchronous whichever stream they are queued on.
+    the stream context) cost ~30 µs a call of Python and driver calls in a probe by hand, more
+    than the bus time of a 64x3072 float32 batch. Copies still overlap the host's encoding: they
+    are asynchronous whichever stream they are queued on.
     """
 
     def __init__(self, torch):
