@@ -14,6 +14,9 @@ ByteOrder = Literal["little", "big", "native"]
 FloatFormat = Literal["repr", "shortest"]
 # What an OpenAI client asks for; "float" is OpenAI's default.
 EncodingFormat = Literal["float", "base64"]
+# The order of the keys inside each data entry: "openai" is ``object, index, embedding`` (OpenAI's
+# own), "vllm" ``index, object, embedding`` (vLLM's, for bodies byte-identical to vLLM's).
+KeyOrder = Literal["openai", "vllm"]
 # What decode_response_body reads: a body's bytes, or its text.
 ResponseBody = Union[bytes, bytearray, memoryview, str]
 # What the openai client's ``embeddings.create`` takes as ``input`` (embed, aembed): texts or token ids.
