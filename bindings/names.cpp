@@ -75,7 +75,8 @@ bool intern_names() {
     table(name_kind::float_format) = {
         "float_format",
         {{"repr", static_cast<int>(tb::float_format::repr), nullptr},
-         {"shortest", static_cast<int>(tb::float_format::shortest), nullptr}},
+         {"shortest", static_cast<int>(tb::float_format::shortest), nullptr},
+         {"orjson", static_cast<int>(tb::float_format::orjson), nullptr}},
         {}};
     table(name_kind::encoding_format) = {
         "encoding_format", {{"float", 0, nullptr}, {"base64", 1, nullptr}}, {}};

@@ -52,7 +52,7 @@ TAKERS = {
 ACCEPTED = {
     "dtype": "'float32', 'float16', 'bfloat16', 'fp8_e4m3' or 'fp8_e5m2'",
     "byteorder": "'little', 'big' or 'native'",
-    "float_format": "'repr' or 'shortest'",
+    "float_format": "'repr', 'shortest' or 'orjson'",
     "encoding_format": "'float' or 'base64'",
     "key_order": "'openai' or 'vllm'",
 }

@@ -170,11 +170,13 @@ def test_vllm_key_order_float_body_equals_starlettes(batch, source, dimensions):
 
 @pytest.mark.parametrize("key_order", list(ENTRY_KEYS))
 def test_bodies_equal_orjsons(key_order):
-    """base64 bodies in both key orders, byte for byte as orjson writes the same dict."""
+    """Every format in both key orders, byte for byte as orjson writes the same dict: float32 rows
+    as numpy arrays (OPT_SERIALIZE_NUMPY, vLLM's float route) for float_format="orjson", base64
+    rows as their strings."""
     orjson = pytest.importorskip("orjson", reason="orjson has no wheel for this CPython (free-threaded builds)")
     x = torch.randn(7, 33, generator=torch.Generator().manual_seed(21)) * torch.logspace(-30, 30, 33)
     x[0, :4] = torch.tensor([0.0, -0.0, 1e-45, 3.4028235e38])
-    cases = {}
+    cases = {"float orjson": ({"encoding_format": "float", "float_format": "orjson"}, list(x.numpy()))}
     for dtype in TORCH_DTYPES:
         for byteorder in ("little", "big"):
             cases[f"base64 {dtype} {byteorder}"] = ({"encoding_format": "base64", "dtype": dtype, "byteorder": byteorder},

@@ -27,6 +27,8 @@ constexpr std::size_t block_elements = 512;
 }  // namespace
 
 std::size_t float_value_bound(dtype source, float_format format) noexcept {
+    if (format == float_format::orjson)
+        return (source == dtype::float64 ? kOrjsonF64MaxBytes : kOrjsonF32MaxBytes) + 1;
     const bool doubles = source == dtype::float64 || format == float_format::repr;
     return (doubles ? kReprMaxBytes : kShortestF32MaxBytes) + 1;  // and a comma
 }
@@ -38,7 +40,14 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
     const std::size_t size = dtype_size(type);
     const bool swap = source.format.order != host_byte_order;
     const bool shortest = format == float_format::shortest && type != dtype::float64;
-    const float_text_writers& writers = active_float_text();
+    const float_text_writers& level = active_float_text();
+    // orjson's layout has one writer, the same at every level.
+    static constexpr float_text_writers orjson_writers{
+        [](const std::uint32_t* bits, std::size_t n, bool, char* out, std::size_t* bad) noexcept {
+            return write_values_orjson_f32(bits, n, out, bad);
+        },
+        write_values_orjson_f64};
+    const float_text_writers& writers = format == float_format::orjson ? orjson_writers : level;
     alignas(64) std::uint64_t doubles[block_elements];  // float64 sources; the other bytes' buffer
     unsigned char* const raw = reinterpret_cast<unsigned char*>(doubles);
     alignas(64) std::uint32_t wide[block_elements];

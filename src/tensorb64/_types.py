@@ -10,8 +10,9 @@ from typing import Literal, TypedDict, Union
 DType = Literal["float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
 # "native": this host's order.
 ByteOrder = Literal["little", "big", "native"]
-# Float text: "repr" is json.dumps(t.tolist())'s; "shortest" the fewest digits that read back.
-FloatFormat = Literal["repr", "shortest"]
+# Float text: "repr" is json.dumps(t.tolist())'s; "shortest" the fewest digits that read back;
+# "orjson" orjson's text of float32 arrays (vLLM's float route).
+FloatFormat = Literal["repr", "shortest", "orjson"]
 # What an OpenAI client asks for; "float" is OpenAI's default.
 EncodingFormat = Literal["float", "base64"]
 # The order of the keys inside each data entry: "openai" is ``object, index, embedding`` (OpenAI's

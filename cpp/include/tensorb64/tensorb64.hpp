@@ -237,6 +237,9 @@ enum class float_format : std::uint8_t {
     repr,      // repr() of each value as a double: what json.dumps(t.tolist()) writes today
     shortest,  // the fewest digits that read back to the same float32, laid out as repr lays them
                // out (float64 sources: as repr)
+    orjson,    // what orjson writes for the row as a float32 numpy array (vLLM's float route):
+               // the shortest digits in orjson's layout (1e-7, 0.000001, 1e+13); float64 sources:
+               // what it writes for the doubles as Python floats
 };
 
 // Where a row could not be written: NaN and infinities have no JSON text.
