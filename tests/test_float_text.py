@@ -481,6 +481,7 @@ def orjson_rows(a: np.ndarray) -> list:
     return [orjson.dumps(np.ascontiguousarray(row, dtype=np.float32), option=orjson.OPT_SERIALIZE_NUMPY) for row in a]
 
 
+@pytest.mark.usefixtures("each_simd_level")
 def test_orjson_random_float32_and_specials():
     rng = np.random.default_rng(2026)
     bits = rng.integers(0, 2**32, size=1 << 18, dtype=np.uint64).astype(np.uint32)

@@ -517,7 +517,7 @@ inline char* write_values_f32(const std::uint32_t* bits, std::size_t n, bool sho
 
 // Each of `n` float32 values (or doubles) as write_orjson_f32 (write_orjson_f64) writes it, then a
 // ',', as write_values_f32 does; at most n * (kOrjsonF32MaxBytes or kOrjsonF64MaxBytes, + 1)
-// bytes. One writer at every SIMD level: no level has a faster one for this layout.
+// bytes.
 inline char* write_values_orjson_f32(const std::uint32_t* bits, std::size_t n, char* out,
                                      std::size_t* bad) noexcept {
     for (std::size_t i = 0; i < n; ++i) {

@@ -604,7 +604,7 @@ void check_level_writer(const std::vector<Bits>& values, std::size_t per_value,
     CHECK(clean);
 }
 
-// The level's f32 writer against write_values_f32, both modes.
+// The level's f32 writers against write_values_f32 (both modes) and write_values_orjson_f32.
 void check_level_f32(const tb::float_text_writers& w, const char* level,
                      const std::vector<std::uint32_t>& values, const char* context) {
     for (const bool shortest : {true, false}) {
@@ -618,6 +618,11 @@ void check_level_f32(const tb::float_text_writers& w, const char* level,
                 return w.f32(v, n, shortest, out, bad);
             });
     }
+    check_level_writer(values, tb::kOrjsonF32MaxBytes + 1,
+                       std::string(level) + " " + context + " orjson", tb::write_values_orjson_f32,
+                       [&w](const std::uint32_t* v, std::size_t n, char* out, std::size_t* bad) {
+                           return w.orjson_f32(v, n, out, bad);
+                       });
 }
 
 // The level's f64 writer against write_values_f64.
@@ -721,6 +726,9 @@ void test_levels_equal_scalar(bool quick) {
                     CHECK(w.f32(with_bad.data(), n, shortest, out.data(), &bad) == nullptr);
                     CHECK(bad == at);
                 }
+                std::size_t bad_orjson = 999999;
+                CHECK(w.orjson_f32(with_bad.data(), n, out.data(), &bad_orjson) == nullptr);
+                CHECK(bad_orjson == at);
                 std::vector<std::uint64_t> wide_bad = wide;
                 wide_bad[at] = at % 2 ? 0x7ff8000000000000ull : 0xfff0000000000000ull;
                 std::size_t bad = 999999;
