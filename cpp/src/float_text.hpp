@@ -478,6 +478,32 @@ inline std::uint64_t f32_bits_to_f64_bits(std::uint32_t f) noexcept {
     return sign | (std::uint64_t{exponent + 896u} << 52) | (mantissa << 29);
 }
 
+namespace float_text_detail {
+
+// Each of `n` values (float32 or double bits) as `Write` writes it, then a ','; nullptr with the
+// first NaN or infinity's index in *bad (see write_values_f32).
+template <typename Bits, char* (*Write)(Bits, char*) noexcept>
+inline char* write_values(const Bits* bits, std::size_t n, char* out, std::size_t* bad) noexcept {
+    constexpr Bits exponent_field =
+        sizeof(Bits) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
+    for (std::size_t i = 0; i < n; ++i) {
+        const Bits b = bits[i];
+        if ((b & exponent_field) == exponent_field) {
+            *bad = i;
+            return nullptr;
+        }
+        out = Write(b, out);
+        *out++ = ',';
+    }
+    return out;
+}
+
+inline char* write_repr_f32(std::uint32_t float_bits, char* out) noexcept {
+    return write_repr(f32_bits_to_f64_bits(float_bits), out);
+}
+
+}  // namespace float_text_detail
+
 // Each of `n` float32 values, then a ',' after each (a row's body), as write_shortest_f32
 // (shortest) or as write_repr of the value widened to a double (repr): the scalar float-text block
 // writer, which every SIMD level's writer must equal byte for byte (kernels.hpp). Writes at most
@@ -491,71 +517,26 @@ inline std::uint64_t f32_bits_to_f64_bits(std::uint32_t f) noexcept {
 // garbage; the caller raises instead of using it.
 inline char* write_values_f32(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
                               std::size_t* bad) noexcept {
-    if (shortest) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t b = bits[i];
-            if ((b & 0x7f800000u) == 0x7f800000u) {
-                *bad = i;
-                return nullptr;
-            }
-            out = write_shortest_f32(b, out);
-            *out++ = ',';
-        }
-    } else {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t b = bits[i];
-            if ((b & 0x7f800000u) == 0x7f800000u) {
-                *bad = i;
-                return nullptr;
-            }
-            out = write_repr(f32_bits_to_f64_bits(b), out);
-            *out++ = ',';
-        }
-    }
-    return out;
-}
-
-// Each of `n` float32 values (or doubles) as write_orjson_f32 (write_orjson_f64) writes it, then a
-// ',', as write_values_f32 does; at most n * (kOrjsonF32MaxBytes or kOrjsonF64MaxBytes, + 1)
-// bytes.
-inline char* write_values_orjson_f32(const std::uint32_t* bits, std::size_t n, char* out,
-                                     std::size_t* bad) noexcept {
-    for (std::size_t i = 0; i < n; ++i) {
-        if ((bits[i] & 0x7f800000u) == 0x7f800000u) {
-            *bad = i;
-            return nullptr;
-        }
-        out = write_orjson_f32(bits[i], out);
-        *out++ = ',';
-    }
-    return out;
-}
-inline char* write_values_orjson_f64(const std::uint64_t* bits, std::size_t n, char* out,
-                                     std::size_t* bad) noexcept {
-    for (std::size_t i = 0; i < n; ++i) {
-        if ((bits[i] & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
-            *bad = i;
-            return nullptr;
-        }
-        out = write_orjson_f64(bits[i], out);
-        *out++ = ',';
-    }
-    return out;
+    using namespace float_text_detail;
+    return shortest ? write_values<std::uint32_t, write_shortest_f32>(bits, n, out, bad)
+                    : write_values<std::uint32_t, write_repr_f32>(bits, n, out, bad);
 }
 
 // The same for float64 values: repr, a ',' after each; at most n * (kReprMaxBytes + 1) bytes.
 inline char* write_values_f64(const std::uint64_t* bits, std::size_t n, char* out,
                               std::size_t* bad) noexcept {
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t b = bits[i];
-        if ((b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
-            *bad = i;
-            return nullptr;
-        }
-        out = write_repr(b, out);
-        *out++ = ',';
-    }
-    return out;
+    return float_text_detail::write_values<std::uint64_t, write_repr>(bits, n, out, bad);
+}
+
+// The same as write_orjson_f32 / write_orjson_f64 write them; at most n * (kOrjsonF32MaxBytes or
+// kOrjsonF64MaxBytes, + 1) bytes.
+inline char* write_values_orjson_f32(const std::uint32_t* bits, std::size_t n, char* out,
+                                     std::size_t* bad) noexcept {
+    return float_text_detail::write_values<std::uint32_t, write_orjson_f32>(bits, n, out, bad);
+}
+inline char* write_values_orjson_f64(const std::uint64_t* bits, std::size_t n, char* out,
+                                     std::size_t* bad) noexcept {
+    return float_text_detail::write_values<std::uint64_t, write_orjson_f64>(bits, n, out, bad);
 }
 
 }  // namespace
