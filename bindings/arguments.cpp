@@ -78,14 +78,20 @@ unsigned thread_count(PyObject* value) {
 
 body_args parse_body_args(const char* function, PyObject* const* args, Py_ssize_t nargs,
                           Py_ssize_t expected) {
-    if (nargs != expected) {
-        raise(PyExc_TypeError, function + " takes "s + std::to_string(expected) +
-                                   " arguments, got " + std::to_string(nargs));
+    if (nargs != expected && nargs != expected + 1) {
+        raise(PyExc_TypeError, function + " takes "s + std::to_string(expected) + " or " +
+                                   std::to_string(expected + 1) + " arguments, got " +
+                                   std::to_string(nargs));
     }
-    body_args parsed{args[0], args[nargs - 4], args[nargs - 3], 0, thread_count(args[nargs - 1])};
+    body_args parsed{args[0],
+                     args[expected - 4],
+                     args[expected - 3],
+                     0,
+                     thread_count(args[expected - 1]),
+                     key_order(nargs > expected ? args[expected] : nullptr)};
     if (!PyBytes_Check(parsed.head) || !PyBytes_Check(parsed.tail))
         raise(PyExc_TypeError, "head and tail must be bytes");
-    parsed.first_index = PyLong_AsSize_t(args[nargs - 2]);
+    parsed.first_index = PyLong_AsSize_t(args[expected - 2]);
     if (parsed.first_index == static_cast<std::size_t>(-1) && PyErr_Occurred())
         throw python_error{};
     return parsed;

@@ -47,7 +47,7 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
         {
             gil_released_if released(size >= release_gil_above_bytes);
             end = tb::write_base64_data(source, target, call.first_index, out + head_size,
-                                        call.threads);
+                                        call.threads, call.keys);
         }
         std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
         return body.release();
@@ -87,7 +87,7 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
         {
             gil_released_if released(source.rows * source.row_length >= release_gil_above_values);
             result = tb::write_float_data(source, format, call.first_index, out + head_size, &end,
-                                          call.threads);
+                                          call.threads, call.keys);
         }
         if (!result.finite) refuse_non_finite(result);
         std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
@@ -101,7 +101,8 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
 // _entry_bound(row_length, last_index, dtype, float_format, /): the most bytes the data entry of
 // one row of row_length values, indexed up to last_index, takes with its separating comma: as
 // base64 of `dtype` (exactly), or with dtype None as float text in float_format (bounded as
-// doubles, whatever the source). What a streamed body plans its chunks with.
+// doubles, whatever the source), in either key order (both write entries of one length). What a
+// streamed body plans its chunks with.
 PyObject* entry_bound_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
         if (nargs != 4) raise(PyExc_TypeError, "_entry_bound takes 4 arguments");
@@ -125,10 +126,11 @@ PyObject* entry_bound_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
 PyMethodDef body_methods[] = {
     {"_response_body_base64", as_method(response_body_base64_entry), METH_FASTCALL,
      "_response_body_base64(embeddings, dtype, byteorder, head, tail, first_index, threads, "
-     "/)\n--\n\n"
+     "key_order='openai', /)\n--\n\n"
      "head + the data entries of every row as base64 + tail, in one bytes object."},
     {"_response_body_float", as_method(response_body_float_entry), METH_FASTCALL,
-     "_response_body_float(embeddings, float_format, head, tail, first_index, threads, /)\n--\n\n"
+     "_response_body_float(embeddings, float_format, head, tail, first_index, threads, "
+     "key_order='openai', /)\n--\n\n"
      "head + the data entries of every row as JSON number arrays + tail, in one bytes object."},
     {"_entry_bound", as_method(entry_bound_entry), METH_FASTCALL,
      "_entry_bound(row_length, last_index, dtype, float_format, /)\n--\n\n"

@@ -90,7 +90,7 @@ PyMethodDef float_text_methods[] = {
      "json_rows(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
      "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', "
      "':')) in 'repr' mode; the fewest digits that read back to the same float32 in 'shortest' "
-     "mode."},
+     "mode; orjson.dumps's text of the row as a float32 array in 'orjson' mode."},
     {"_check_finite", as_method(check_finite_entry), METH_FASTCALL,
      "_check_finite(embeddings, first_row=0, /)\n--\n\nThe ValueError naming the row (from "
      "first_row) and "

@@ -55,7 +55,7 @@ struct kind_table {
     std::string accepted;  // "'a', 'b' or 'c'"
 };
 
-kind_table tables[4];
+kind_table tables[name_kind_count];
 
 kind_table& table(name_kind kind) { return tables[static_cast<int>(kind)]; }
 
@@ -75,10 +75,15 @@ bool intern_names() {
     table(name_kind::float_format) = {
         "float_format",
         {{"repr", static_cast<int>(tb::float_format::repr), nullptr},
-         {"shortest", static_cast<int>(tb::float_format::shortest), nullptr}},
+         {"shortest", static_cast<int>(tb::float_format::shortest), nullptr},
+         {"orjson", static_cast<int>(tb::float_format::orjson), nullptr}},
         {}};
     table(name_kind::encoding_format) = {
         "encoding_format", {{"float", 0, nullptr}, {"base64", 1, nullptr}}, {}};
+    table(name_kind::key_order) = {"key_order",
+                                   {{"openai", static_cast<int>(tb::key_order::openai), nullptr},
+                                    {"vllm", static_cast<int>(tb::key_order::vllm), nullptr}},
+                                   {}};
     for (kind_table& t : tables) {
         for (std::size_t i = 0; i < t.names.size(); ++i) {
             named_code& n = t.names[i];
@@ -117,6 +122,11 @@ tb::float_format float_format(PyObject* name) {
                            : static_cast<tb::float_format>(resolve(name_kind::float_format, name));
 }
 
+tb::key_order key_order(PyObject* name) {
+    return name == nullptr ? tb::key_order::openai
+                           : static_cast<tb::key_order>(resolve(name_kind::key_order, name));
+}
+
 PyObject* element_types_tuple() {
     ref rows(PyTuple_New(static_cast<Py_ssize_t>(element_type_count)));
     if (!rows) return nullptr;
@@ -136,7 +146,7 @@ namespace {
 PyObject* resolve_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
         if (nargs != 2) raise(PyExc_TypeError, "_resolve takes 2 arguments (kind, name)");
-        for (int k = 0; k < 4; ++k) {
+        for (int k = 0; k < name_kind_count; ++k) {
             if (PyUnicode_Check(args[0]) &&
                 PyUnicode_CompareWithASCIIString(args[0], tables[k].kind) == 0) {
                 return PyLong_FromLong(resolve(static_cast<name_kind>(k), args[1]));
@@ -146,8 +156,9 @@ PyObject* resolve_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     });
 }
 
-// _check_names(*, encoding_format=, float_format=, dtype=, byteorder=): each name given resolved
-// as its keyword's kind, in the order given (one call where a function checks several).
+// _check_names(*, encoding_format=, float_format=, dtype=, byteorder=, key_order=): each name
+// given resolved as its keyword's kind, in the order given (one call where a function checks
+// several).
 PyObject* check_names_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     return guarded([&] {
         const Py_ssize_t given = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
@@ -155,9 +166,11 @@ PyObject* check_names_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
         for (Py_ssize_t i = 0; i < given; ++i) {
             PyObject* key = PyTuple_GET_ITEM(kwnames, i);
             int kind = 0;
-            while (kind < 4 && PyUnicode_CompareWithASCIIString(key, tables[kind].kind) != 0)
+            while (kind < name_kind_count &&
+                   PyUnicode_CompareWithASCIIString(key, tables[kind].kind) != 0)
                 ++kind;
-            if (kind == 4) raise(PyExc_TypeError, "unknown kind of name " + repr_of(key));
+            if (kind == name_kind_count)
+                raise(PyExc_TypeError, "unknown kind of name " + repr_of(key));
             resolve(static_cast<name_kind>(kind), args[i]);
         }
         Py_RETURN_NONE;
@@ -169,10 +182,11 @@ PyObject* check_names_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 PyMethodDef name_methods[] = {
     {"_resolve", as_method(resolve_entry), METH_FASTCALL,
      "_resolve(kind, name, /)\n--\n\n"
-     "The code of a dtype, byteorder, float_format or encoding_format name (kind), as every entry "
-     "point resolves it; ValueError naming the accepted names otherwise."},
+     "The code of a dtype, byteorder, float_format, encoding_format or key_order name (kind), as "
+     "every entry point resolves it; ValueError naming the accepted names otherwise."},
     {"_check_names", as_method(check_names_entry), METH_FASTCALL | METH_KEYWORDS,
-     "_check_names(*, encoding_format=None, float_format=None, dtype=None, byteorder=None)\n--\n\n"
+     "_check_names(*, encoding_format=None, float_format=None, dtype=None, byteorder=None, "
+     "key_order=None)\n--\n\n"
      "Resolves each name given, as its keyword's kind, in order; ValueError for the first unknown "
      "one."},
     {nullptr, nullptr, 0, nullptr},

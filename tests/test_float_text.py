@@ -7,6 +7,8 @@ against the standard library and numpy, never against the package itself.
   float32 bits, is its own ``repr``, and has exactly numpy's shortest unique digits (Dragon4), the
   one documented exception being 0x15ae43fd / 0x95ae43fd (double rounding, see
   cpp/src/float_text.hpp write_shortest_f32).
+* orjson mode: byte for byte what orjson writes for the row as a float32 numpy array
+  (``OPT_SERIALIZE_NUMPY``: vLLM's float route), float64 sources for the doubles as Python floats.
 * NaN and infinity: a ValueError naming the row and the column, from every entry point, before
   any chunk of a streamed body.
 * threads and SIMD levels do not change a byte.
@@ -468,6 +470,42 @@ def test_shortest_float64_equals_repr():
         assert json_rows(x, float_format="shortest") == json_rows(x) == reference_rows(x)
 
 
+# ---- orjson mode ----------------------------------------------------------------------------------
+
+
+def orjson_rows(a: np.ndarray) -> list:
+    """orjson's text of each row of a 2-D float32 array (as numpy arrays) or float64 one (as Python floats)."""
+    orjson = pytest.importorskip("orjson", reason="orjson has no wheel for this CPython (free-threaded builds)")
+    if a.dtype == np.float64:
+        return [orjson.dumps(row.tolist()) for row in a]
+    return [orjson.dumps(np.ascontiguousarray(row, dtype=np.float32), option=orjson.OPT_SERIALIZE_NUMPY) for row in a]
+
+
+@pytest.mark.usefixtures("each_simd_level")
+def test_orjson_random_float32_and_specials():
+    rng = np.random.default_rng(2026)
+    bits = rng.integers(0, 2**32, size=1 << 18, dtype=np.uint64).astype(np.uint32)
+    bits = np.where(((bits >> 23) & 0xFF) == 0xFF, bits ^ (1 << 30), bits)
+    powers = [m * 10.0**k for k in range(-45, 38) for m in (1.0, 1.5, 9.99)]  # each side of every threshold
+    values = np.concatenate([bits.view(np.float32), SPECIAL_F32, np.float32(powers), -np.float32(powers)])
+    a = values[np.isfinite(values)][: (values.size // 256) * 256].reshape(256, -1)
+    expected = orjson_rows(a)
+    assert json_rows(a, float_format="orjson") == expected
+    assert json_rows(torch.from_numpy(a.copy()), float_format="orjson", threads=2) == expected
+    assert json_rows(a.astype(">f4"), float_format="orjson") == expected
+    assert json_rows(a[:, ::-1], float_format="orjson") == orjson_rows(a[:, ::-1])
+
+
+def test_orjson_other_sources():
+    """bfloat16 / float16 rows as their float32 values (orjson of the widened array); float64 rows
+    as Python floats."""
+    x = torch.randn(16, 300, generator=torch.Generator().manual_seed(8)) * torch.logspace(-9, 14, 300)
+    for source in (x.to(torch.bfloat16), x.clamp(-65504, 65504).to(torch.float16)):
+        assert json_rows(source, float_format="orjson") == orjson_rows(source.to(torch.float32).numpy())
+    doubles = np.concatenate([x.numpy().astype(np.float64) * np.pi, SPECIAL_F64[np.isfinite(SPECIAL_F64)][None].repeat(16, 0)], axis=1)
+    assert json_rows(doubles, float_format="orjson") == orjson_rows(doubles)
+
+
 def test_float_format_and_threads_are_checked():
     x = np.ones((2, 3), np.float32)
     with pytest.raises(ValueError, match="float_format"):
@@ -665,7 +703,7 @@ def test_float_body_shortest_is_starlettes(bits):
     assert response_body(a, model=MODEL, encoding_format="float") == starlette_body(as_2d(a).tolist())
 
 
-@pytest.mark.parametrize("float_format", ["repr", "shortest"])
+@pytest.mark.parametrize("float_format", ["repr", "shortest", "orjson"])
 def test_float_body_sources_dimensions_and_stream(float_format):
     g = torch.Generator().manual_seed(3)
     base = torch.randn(12, 300, generator=g) * 0.05
@@ -679,7 +717,8 @@ def test_float_body_sources_dimensions_and_stream(float_format):
                 assert rows == reference_rows(cut)
             body = response_body(x, model=model, encoding_format="float", float_format=float_format, dimensions=dimensions, usage=usage)
             assert body == splice_body(rows, model, usage)
-            assert body == starlette_body([[float(t) for t in tokens_of(r)] for r in rows], model, usage)
+            if float_format != "orjson":  # (orjson's tokens are not all Python's repr)
+                assert body == starlette_body([[float(t) for t in tokens_of(r)] for r in rows], model, usage)
             for chunk_size in (200, 4096, 1 << 20):
                 chunks = list(iter_response_body(x, model=model, encoding_format="float", float_format=float_format,
                                                  dimensions=dimensions, usage=usage, chunk_size=chunk_size))
@@ -691,7 +730,7 @@ def test_float_body_sources_dimensions_and_stream(float_format):
 
 
 def test_float_body_empty():
-    for float_format in ("repr", "shortest"):
+    for float_format in ("repr", "shortest", "orjson"):
         assert response_body(torch.empty(0, 8), model=MODEL, encoding_format="float", float_format=float_format) == starlette_body([])
         assert response_body(torch.empty(2, 0), model=MODEL, encoding_format="float", float_format=float_format) == starlette_body([[], []])
 

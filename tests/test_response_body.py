@@ -50,14 +50,28 @@ def reference_b64_rows(rows: torch.Tensor, dtype: str = "float32", byteorder: st
     return [base64.b64encode(np.ascontiguousarray(r).tobytes()).decode() for r in raw]
 
 
-def reference_body(rows: torch.Tensor, encoding_format: str, *, model=MODEL, usage=None, extra=None, dtype="float32", byteorder="little") -> bytes:
+# The keys of a data entry in each key_order, as the dict a server builds writes them.
+ENTRY_KEYS = {"openai": ("object", "index", "embedding"), "vllm": ("index", "object", "embedding")}
+
+
+def entries(values, key_order="openai") -> list:
+    """The data entries of `values` (one per row), as dicts with their keys in key_order's order."""
+    fields = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(values)]
+    return [{key: entry[key] for key in ENTRY_KEYS[key_order]} for entry in fields]
+
+
+def envelope(data, model=MODEL, usage=None, extra=None) -> dict:
+    return {"object": "list", "data": data, "model": model, "usage": DEFAULT_USAGE if usage is None else usage, **(extra or {})}
+
+
+def reference_body(rows: torch.Tensor, encoding_format: str, *, model=MODEL, usage=None, extra=None, dtype="float32", byteorder="little",
+                   key_order="openai") -> bytes:
     """Starlette's bytes for the dict a server builds today."""
     if encoding_format == "base64":
         values = reference_b64_rows(rows, dtype, byteorder)
     else:
         values = rows.to(torch.float32).tolist()
-    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(values)]
-    return starlette_body({"object": "list", "data": data, "model": model, "usage": DEFAULT_USAGE if usage is None else usage, **(extra or {})})
+    return starlette_body(envelope(entries(values, key_order), model, usage, extra))
 
 
 def as_torch(x) -> torch.Tensor:
@@ -120,11 +134,56 @@ def test_float_body_equals_starlettes(batch, source, dimensions):
     assert response_body(x, model=MODEL, encoding_format="float", dimensions=dimensions, dtype="float16", byteorder="big") == expected
 
 
-def test_equals_the_body_of_embedding_data(batch):
+@pytest.mark.parametrize("key_order", list(ENTRY_KEYS))
+def test_equals_the_body_of_embedding_data(batch, key_order):
     """response_body is what a server answering JSONResponse with embedding_data sends."""
     for encoding_format in ("float", "base64"):
-        body = {"object": "list", "data": embedding_data(batch, encoding_format=encoding_format, dimensions=20), "model": MODEL, "usage": DEFAULT_USAGE}
-        assert response_body(batch, model=MODEL, encoding_format=encoding_format, dimensions=20) == starlette_body(body)
+        data = embedding_data(batch, encoding_format=encoding_format, dimensions=20, key_order=key_order)
+        got = response_body(batch, model=MODEL, encoding_format=encoding_format, dimensions=20, key_order=key_order)
+        assert got == starlette_body(envelope(data))
+
+
+# ---- key_order="vllm": each entry's keys in vLLM's order -------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["torch float32", "torch bfloat16", "numpy big-endian float32", "torch column-major"])
+@pytest.mark.parametrize("dimensions", [None, 17])
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("byteorder", ["little", "big", "native"])
+def test_vllm_key_order_base64_body_equals_starlettes(batch, source, dimensions, dtype, byteorder):
+    x = sources(batch)[source]
+    cut = as_torch(x) if dimensions is None else as_torch(x)[:, :dimensions]
+    got = response_body(x, model=MODEL, encoding_format="base64", dimensions=dimensions, dtype=dtype, byteorder=byteorder, key_order="vllm")
+    assert got == reference_body(cut, "base64", dtype=dtype, byteorder=byteorder, key_order="vllm")
+    assert got.startswith(b'{"object":"list","data":[{"index":0,"object":"embedding","embedding":"')
+
+
+@pytest.mark.parametrize("source", SOURCE_NAMES)
+@pytest.mark.parametrize("dimensions", [None, 17])
+def test_vllm_key_order_float_body_equals_starlettes(batch, source, dimensions):
+    x = sources(batch)[source]
+    cut = as_torch(x) if dimensions is None else as_torch(x)[:, :dimensions]
+    got = response_body(x, model=MODEL, encoding_format="float", dimensions=dimensions, key_order="vllm")
+    assert got == reference_body(cut, "float", key_order="vllm")
+    assert len(got) == len(response_body(x, model=MODEL, encoding_format="float", dimensions=dimensions))
+
+
+@pytest.mark.parametrize("key_order", list(ENTRY_KEYS))
+def test_bodies_equal_orjsons(key_order):
+    """Every format in both key orders, byte for byte as orjson writes the same dict: float32 rows
+    as numpy arrays (OPT_SERIALIZE_NUMPY, vLLM's float route) for float_format="orjson", base64
+    rows as their strings."""
+    orjson = pytest.importorskip("orjson", reason="orjson has no wheel for this CPython (free-threaded builds)")
+    x = torch.randn(7, 33, generator=torch.Generator().manual_seed(21)) * torch.logspace(-30, 30, 33)
+    x[0, :4] = torch.tensor([0.0, -0.0, 1e-45, 3.4028235e38])
+    cases = {"float orjson": ({"encoding_format": "float", "float_format": "orjson"}, list(x.numpy()))}
+    for dtype in TORCH_DTYPES:
+        for byteorder in ("little", "big"):
+            cases[f"base64 {dtype} {byteorder}"] = ({"encoding_format": "base64", "dtype": dtype, "byteorder": byteorder},
+                                                    reference_b64_rows(x, dtype, byteorder))
+    for name, (options, values) in cases.items():
+        got = response_body(x, model=MODEL, key_order=key_order, **options)
+        assert got == orjson.dumps(envelope(entries(values, key_order)), option=orjson.OPT_SERIALIZE_NUMPY), name
 
 
 @pytest.mark.usefixtures("each_simd_level")
@@ -347,13 +406,15 @@ def test_a_body_that_cannot_exist_is_refused_before_any_allocation():
 # ---- iter_response_body ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("key_order", list(ENTRY_KEYS))
 @pytest.mark.parametrize("encoding_format", ["float", "base64"])
 @pytest.mark.parametrize("chunk_size", [1, 7, 100, 350, 1000, 4096, 1 << 20])
-def test_chunks_concatenate_to_the_body(encoding_format, chunk_size):
+def test_chunks_concatenate_to_the_body(encoding_format, chunk_size, key_order):
     x = torch.randn(37, 24, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
     extra = {"id": "embd-1", "pad": "z" * 150}
-    whole = response_body(x, model=MODEL, encoding_format=encoding_format, extra=extra, dimensions=20)
-    chunks = list(iter_response_body(x, model=MODEL, encoding_format=encoding_format, extra=extra, dimensions=20, chunk_size=chunk_size))
+    whole = response_body(x, model=MODEL, encoding_format=encoding_format, extra=extra, dimensions=20, key_order=key_order)
+    chunks = list(iter_response_body(x, model=MODEL, encoding_format=encoding_format, extra=extra, dimensions=20, chunk_size=chunk_size,
+                                     key_order=key_order))
     assert all(isinstance(c, bytes) and c for c in chunks)
     assert b"".join(chunks) == whole
     # Each chunk fits, except one that holds a single row's entry larger than chunk_size alone.

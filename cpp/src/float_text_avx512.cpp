@@ -2,9 +2,10 @@
 // float_text.hpp's Schubfach (R. Giulietti, "The Schubfach way to render doubles", 2020) for eight
 // values at once in 64-bit lanes, then the digits as bytes with the same multiply-and-shift splits
 // as digit_bytes8, in 32- and 16-bit lanes. Layout: a group of eight that is all in fixed notation
-// below 1 (1e-4 <= |x| < 1: nearly every group of an embedding row) is laid out with no branch,
-// each value's text built in a 16-byte (shortest) or 32-byte (repr) slot by a byte shuffle and the
-// slots stored end to end; any other group goes through float_text.hpp's layout value by value.
+// below 1 (1e-4 <= |x| < 1: nearly every group of an embedding row, the same text in Python's and
+// orjson's layouts) is laid out with no branch, each value's text built in a 16-byte (shortest) or
+// 32-byte (repr) slot by a byte shuffle and the slots stored end to end; any other group goes
+// through float_text.hpp's layout value by value.
 // A block with a NaN or an infinity goes to the scalar writer, which names the first one.
 // Byte-identical to the scalar writer: float_text_tests ("every level equals scalar"),
 // core_tests ("float rows, every level"), float_text_exhaustive --level avx512 (all 2^32).
@@ -659,6 +660,9 @@ inline bool any_non_finite_f32(const std::uint32_t* bits, std::size_t n) noexcep
     return found != 0;
 }
 
+// Shortest float32 text in Python's layout, or with Orjson in orjson's (write_orjson_f32): the
+// same fast path (1e-4 <= |x| < 1 is fixed notation, the same text, in both).
+template <bool Orjson>
 inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
     digits_x8 d;
     for (std::size_t i = 0; i < n; i += 8) {
@@ -674,6 +678,13 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
                                         _mm512_test_epi64_mask(mag, mag);
         if (fixed_fraction == 0xff) {
             out = write_fixed_fractions_x8(x, _mm512_srli_epi64(wide, 31), out);
+            continue;
+        }
+        // The digits carry write_shortest_f32's one exception (to_decimal32_x8), which orjson's
+        // text has not: a group holding it is written by the scalar writer.
+        if (Orjson && _mm512_cmpeq_epi64_mask(mag, set64(0x15ae43fdu)) != 0) {
+            std::size_t none = 0;
+            out = write_values_orjson_f32(bits + i, m, out, &none);
             continue;
         }
         _mm512_store_si512(d.lead, x.lead);
@@ -693,8 +704,10 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
                 w.tail[0] = rest_digits | kAsciiZeros;
                 w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
                 w.from9[0] = (w.tail[0] >> 56) | (kAsciiZeros << 8);
-                out =
-                    layout<1>(out, w, 1 + significant_in8(rest_digits), static_cast<int>(d.e10[j]));
+                const int e10 = static_cast<int>(d.e10[j]);
+                const int length = 1 + significant_in8(rest_digits);
+                out = Orjson ? layout<1, -6, 12, 1>(out, w, length, e10)
+                             : layout<1>(out, w, length, e10);
             }
             *out++ = ',';
         }
@@ -706,7 +719,14 @@ char* write_values_f32_avx512(const std::uint32_t* bits, std::size_t n, bool sho
                               std::size_t* bad) noexcept {
     // A row with a NaN or an infinity is refused: the scalar writer finds the first one.
     if (any_non_finite_f32(bits, n)) return write_values_f32(bits, n, shortest, out, bad);
-    return shortest ? write_shortest_block(bits, n, out) : write_repr_f32_block(bits, n, out);
+    return shortest ? write_shortest_block<false>(bits, n, out)
+                    : write_repr_f32_block(bits, n, out);
+}
+
+char* write_values_orjson_f32_avx512(const std::uint32_t* bits, std::size_t n, char* out,
+                                     std::size_t* bad) noexcept {
+    if (any_non_finite_f32(bits, n)) return write_values_orjson_f32(bits, n, out, bad);
+    return write_shortest_block<true>(bits, n, out);
 }
 
 char* write_values_f64_avx512(const std::uint64_t* bits, std::size_t n, char* out,
@@ -721,7 +741,8 @@ static_assert(compiled_with(kernel_for(simd_level::avx512).required),
               "float_text_avx512.cpp's flags");
 
 const float_text_writers* avx512_float_text() noexcept {
-    static constexpr float_text_writers writers{write_values_f32_avx512, write_values_f64_avx512};
+    static constexpr float_text_writers writers{write_values_f32_avx512, write_values_f64_avx512,
+                                                write_values_orjson_f32_avx512};
     return &writers;
 }
 

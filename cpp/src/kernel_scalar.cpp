@@ -13,7 +13,8 @@ void encode_rows_scalar(const row_job& job) noexcept { encode_rows_with<scalar_o
 encode_rows_fn scalar_kernel() noexcept { return encode_rows_scalar; }
 
 const float_text_writers* scalar_float_text() noexcept {
-    static constexpr float_text_writers writers{write_values_f32, write_values_f64};
+    static constexpr float_text_writers writers{write_values_f32, write_values_f64,
+                                                write_values_orjson_f32};
     return &writers;
 }
 

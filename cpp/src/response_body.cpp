@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "float_rows.hpp"
@@ -16,14 +17,23 @@
 namespace tensorb64 {
 namespace {
 
-// What json.dumps(..., separators=(",", ":")) writes around each row's text.
-constexpr char entry_prefix[] = "{\"object\":\"embedding\",\"index\":";
-constexpr char entry_middle[] = ",\"embedding\":\"";
-constexpr char entry_suffix[] = "\"}";
-constexpr char float_entry_middle[] = ",\"embedding\":";  // the row's `[...]` follows, then `}`
-constexpr std::size_t prefix_length = sizeof entry_prefix - 1;
-constexpr std::size_t middle_length = sizeof entry_middle - 1;
-constexpr std::size_t suffix_length = sizeof entry_suffix - 1;
+// What json.dumps(..., separators=(",", ":")) writes around each row's index and text, in each
+// key order: up to the index, then from the index to the row's text (a base64 row's `"` or a
+// float row's `[` follows; the entry ends with `"}` or `}`).
+struct entry_layout {
+    std::string_view before_index, after_index;
+};
+constexpr entry_layout openai_layout{"{\"object\":\"embedding\",\"index\":", ",\"embedding\":"};
+constexpr entry_layout vllm_layout{"{\"index\":", ",\"object\":\"embedding\",\"embedding\":"};
+// Every size below is counted once for both orders.
+constexpr std::size_t layout_length =
+    openai_layout.before_index.size() + openai_layout.after_index.size();
+static_assert(vllm_layout.before_index.size() + vllm_layout.after_index.size() == layout_length,
+              "both key orders must write entries of the same length");
+
+constexpr const entry_layout& layout_of(key_order keys) noexcept {
+    return keys == key_order::vllm ? vllm_layout : openai_layout;
+}
 
 bool add(std::size_t a, std::size_t b, std::size_t* sum) noexcept {
     if (a > std::numeric_limits<std::size_t>::max() - b) return false;
@@ -78,6 +88,15 @@ char* write_decimal(std::size_t value, char* out) noexcept {
     return out + n;
 }
 
+// Writes an entry up to its row's text (`{"object":"embedding","index":I,"embedding":` or its
+// key order's equivalent); returns the end.
+char* write_entry_head(const entry_layout& layout, std::size_t index, char* out) noexcept {
+    std::memcpy(out, layout.before_index.data(), layout.before_index.size());
+    out = write_decimal(index, out + layout.before_index.size());
+    std::memcpy(out, layout.after_index.data(), layout.after_index.size());
+    return out + layout.after_index.size();
+}
+
 }  // namespace
 
 bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
@@ -87,7 +106,7 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
         return true;
     }
     std::size_t row_bytes = 0, text = 0, wrapped = 0, all_rows = 0, digits = 0, total = 0;
-    constexpr std::size_t wrapper = prefix_length + middle_length + suffix_length;
+    constexpr std::size_t wrapper = layout_length + 3;  // and `"`, `"}` around the text
     if (rows - 1 > std::numeric_limits<std::size_t>::max() - first_index)
         return false;  // last index
     if (!multiply(row_length, dtype_size(target), &row_bytes) || !encoded_size(row_bytes, &text) ||
@@ -101,7 +120,7 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
 }
 
 char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
-                        char* out, unsigned threads) {
+                        char* out, unsigned threads, key_order keys) {
     if (!is_output_type(target.type)) {
         throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
                                     " to " + to_string(target.type));
@@ -111,17 +130,16 @@ char* write_base64_data(const strided_rows& source, element_format target, std::
         throw std::length_error("response body data: its size does not fit in a size_t");
     }
     encoded_size(source.row_length * dtype_size(target.type), &text);  // fits: checked just above
+    const entry_layout& layout = layout_of(keys);
     std::vector<char*> outputs(source.rows);
     for (std::size_t r = 0; r < source.rows; ++r) {
         if (r != 0) *out++ = ',';
-        std::memcpy(out, entry_prefix, prefix_length);
-        out = write_decimal(first_index + r, out + prefix_length);
-        std::memcpy(out, entry_middle, middle_length);
-        out += middle_length;
+        out = write_entry_head(layout, first_index + r, out);
+        *out++ = '"';
         outputs[r] = out;
         out += text;
-        std::memcpy(out, entry_suffix, suffix_length);
-        out += suffix_length;
+        *out++ = '"';
+        *out++ = '}';
     }
     encode_rows(source, target, outputs.data(), threads);
     return out;
@@ -133,8 +151,7 @@ bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, fl
     // Every entry bounded by the widest index's digits, so that each thread's share of the rows
     // can start at a known offset.
     if (rows != 0 && rows - 1 > std::numeric_limits<std::size_t>::max() - first_index) return false;
-    const std::size_t wrapper =
-        prefix_length + (sizeof float_entry_middle - 1) + 1 + 1;  // `}` and `,`
+    constexpr std::size_t wrapper = layout_length + 2;  // and `}`, `,`
     if (!float_row_bound(row_length, source, format, &entry) ||
         !add(entry, wrapper + digit_count(first_index + (rows == 0 ? 0 : rows - 1)), &entry) ||
         !multiply(entry, rows, &all)) {
@@ -145,24 +162,22 @@ bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, fl
 }
 
 float_text_result write_float_data(const strided_rows& source, float_format format,
-                                   std::size_t first_index, char* out, char** end,
-                                   unsigned threads) {
+                                   std::size_t first_index, char* out, char** end, unsigned threads,
+                                   key_order keys) {
     std::size_t total = 0;
     if (!float_data_bound(source.rows, source.row_length, source.format.type, format, first_index,
                           &total)) {
         throw std::length_error("response body data: its size does not fit in a size_t");
     }
     const std::size_t entry_bound = source.rows == 0 ? 0 : total / source.rows;
+    const entry_layout& layout = layout_of(keys);
     // Writes rows [first, first + count) from `at`; returns the end, or where a value was not
     // finite.
     const auto write_rows = [&](std::size_t first, std::size_t count, char* at,
                                 float_text_result* bad) -> char* {
         for (std::size_t r = first; r < first + count; ++r) {
             if (r != 0) *at++ = ',';
-            std::memcpy(at, entry_prefix, prefix_length);
-            at = write_decimal(first_index + r, at + prefix_length);
-            std::memcpy(at, float_entry_middle, sizeof float_entry_middle - 1);
-            at += sizeof float_entry_middle - 1;
+            at = write_entry_head(layout, first_index + r, at);
             std::size_t column = 0;
             at = write_float_row(source, r, format, at, &column);
             if (at == nullptr) {

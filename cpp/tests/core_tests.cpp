@@ -64,6 +64,7 @@ const tb::dtype all_dtypes[] = {
     tb::dtype::int16,         tb::dtype::uint16,      tb::dtype::int32,    tb::dtype::uint32,
     tb::dtype::int64,         tb::dtype::uint64,      tb::dtype::bool8};
 const tb::byte_order both_orders[] = {tb::byte_order::little, tb::byte_order::big};
+const tb::key_order both_key_orders[] = {tb::key_order::openai, tb::key_order::vllm};
 
 const char* name(tb::dtype t) {
     switch (t) {
@@ -693,16 +694,33 @@ void test_float_rows() {
     for (tb::float_format format : {tb::float_format::repr, tb::float_format::shortest}) {
         std::size_t bound = 0;
         CHECK(tb::float_data_bound(n_rows, n, tb::dtype::float32, format, 7, &bound));
-        std::string one(bound, '\0'), three(bound, '\0');
-        char* end_one = nullptr;
-        char* end_three = nullptr;
-        CHECK(tb::write_float_data(rows, format, 7, &one[0], &end_one, 1).finite);
-        CHECK(tb::write_float_data(rows, format, 7, &three[0], &end_three, 3).finite);
-        one.resize(static_cast<std::size_t>(end_one - one.data()));
-        three.resize(static_cast<std::size_t>(end_three - three.data()));
-        CHECK_EQ_STR(one, three, "float data, threads 3 against 1");
-        CHECK(one.rfind("{\"object\":\"embedding\",\"index\":7,\"embedding\":[", 0) == 0);
-        CHECK(one.back() == '}');
+        std::string texts[2];  // in each key order
+        for (tb::key_order keys : both_key_orders) {
+            std::string one(bound, '\0'), three(bound, '\0');
+            char* end_one = nullptr;
+            char* end_three = nullptr;
+            CHECK(tb::write_float_data(rows, format, 7, &one[0], &end_one, 1, keys).finite);
+            CHECK(tb::write_float_data(rows, format, 7, &three[0], &end_three, 3, keys).finite);
+            one.resize(static_cast<std::size_t>(end_one - one.data()));
+            three.resize(static_cast<std::size_t>(end_three - three.data()));
+            CHECK_EQ_STR(one, three, "float data, threads 3 against 1");
+            CHECK(one.back() == '}');
+            texts[static_cast<int>(keys)] = one;
+        }
+        CHECK(texts[0].rfind("{\"object\":\"embedding\",\"index\":7,\"embedding\":[", 0) == 0);
+        // vLLM's order: the same entries, each with "index" moved before "object".
+        const std::string openai_head = "{\"object\":\"embedding\",\"index\":";
+        std::string moved = texts[0];
+        for (std::size_t at = moved.find(openai_head); at != std::string::npos;
+             at = moved.find(openai_head, at + 1)) {
+            const std::size_t digits = at + openai_head.size();
+            const std::size_t comma = moved.find(',', digits);
+            moved.replace(at, comma + 1 - at,
+                          "{\"index\":" + moved.substr(digits, comma - digits) +
+                              ",\"object\":\"embedding\",");
+        }
+        CHECK(texts[1].rfind("{\"index\":7,\"object\":\"embedding\",\"embedding\":[", 0) == 0);
+        CHECK_EQ_STR(texts[1], moved, "float data in vLLM's key order");
     }
     data[4 * n + 17] = std::numeric_limits<float>::quiet_NaN();
     std::vector<std::string> out(n_rows);
@@ -1267,12 +1285,15 @@ void test_decode() {
 }
 // ---- the response body's data entries ----------------------------------------------------
 
-// The entries as json.dumps writes them, from each row's reference base64.
-std::string reference_data(const std::vector<std::string>& texts, std::size_t first_index) {
+// The entries as json.dumps writes them, from each row's reference base64, keys in `keys` order.
+std::string reference_data(const std::vector<std::string>& texts, std::size_t first_index,
+                           tb::key_order keys = tb::key_order::openai) {
     std::string out;
     for (std::size_t r = 0; r < texts.size(); ++r) {
         if (r != 0) out += ',';
-        out += "{\"object\":\"embedding\",\"index\":" + std::to_string(first_index + r) +
+        const std::string index = "\"index\":" + std::to_string(first_index + r);
+        const std::string object = "\"object\":\"embedding\"";
+        out += "{" + (keys == tb::key_order::vllm ? index + "," + object : object + "," + index) +
                ",\"embedding\":\"" + texts[r] + "\"}";
     }
     return out;
@@ -1281,8 +1302,8 @@ std::string reference_data(const std::vector<std::string>& texts, std::size_t fi
 // Writes the entries of `rows` x `n` float32 values (row r, element i: bits r * 1000003 + i)
 // converted to `target`, checking the size, the returned end and the bytes past it.
 std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
-                       tb::element_format target, unsigned threads,
-                       std::vector<std::string>* texts) {
+                       tb::element_format target, unsigned threads, std::vector<std::string>* texts,
+                       tb::key_order keys = tb::key_order::openai) {
     std::vector<std::uint64_t> values(rows * n);
     for (std::size_t i = 0; i < values.size(); ++i)
         values[i] = (i / (n ? n : 1)) * 1000003u + i * 2654435761u;
@@ -1295,7 +1316,7 @@ std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
     std::vector<char> buffer(size + slack, '\x7f');
     char* end = tb::write_base64_data(
         {source.data, rows, n, source.row_stride, 4, {tb::dtype::float32, tb::host_byte_order}},
-        target, first_index, buffer.data(), threads);
+        target, first_index, buffer.data(), threads, keys);
     CHECK(end == buffer.data() + size);
     bool untouched = true;
     for (std::size_t i = size; i < buffer.size(); ++i) untouched &= buffer[i] == '\x7f';
@@ -1323,9 +1344,11 @@ void test_response_body() {
     for (std::size_t first : firsts) {
         for (std::size_t n :
              {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}}) {
-            const std::string got = write_data(5, n, first, f32, 1, &texts);
-            CHECK_EQ_STR(got, reference_data(texts, first),
-                         "data entries from index " + std::to_string(first));
+            for (tb::key_order keys : both_key_orders) {
+                const std::string got = write_data(5, n, first, f32, 1, &texts, keys);
+                CHECK_EQ_STR(got, reference_data(texts, first, keys),
+                             "data entries from index " + std::to_string(first));
+            }
         }
     }
     // No rows: nothing at all; empty rows: empty strings.
@@ -1335,20 +1358,26 @@ void test_response_body() {
                  "{\"object\":\"embedding\",\"index\":1,\"embedding\":\"\"},"
                  "{\"object\":\"embedding\",\"index\":2,\"embedding\":\"\"}",
                  "empty rows");
+    CHECK_EQ_STR(write_data(2, 0, 9, f32, 1, &texts, tb::key_order::vllm),
+                 "{\"index\":9,\"object\":\"embedding\",\"embedding\":\"\"},"
+                 "{\"index\":10,\"object\":\"embedding\",\"embedding\":\"\"}",
+                 "empty rows, vLLM's key order");
     CHECK_EQ_STR(write_data(1, 1, 0, f32, 1, &texts), reference_data(texts, 0), "one value");
     // Conversions and byte orders, across the 768-element block boundary.
     for (tb::dtype to : {tb::dtype::float32, tb::dtype::float16, tb::dtype::bfloat16,
                          tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2}) {
         for (tb::byte_order order : both_orders) {
-            const std::string got = write_data(3, 1000, 41, {to, order}, 1, &texts);
-            CHECK_EQ_STR(got, reference_data(texts, 41),
-                         std::string("data entries as ") + name(to) + " " + name(order));
+            for (tb::key_order keys : both_key_orders) {
+                const std::string got = write_data(3, 1000, 41, {to, order}, 1, &texts, keys);
+                CHECK_EQ_STR(got, reference_data(texts, 41, keys),
+                             std::string("data entries as ") + name(to) + " " + name(order));
+            }
         }
     }
     // Threads: 64 rows of 3072 float32 is 1 MiB of text, enough to be split.
     for (unsigned threads : {2u, 3u, 8u}) {
-        CHECK_EQ_STR(write_data(64, 3072, 0, f32, threads, nullptr),
-                     write_data(64, 3072, 0, f32, 1, nullptr),
+        CHECK_EQ_STR(write_data(64, 3072, 0, f32, threads, nullptr, tb::key_order::vllm),
+                     write_data(64, 3072, 0, f32, 1, nullptr, tb::key_order::vllm),
                      "threads=" + std::to_string(threads));
     }
     // Exact sizes, and overflow refused.

@@ -10,10 +10,14 @@ from typing import Literal, TypedDict, Union
 DType = Literal["float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
 # "native": this host's order.
 ByteOrder = Literal["little", "big", "native"]
-# Float text: "repr" is json.dumps(t.tolist())'s; "shortest" the fewest digits that read back.
-FloatFormat = Literal["repr", "shortest"]
+# Float text: "repr" is json.dumps(t.tolist())'s; "shortest" the fewest digits that read back;
+# "orjson" orjson's text of float32 arrays (vLLM's float route).
+FloatFormat = Literal["repr", "shortest", "orjson"]
 # What an OpenAI client asks for; "float" is OpenAI's default.
 EncodingFormat = Literal["float", "base64"]
+# The order of the keys inside each data entry: "openai" is ``object, index, embedding`` (OpenAI's
+# own), "vllm" ``index, object, embedding`` (vLLM's, for bodies byte-identical to vLLM's).
+KeyOrder = Literal["openai", "vllm"]
 # What decode_response_body reads: a body's bytes, or its text.
 ResponseBody = Union[bytes, bytearray, memoryview, str]
 # What the openai client's ``embeddings.create`` takes as ``input`` (embed, aembed): texts or token ids.

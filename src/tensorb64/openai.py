@@ -30,7 +30,7 @@ from . import _cuda, _native
 from ._client import EmbeddingsResponse, aembed, decode_response, decode_response_body, embed
 from ._encode import encode_rows
 from ._inputs import readable
-from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat
+from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat, KeyOrder
 
 __all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
@@ -82,11 +82,12 @@ def _float_lists(rows) -> list:
 
 def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "float", dimensions: int | None = None,
                    start_index: int = 0, dtype: DType = "float32", byteorder: ByteOrder = "little",
-                   threads: int = 1) -> list[EmbeddingEntry]:
+                   threads: int = 1, key_order: KeyOrder = "openai") -> list[EmbeddingEntry]:
     """The ``data`` list of an OpenAI ``/v1/embeddings`` response: one entry per row.
 
-    Each entry is ``{"object": "embedding", "index": start_index + i, "embedding": ...}`` where
-    the embedding is, for row ``i``:
+    Each entry is ``{"object": "embedding", "index": start_index + i, "embedding": ...}`` (with
+    ``key_order="vllm"``: ``{"index": ..., "object": "embedding", "embedding": ...}``, the order
+    vLLM's entries have) where the embedding is, for row ``i``:
 
     * ``encoding_format="base64"``: the base64 of the row's little-endian float32 bytes, the
       format OpenAI clients decode (``numpy.frombuffer(base64.b64decode(s), "float32")``), or
@@ -113,20 +114,22 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
         larger request (an int or a numpy integer; the entries hold a plain int).
     dtype, byteorder, threads: as ``encode_rows`` takes them, for base64; checked, and not
         applied, for float (as ``response_body`` takes them).
+    key_order: the order of each entry's keys, as ``response_body`` takes it.
 
-    Raises ValueError for an unknown ``encoding_format``, a ``dimensions`` outside 1..dim (or
+    Raises ValueError for an unknown ``encoding_format`` or ``key_order``, a ``dimensions`` outside 1..dim (or
     not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
     TypeError for an input that is not an array of real numbers.
     """
     return _embedding_data(embeddings, encoding_format, dimensions, start_index, None, dtype=dtype, byteorder=byteorder,
-                           threads=threads)
+                           threads=threads, key_order=key_order)
 
 
 def _embedding_data(embeddings, encoding_format, dimensions, start_index, staging, *, dtype="float32",
-                    byteorder="little", threads=1) -> list[EmbeddingEntry]:
+                    byteorder="little", threads=1, key_order="openai") -> list[EmbeddingEntry]:
     """embedding_data; with ``staging``, a tensor's rows are staged through it whatever its device
     (the tests run the CUDA path on CPU tensors so)."""
-    _native._check_names(encoding_format=encoding_format, dtype=dtype, byteorder=byteorder)  # naming the accepted ones
+    # naming the accepted ones
+    _native._check_names(encoding_format=encoding_format, dtype=dtype, byteorder=byteorder, key_order=key_order)
     _native._check_threads(threads)
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
@@ -139,6 +142,8 @@ def _embedding_data(embeddings, encoding_format, dimensions, start_index, stagin
         values = _cuda.encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads, staging=staging)
     else:  # (a CUDA tensor: through the staging pipeline)
         values = encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
+    if key_order == "vllm":  # (a dict's keys are written in the order they were inserted)
+        return [{"index": first + i, "object": "embedding", "embedding": value} for i, value in enumerate(values)]
     return [{"object": "embedding", "index": first + i, "embedding": value} for i, value in enumerate(values)]
 
 
@@ -236,20 +241,25 @@ class _Body:
     ``_staging.Staging`` that a tensor's rows are staged through whatever its device (the tests
     run the CUDA path on CPU tensors so)."""
 
-    __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "staging", "staged")
+    __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "key_order",
+                 "staging", "staged")
 
     def __init__(self, embeddings, *, model: str, encoding_format: str, dimensions=None, usage=None,
                  extra=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
-                 threads: int = 1, staging=None):
+                 threads: int = 1, key_order: str = "openai", staging=None):
         # ValueError naming the accepted names
-        _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder)
+        _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
+                             key_order=key_order)
         _native._check_threads(threads)
         self.head, self.tail = _envelope(model, usage, extra)
         self.rows = _cut(_rows(embeddings), dimensions)
         self.base64 = encoding_format == "base64"
         self.dtype, self.byteorder, self.float_format, self.threads = dtype, byteorder, float_format, threads
+        self.key_order = key_order
         self.staging = staging
-        self.staged = staging is not None or _cuda.on_device(self.rows)
+        # The staging pipeline (_cuda.py) writes OpenAI's key order; a CUDA tensor's body in another
+        # order is read from one host copy (the binding's fallback, as for any input it cannot read).
+        self.staged = (staging is not None or _cuda.on_device(self.rows)) and key_order == "openai"
 
     def whole(self) -> bytes:
         return self._write(self.rows, 0, self.head, self.tail)
@@ -262,7 +272,8 @@ class _Body:
         """head + the data entries of ``rows`` (indices from start) + tail, written by the core
         into one bytes object.
 
-        The entries are ``{"object":"embedding","index":I,"embedding":<row>}`` joined by ``,``
+        The entries are ``{"object":"embedding","index":I,"embedding":<row>}`` (keys in
+        ``key_order``) joined by ``,``
         with no brackets around them (head ends with ``[``, tail starts with ``]``; slices of rows
         written separately concatenate with a ``,`` between them). Base64 rows are written at
         their exact size; float rows into an object made at a bound and trimmed (the untouched
@@ -274,11 +285,12 @@ class _Body:
             if self.staged:
                 return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
                                                   staging=self.staging)
-            return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads)
+            return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
+                                                 self.key_order)
         if self.staged:
             return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads,
                                              staging=self.staging)
-        return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads)
+        return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order)
 
     def chunks(self, chunk_size: int):
         """The body in chunks of about chunk_size bytes (the rule: iter_response_body's)."""
@@ -288,7 +300,8 @@ class _Body:
                 _cuda.check_finite(self.rows, staging=self.staging)
             else:
                 _native._check_finite(self.rows)
-        # A bound on one row's entry and its comma (float text: as doubles, 24 chars a value).
+        # A bound on one row's entry and its comma (float text: as doubles, 24 chars a value), the
+        # same in every key order.
         entry = _native._entry_bound(width, max(count - 1, 0), self.dtype if self.base64 else None, self.float_format)
         return _chunks(self.head, self.tail, count, entry, self.write, chunk_size)
 
@@ -306,6 +319,7 @@ def response_body(
     byteorder: ByteOrder = "little",
     float_format: FloatFormat = "repr",
     threads: int = 1,
+    key_order: KeyOrder = "openai",
 ) -> bytes:
     """The whole body of an OpenAI ``/v1/embeddings`` response, as one ``bytes`` object.
 
@@ -336,14 +350,19 @@ def response_body(
         "object", "model" or "usage" replaces that value in its place, as ``{**extra}`` does;
         "data" is refused). Both are serialised by the standard library's json.
     threads: split the rows across this many threads inside the one call (default 1).
+    key_order: the order of the keys inside each data entry: ``"openai"`` (the default:
+        ``object, index, embedding``, as above and as OpenAI's API writes them) or ``"vllm"``
+        (``index, object, embedding``: vLLM's order, for a body byte-identical to the one vLLM
+        itself sends). The same JSON object either way, and the same length.
 
     Raises, before anything is built: ValueError for an unknown encoding_format, float_format,
-    dtype or byteorder, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/
+    dtype, byteorder or key_order, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/
     ``extra`` that json or UTF-8 cannot encode (NaN, a lone surrogate: the message names which);
     TypeError for a model that is not a str or an input that is not an array of real numbers.
     """
     return _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
-                 extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads).whole()
+                 extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
+                 key_order=key_order).whole()
 
 
 def iter_response_body(
@@ -359,6 +378,7 @@ def iter_response_body(
     byteorder: ByteOrder = "little",
     float_format: FloatFormat = "repr",
     threads: int = 1,
+    key_order: KeyOrder = "openai",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Iterator[bytes]:
     """``response_body``'s bytes in chunks, for ``StreamingResponse``: the same arguments, plus
@@ -380,7 +400,8 @@ def iter_response_body(
     if not _is_index(chunk_size) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
     body = _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
-                 extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads)
+                 extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
+                 key_order=key_order)
     return body.chunks(chunk_size)
 
 

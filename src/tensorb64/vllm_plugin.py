@@ -10,13 +10,11 @@ What it does, and nothing else:
 * vLLM's API server: ``ServingEmbedding._openai_json_response`` (``encoding_format`` "float" and
   "base64") is replaced by one that writes the body with ``response_body``, for the releases
   whose method it recognises by its parameters (0.32 and 0.33); for any other release it logs one
-  line and leaves vLLM as it is. The client gets the same answer: base64 text byte-identical to
-  vLLM's own, float text that ``json.loads`` to the same numbers (float32's shortest digits, as
-  orjson writes them for vLLM), the envelope from vLLM's own ``EmbeddingResponse`` in vLLM's field
-  order. Inside each data entry the keys come in tensorb64's order (``object``, ``index``,
-  ``embedding``: OpenAI's own) where vLLM writes ``index`` first. A batch it does not write
-  (rows of different shapes, a float request over non-float32 rows, NaN in a float request)
-  goes to vLLM's own method, untouched.
+  line and leaves vLLM as it is. The client gets the very bytes vLLM's own method sends: base64
+  text, float text as orjson writes it for vLLM (or json.dumps, for 0.32 without orjson), each
+  data entry's keys in vLLM's order (``key_order="vllm"``), the envelope from vLLM's own
+  ``EmbeddingResponse``. A batch it does not write (rows of different shapes, a float request
+  over non-float32 rows, NaN in a float request) goes to vLLM's own method, untouched.
 * Dynamo's vLLM worker (``dynamo.vllm.handlers``): its per-row ``_pooling_output_to_base64`` is
   replaced by ``encode_rows`` (the same strings).
 
@@ -191,10 +189,10 @@ def _log_failure_once() -> None:
 def openai_json_body(
     module, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness, with_orjson=True
 ):
-    """The body vLLM's ``_openai_json_response`` would send, written by ``response_body``; None
-    for a batch that vLLM's own method should answer. with_orjson: vLLM renders with orjson
-    (float32 rows as numpy arrays: their shortest digits), else with json.dumps (float rows as
-    Python floats: the doubles' repr)."""
+    """The body vLLM's ``_openai_json_response`` would send, byte for byte, written by
+    ``response_body``; None for a batch that vLLM's own method should answer. with_orjson: vLLM
+    renders with orjson (float32 rows as numpy arrays: float_format "orjson"), else with
+    json.dumps (float rows as Python floats: the doubles' repr)."""
     from .openai import response_body
 
     if encoding_format not in ("float", "base64"):
@@ -210,8 +208,9 @@ def openai_json_body(
             usage={},
             dtype=embed_dtype,
             byteorder=endianness,
-            float_format="shortest" if with_orjson else "repr",
+            float_format="orjson" if with_orjson else "repr",
             threads=1,
+            key_order="vllm",  # EmbeddingResponseData's fields: index, object, embedding
         )
     except ValueError:
         if encoding_format == "float":

@@ -198,11 +198,20 @@ decode_result convert_elements(const void* raw, std::size_t bytes, element_forma
 
 // ---- The /v1/embeddings response body ------------------------------------------------------
 //
+// The order of the keys inside each data entry. JSON readers see the same object either way; a
+// server that must send the very bytes another one sends picks that one's order. Both orders
+// are the same characters rearranged, so every size and bound below holds for either.
+enum class key_order : std::uint8_t {
+    openai,  // {"object":"embedding","index":I,"embedding":...}: OpenAI's own order
+    vllm,    // {"index":I,"object":"embedding","embedding":...}: vLLM's (its model's field order)
+};
+
 // The entries of a response's "data" array for base64 rows, comma-separated, without the
 // brackets (the caller writes `[` and `]` with the rest of the envelope, so that batches of rows
 // written separately concatenate with a comma between them):
 //   {"object":"embedding","index":I,"embedding":"<base64 of row I>"},{"object":...}
-// I runs from `first_index`; each row's text is what encode_rows writes for it. No rows: nothing.
+// (in key_order::openai; key_order::vllm puts "index" first). I runs from `first_index`; each
+// row's text is what encode_rows writes for it. No rows: nothing.
 
 // The exact length of those entries for `rows` rows of `row_length` elements converted to
 // `target`, indices first_index .. first_index + rows - 1. Returns false, leaving `size`
@@ -211,12 +220,13 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
                       std::size_t first_index, std::size_t* size) noexcept;
 
 // Writes those entries to `out`, which holds exactly base64_data_size(...) chars: lays out each
-// row's wrapper, then has encode_rows (`threads` as there) fill each row's text in place.
-// Returns the end of what it wrote. Throws, before writing anything, std::invalid_argument when
-// !is_output_type(target.type), std::length_error when base64_data_size would return
-// false, std::bad_alloc if the table of row pointers cannot be allocated.
+// row's wrapper (its keys in `keys` order), then has encode_rows (`threads` as there) fill each
+// row's text in place. Returns the end of what it wrote. Throws, before writing anything,
+// std::invalid_argument when !is_output_type(target.type), std::length_error when
+// base64_data_size would return false, std::bad_alloc if the table of row pointers cannot be
+// allocated.
 char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
-                        char* out, unsigned threads = 1);
+                        char* out, unsigned threads = 1, key_order keys = key_order::openai);
 
 // ---- Float text ----------------------------------------------------------------------------
 //
@@ -227,6 +237,9 @@ enum class float_format : std::uint8_t {
     repr,      // repr() of each value as a double: what json.dumps(t.tolist()) writes today
     shortest,  // the fewest digits that read back to the same float32, laid out as repr lays them
                // out (float64 sources: as repr)
+    orjson,    // what orjson writes for the row as a float32 numpy array (vLLM's float route):
+               // the shortest digits in orjson's layout (1e-7, 0.000001, 1e+13); float64 sources:
+               // what it writes for the doubles as Python floats
 };
 
 // Where a row could not be written: NaN and infinities have no JSON text.
@@ -255,11 +268,12 @@ bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, fl
                       std::size_t first_index, std::size_t* size) noexcept;
 
 // Writes those entries (`{"object":"embedding","index":I,"embedding":[...]}`, comma-separated, no
-// brackets) to `out`, which holds float_data_bound bytes, `threads` splitting the rows; *end is
-// then the end of what was written. Stops at the first non-finite value and says where.
+// brackets; their keys in `keys` order) to `out`, which holds float_data_bound bytes, `threads`
+// splitting the rows; *end is then the end of what was written. Stops at the first non-finite
+// value and says where.
 float_text_result write_float_data(const strided_rows& source, float_format format,
                                    std::size_t first_index, char* out, char** end,
-                                   unsigned threads = 1);
+                                   unsigned threads = 1, key_order keys = key_order::openai);
 
 // ---- SIMD levels ---------------------------------------------------------------------------
 
