@@ -191,14 +191,16 @@ def test_encode_body_and_response_body_equal_the_host_path(routed, source, outpu
 
 
 def test_vllm_key_order_bodies_equal_the_host_path(routed):
-    """key_order="vllm" (the pipeline writes OpenAI's order; a body in another order reads its rows
-    from one host copy): the host path's bytes, whole and in chunks."""
+    """key_order="vllm" through the pipeline (chunk by chunk): the host path's bytes, whole and in
+    chunks."""
     t = values(40, 37, torch.float32, specials=False)
     for options in ({"encoding_format": "base64", "dtype": "float16"}, {"encoding_format": "float", "float_format": "orjson"}):
         kwargs = {"model": "m", "key_order": "vllm", **options}
         expected = response_body(t, **kwargs)
         assert expected.startswith(b'{"object":"list","data":[{"index":0,"object":"embedding",')
+        routed.copier.log.clear()
         assert routed.response_body(t, **kwargs) == expected
+        assert sum(1 for entry in routed.copier.log if entry[0] == "copy") > 2  # staged in chunks
         assert b"".join(routed.iter_response_body(t, chunk_size=700, **kwargs)) == expected
 
 

@@ -142,37 +142,38 @@ def _body_pieces(rows, bus, write_entries, head: bytes, tail: bytes, first_index
     return staged_chunks(rows, bus, write, staging)
 
 
-def response_body_base64(rows, dtype: str, byteorder: str, head: bytes, tail: bytes, first_index: int, threads: int, *,
-                         staging: Staging | None = None) -> bytes:
+def response_body_base64(rows, dtype: str, byteorder: str, head: bytes, tail: bytes, first_index: int, threads: int,
+                         key_order: str = "openai", *, staging: Staging | None = None) -> bytes:
     """``_native._response_body_base64`` for rows on a CUDA device, staged."""
     torch = sys.modules["torch"]
     staging = staging or default_staging()
     if rows.ndim == 2 and _worth_staging(rows, torch, staging):
         pieces = _body_pieces(
             _rows_2d(rows), _bus(torch, rows, dtype, staging),
-            lambda host, index, h, t: _native._response_body_base64(host, dtype, byteorder, h, t, index, threads),
+            lambda host, index, h, t: _native._response_body_base64(host, dtype, byteorder, h, t, index, threads, key_order),
             head, tail, first_index, staging,
         )
         if pieces is not None:
             return _joined(pieces)
-    return _native._response_body_base64(host_copy(rows, staging), dtype, byteorder, head, tail, first_index, threads)
+    return _native._response_body_base64(host_copy(rows, staging), dtype, byteorder, head, tail, first_index, threads,
+                                         key_order)
 
 
-def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first_index: int, threads: int, *,
-                        staging: Staging | None = None) -> bytes:
+def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first_index: int, threads: int,
+                        key_order: str = "openai", *, staging: Staging | None = None) -> bytes:
     """``_native._response_body_float`` for rows on a CUDA device, staged in their own dtype
     (float text is written from the values themselves: float64 rows as doubles)."""
     torch = sys.modules["torch"]
     staging = staging or default_staging()
     if rows.ndim == 2 and _worth_staging(rows, torch, staging):
         def write(host, index, h, t):
-            return _float_text_of_chunk(lambda c: _native._response_body_float(c, float_format, h, t, index, threads),
+            return _float_text_of_chunk(lambda c: _native._response_body_float(c, float_format, h, t, index, threads, key_order),
                                         host, index - first_index)
 
         pieces = _body_pieces(_rows_2d(rows), rows.dtype, write, head, tail, first_index, staging)
         if pieces is not None:
             return _joined(pieces)
-    return _native._response_body_float(host_copy(rows, staging), float_format, head, tail, first_index, threads)
+    return _native._response_body_float(host_copy(rows, staging), float_format, head, tail, first_index, threads, key_order)
 
 
 def check_finite(rows, *, staging: Staging | None = None) -> None:

@@ -259,7 +259,7 @@ class _Body:
         self.staging = staging
         # The staging pipeline (_cuda.py) writes OpenAI's key order; a CUDA tensor's body in another
         # order is read from one host copy (the binding's fallback, as for any input it cannot read).
-        self.staged = (staging is not None or _cuda.on_device(self.rows)) and key_order == "openai"
+        self.staged = staging is not None or _cuda.on_device(self.rows)
 
     def whole(self) -> bytes:
         return self._write(self.rows, 0, self.head, self.tail)
@@ -284,11 +284,11 @@ class _Body:
         if self.base64:
             if self.staged:
                 return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
-                                                  staging=self.staging)
+                                                  self.key_order, staging=self.staging)
             return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
                                                  self.key_order)
         if self.staged:
-            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads,
+            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order,
                                              staging=self.staging)
         return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order)
 
