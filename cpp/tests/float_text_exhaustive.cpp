@@ -1,11 +1,13 @@
-// Opt-in exhaustive test of float_text.hpp: every finite float32 bit pattern, both modes, against
-// float_text_oracle.hpp (std::to_chars + the layout written out), plus the read-back of each
-// shortest token as a double then rounded to float32, and directly as a float32.
+// Opt-in exhaustive test of float_text.hpp: every finite float32 bit pattern, in the three formats
+// (shortest, repr, orjson), against float_text_oracle.hpp (std::to_chars + the layout written
+// out), plus the read-back of each shortest token as a double then rounded to float32, and
+// directly as a float32.
 //
 //   float_text_exhaustive [--level NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation, e.g. 0x80000000);
 //       --level: the texts of that SIMD level's float-text block writer (kernels.hpp; rows of 512
-//       patterns, tokens split at the commas), not the scalar write_shortest_f32 / write_repr
+//       patterns, tokens split at the commas), not the scalar write_shortest_f32 / write_repr /
+//       write_orjson_f32
 // Prints the rate and the first mismatches; exits non-zero on any.
 #include <atomic>
 #include <charconv>
@@ -47,9 +49,9 @@ void report(const char* what, std::uint32_t bits, const char* got, const char* g
 // The float-text writer under test: nullptr for the scalar functions themselves.
 const tensorb64::float_text_writers* level_writers = nullptr;
 
-// One finite pattern's two texts (shortest, repr) against the oracle and the read-backs.
+// One finite pattern's three texts (shortest, repr, orjson) against the oracle and the read-backs.
 void check_texts(std::uint32_t b, const char* got, const char* g, const char* got_repr,
-                 const char* g_repr) {
+                 const char* g_repr, const char* got_orjson, const char* g_orjson) {
     char expected[64];
     float x;
     std::memcpy(&x, &b, 4);
@@ -82,45 +84,57 @@ void check_texts(std::uint32_t b, const char* got, const char* g, const char* go
         ++mismatches;
         report("repr", b, got_repr, g_repr, expected, e);
     }
+    e = float_text_oracle::expected_orjson_f32(x, expected);
+    if (g_orjson - got_orjson != e - expected ||
+        std::memcmp(got_orjson, expected, static_cast<std::size_t>(g_orjson - got_orjson)) != 0) {
+        ++mismatches;
+        report("orjson", b, got_orjson, g_orjson, expected, e);
+    }
 }
 
 // A row of finite patterns through the level's writer, each token checked.
 void check_level_row(const std::uint32_t* bits, std::size_t n) {
-    static thread_local std::vector<char> shortest, repr;
+    static thread_local std::vector<char> shortest, repr, orjson;
     shortest.resize(n * (tensorb64::kShortestF32MaxBytes + 1));
     repr.resize(n * (tensorb64::kReprMaxBytes + 1));
+    orjson.resize(n * (tensorb64::kOrjsonF32MaxBytes + 1));
     std::size_t bad = 0;
     const char* s_end = level_writers->f32(bits, n, true, shortest.data(), &bad);
     const char* r_end = level_writers->f32(bits, n, false, repr.data(), &bad);
-    if (s_end == nullptr || r_end == nullptr) {
+    const char* o_end = level_writers->orjson_f32(bits, n, orjson.data(), &bad);
+    if (s_end == nullptr || r_end == nullptr || o_end == nullptr) {
         ++mismatches;
         report("row refused", bits[0], "", "", "", "");
         return;
     }
     const char* s = shortest.data();
     const char* r = repr.data();
+    const char* o = orjson.data();
     for (std::size_t i = 0; i < n; ++i) {
         const char* s_comma =
             static_cast<const char*>(std::memchr(s, ',', static_cast<std::size_t>(s_end - s)));
         const char* r_comma =
             static_cast<const char*>(std::memchr(r, ',', static_cast<std::size_t>(r_end - r)));
-        if (s_comma == nullptr || r_comma == nullptr) {
+        const char* o_comma =
+            static_cast<const char*>(std::memchr(o, ',', static_cast<std::size_t>(o_end - o)));
+        if (s_comma == nullptr || r_comma == nullptr || o_comma == nullptr) {
             ++mismatches;
             report("row ends early", bits[i], "", "", "", "");
             return;
         }
-        check_texts(bits[i], s, s_comma, r, r_comma);
+        check_texts(bits[i], s, s_comma, r, r_comma, o, o_comma);
         s = s_comma + 1;
         r = r_comma + 1;
+        o = o_comma + 1;
     }
-    if (s != s_end || r != r_end) {
+    if (s != s_end || r != r_end || o != o_end) {
         ++mismatches;
         report("row too long", bits[n - 1], "", "", "", "");
     }
 }
 
 void check_range(std::uint64_t first, std::uint64_t last) {
-    char got[64], got_repr[64];
+    char got[64], got_repr[64], got_orjson[64];
     std::uint64_t local_checked = 0;
     std::vector<std::uint32_t> row;
     row.reserve(512);
@@ -138,7 +152,8 @@ void check_range(std::uint64_t first, std::uint64_t last) {
         }
         char* g = tensorb64::write_shortest_f32(b, got);
         char* g_repr = tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), got_repr);
-        check_texts(b, got, g, got_repr, g_repr);
+        char* g_orjson = tensorb64::write_orjson_f32(b, got_orjson);
+        check_texts(b, got, g, got_repr, g_repr, got_orjson, g_orjson);
     }
     if (!row.empty()) check_level_row(row.data(), row.size());
     checked += local_checked;
@@ -165,7 +180,7 @@ int main(int argc, char** argv) {
     });
     const double rate = static_cast<double>(last - first) / seconds;
     std::printf(
-        "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in both modes, "
+        "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in three formats, "
         "%.1f "
         "s on %u "
         "threads (%.2f M patterns/s; all 2^32 at this rate: %.0f s); %llu mismatches, %llu "

@@ -1,10 +1,13 @@
 // The reference the float-text tests compare against, written apart from the fast code:
 // std::to_chars's shortest scientific text (libstdc++: Ryu) for the digits, and Python's repr
-// layout spelled out in the plainest way (CPython's format_float_short with mode 'r').
+// layout spelled out in the plainest way (CPython's format_float_short with mode 'r'), and
+// orjson's (3.13: fixed notation for 1e-6 <= |x| < 1e13 as float32, 1e-5 <= |x| < 1e16 as a
+// double; otherwise "d.ddde-7", "1e+13": exponents unpadded, their sign always written).
 #pragma once
 
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -49,8 +52,48 @@ inline char* python_layout(bool negative, const char* digits, int n, int e10, ch
     return out;
 }
 
-// Rewrites to_chars's scientific text ("-1.2345e-05", "5e-324", "0e+00") in Python's layout.
-inline char* relayout(const char* sci, const char* sci_end, char* out) {
+// orjson's layout for the same digits: fixed for fixed_min <= e10 <= fixed_max, as Python's.
+inline char* orjson_layout(bool negative, const char* digits, int n, int e10, int fixed_min,
+                           int fixed_max, char* out) {
+    if (e10 >= fixed_min && e10 <= fixed_max) {
+        if (negative) *out++ = '-';
+        if (e10 < 0) {
+            *out++ = '0';
+            *out++ = '.';
+            for (int i = 0; i < -e10 - 1; ++i) *out++ = '0';
+            for (int i = 0; i < n; ++i) *out++ = digits[i];
+        } else if (n <= e10 + 1) {
+            for (int i = 0; i < n; ++i) *out++ = digits[i];
+            for (int i = n; i < e10 + 1; ++i) *out++ = '0';
+            *out++ = '.';
+            *out++ = '0';
+        } else {
+            for (int i = 0; i < n; ++i) {
+                if (i == e10 + 1) *out++ = '.';
+                *out++ = digits[i];
+            }
+        }
+        return out;
+    }
+    if (negative) *out++ = '-';
+    *out++ = digits[0];
+    if (n > 1) {
+        *out++ = '.';
+        for (int i = 1; i < n; ++i) *out++ = digits[i];
+    }
+    *out++ = 'e';
+    *out++ = e10 < 0 ? '-' : '+';
+    char exponent[8];
+    const int length = std::snprintf(exponent, sizeof exponent, "%d", e10 < 0 ? -e10 : e10);
+    for (int i = 0; i < length; ++i) *out++ = exponent[i];
+    return out;
+}
+
+// to_chars's scientific text ("-1.2345e-05", "5e-324", "0e+00") in a layout: Python's, or
+// orjson's with fixed notation for fixed_min <= e10 <= fixed_max.
+enum class layout { python, orjson_f32, orjson_f64 };
+
+inline char* relayout(const char* sci, const char* sci_end, char* out, layout to = layout::python) {
     bool negative = false;
     if (*sci == '-') {
         negative = true;
@@ -71,7 +114,26 @@ inline char* relayout(const char* sci, const char* sci_end, char* out) {
         return out + 3;
     }
     while (n > 1 && digits[n - 1] == '0') --n;  // to_chars writes none, but be sure
+    if (to == layout::orjson_f32) return orjson_layout(negative, digits, n, e10, -6, 12, out);
+    if (to == layout::orjson_f64) return orjson_layout(negative, digits, n, e10, -5, 15, out);
     return python_layout(negative, digits, n, e10, out);
+}
+
+// What orjson writes for a float32 (numpy's, OPT_SERIALIZE_NUMPY): its shortest digits as a
+// reader parsing straight to float32 needs them (to_chars's for float, with no exception).
+inline char* expected_orjson_f32(float x, char* out) {
+    char sci[64];
+    const std::to_chars_result r =
+        std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    return relayout(sci, r.ptr, out, layout::orjson_f32);
+}
+
+// What orjson writes for a Python float: repr's digits.
+inline char* expected_orjson_f64(double x, char* out) {
+    char sci[64];
+    const std::to_chars_result r =
+        std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    return relayout(sci, r.ptr, out, layout::orjson_f64);
 }
 
 inline char* expected_repr(double x, char* out) {
@@ -107,6 +169,14 @@ inline std::string expected_repr(double x) {
 inline std::string expected_shortest_f32(float x) {
     char buf[64];
     return std::string(buf, expected_shortest_f32(x, buf));
+}
+inline std::string expected_orjson_f32(float x) {
+    char buf[64];
+    return std::string(buf, expected_orjson_f32(x, buf));
+}
+inline std::string expected_orjson_f64(double x) {
+    char buf[64];
+    return std::string(buf, expected_orjson_f64(x, buf));
 }
 
 }  // namespace float_text_oracle

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "float_text.hpp"
+#include "float_text_oracle.hpp"
 #include "kernels.hpp"
 #include "number_parser.hpp"
 #include "pattern_sweep.hpp"
@@ -37,52 +38,11 @@ std::atomic<std::uint64_t> checked{0};
 std::mutex print_lock;
 tensorb64::number_row_parser parser = tensorb64::detail::parse_number_row_scalar;
 
-// orjson's text of a finite float32 (its layout of the shortest digits), then a ','.
+// orjson's text of a finite float32 (the oracle's, float_text_oracle.hpp), then a ','.
 char* write_orjson_f32(std::uint32_t b, char* out) {
-    if (b >> 31) *out++ = '-';
-    const std::uint32_t magnitude = b & 0x7fffffffu;
-    if (magnitude == 0) {
-        std::memcpy(out, "0.0,", 4);
-        return out + 4;
-    }
-    tensorb64::float_text_detail::decimal32 d =
-        tensorb64::float_text_detail::to_decimal32(magnitude);
-    while (d.digits % 10 == 0) {  // Schubfach's digits may end in zeros; the text has none
-        d.digits /= 10;
-        ++d.exponent;
-    }
-    char digits[16];
-    const int n = std::snprintf(digits, sizeof digits, "%u", d.digits);
-    const int e10 = d.exponent + n - 1;
-    if (e10 >= -6 && e10 <= 12) {
-        if (e10 < 0) {
-            *out++ = '0';
-            *out++ = '.';
-            for (int i = 0; i < -e10 - 1; ++i) *out++ = '0';
-            std::memcpy(out, digits, static_cast<std::size_t>(n));
-            out += n;
-        } else if (n <= e10 + 1) {
-            std::memcpy(out, digits, static_cast<std::size_t>(n));
-            out += n;
-            for (int i = n; i < e10 + 1; ++i) *out++ = '0';
-            *out++ = '.';
-            *out++ = '0';
-        } else {
-            std::memcpy(out, digits, static_cast<std::size_t>(e10 + 1));
-            out += e10 + 1;
-            *out++ = '.';
-            std::memcpy(out, digits + e10 + 1, static_cast<std::size_t>(n - e10 - 1));
-            out += n - e10 - 1;
-        }
-    } else {
-        *out++ = digits[0];
-        if (n > 1) {
-            *out++ = '.';
-            std::memcpy(out, digits + 1, static_cast<std::size_t>(n - 1));
-            out += n - 1;
-        }
-        out += std::sprintf(out, "e%+d", e10);
-    }
+    float x;
+    std::memcpy(&x, &b, 4);
+    out = float_text_oracle::expected_orjson_f32(x, out);
     *out++ = ',';
     return out;
 }
