@@ -88,11 +88,17 @@ public:
     std::size_t fill(std::size_t count) noexcept {
         while (count < chunk && !closed_ && block_ < end_) {
             const std::size_t left = static_cast<std::size_t>(end_ - block_);
-            const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
-            const __m512i bytes = _mm512_maskz_loadu_epi8(in_text, block_);
-            std::uint64_t bits = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(','));
-            const std::uint64_t closes =
-                _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(']'));
+            std::uint64_t bits, closes;
+            if (left >= 64) {  // (a masked load and compares cost more: only for the last block)
+                const __m512i bytes = _mm512_loadu_si512(block_);
+                bits = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(','));
+                closes = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(']'));
+            } else {
+                const __mmask64 in_text = (__mmask64{1} << left) - 1;
+                const __m512i bytes = _mm512_maskz_loadu_epi8(in_text, block_);
+                bits = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(','));
+                closes = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(']'));
+            }
             if (closes != 0) {  // the row ends at its first ']'
                 const std::uint64_t close = closes & (0 - closes);
                 bits = (bits & (close - 1)) | close;
