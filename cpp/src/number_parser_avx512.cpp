@@ -75,8 +75,7 @@ inline unsigned bit_count(std::uint64_t v) noexcept {
 // The row's separators (',' and the first ']'), in order, as positions in a buffer, found a chunk
 // at a time from 64-byte blocks (the last one a masked load that stops at `end`). Finding them
 // apart from converting the numbers keeps the block loop's hard-to-predict branches out of the
-// long chains of the conversion, which then overlap from group to group (4 ns a number where the
-// two interleaved took 10).
+// long chains of the conversion, which then overlap from group to group.
 class separator_chunks {
 public:
     static constexpr std::size_t chunk = 64;  // separators gathered before converting
@@ -105,8 +104,8 @@ public:
                 closed_ = true;
             }
             const unsigned n = bit_count(bits);
-            // Eight positions written whatever the count (the extra ones are not counted), then
-            // the rest one by one: rows of short numbers only.
+            // Eight positions written whatever the count (the extra ones, past the last bit, are
+            // not counted), then the rest one by one: rows of short numbers only.
             const char** at = stops_ + count;
             for (int i = 0; i < 8; ++i) {
                 at[i] = block_ + lowest_bit(bits | std::uint64_t{1} << 63);
@@ -332,7 +331,8 @@ number_row parse_number_row_avx512(const char* p, const char* end, float* out,
             for (int i = 0; i < 8; ++i) {
                 const char* at = stops[8 * k + i];
                 g.stop[i] = at;
-                g.start[i + 1] = at + 1 + (*at == ',' && end - at > 1 && at[1] == ' ');
+                // (Only the row's last separator is a ']', past which start[8] is not used.)
+                g.start[i + 1] = at + 1 + (end - at > 1 && at[1] == ' ');
             }
             const group_values v = convert_group(g);
             const std::size_t room = capacity > count ? capacity - count : 0;
@@ -356,8 +356,8 @@ number_row parse_number_row_avx512(const char* p, const char* end, float* out,
                 if (i < room) out[count + i] = value;
             }
             count += 8;
+            if (*g.stop[7] == ']') return finished(g.stop[7] + 1, count);
             p = g.start[8];
-            if (*g.stop[7] == ']') return finished(p, count);
         }
         // The numbers short of a group: the next chunk's first, or the scalar parser's where the
         // row's separators are all in (its last numbers, or an error).
