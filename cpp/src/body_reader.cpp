@@ -19,9 +19,12 @@
 // length of a row's text, a later row whose text has a '"' exactly that far on is taken to end
 // there (a guess: its text is not looked at). Pass 2 decodes every such row over exactly that text
 // with the strict decoder, whose alphabet has no '"', '\\', control or non-ASCII byte: when it
-// succeeds, the guess was the string json.loads reads. When anything fails after a guess, the
-// body is read again from the start with every string scanned, which gives the error (or, for a
-// body whose guessed string only looked like a row, the result) that no guessing would have.
+// succeeds, the guess was the string json.loads reads. Likewise a float row after the first is
+// taken to end at its first ']' and to hold the first row's number of values: pass 2's number
+// parser reads it, accepting only numbers, commas and whitespace up to that ']', and counts them.
+// When anything fails after a guess, the body is read again from the start with every string
+// scanned, which gives the error (or, for a body whose guessed string only looked like a row, the
+// result) that no guessing would have.
 #include "tensorb64/body_reader.hpp"
 
 #include <algorithm>
@@ -227,6 +230,22 @@ private:
         return json::scan_string(p, end_, s, f);
     }
 
+    // The list whose contents start at `p`, its end guessed where it can be: at the first ']'
+    // (memchr: the fastest scan there is), with the first row's length.
+    json::list_glance row_list(const char* p) noexcept {
+        if (row_length_ != 0) {
+            if (const void* close = std::memchr(p, ']', static_cast<std::size_t>(end_ - p))) {
+                guessed_ = true;
+                json::list_glance g;
+                g.close = static_cast<const char*>(close);
+                g.commas = row_length_ - 1;
+                g.blank = false;
+                return g;
+            }
+        }
+        return json::glance_list(p, end_);
+    }
+
     const char* body_;
     const char* end_;
     body_options options_;
@@ -234,6 +253,7 @@ private:
     bool guess_rows_;
     bool guessed_ = false;
     std::size_t text_length_ = 0;  // of the current list's rows, when guessing (0: not known)
+    std::size_t row_length_ = 0;   // of its float rows, when guessing (0: not known)
 };
 
 const char* structure_pass::scan_entry(const char* p, entry_scan* e) {
@@ -253,7 +273,12 @@ const char* structure_pass::scan_entry(const char* p, entry_scan* e) {
                 // The list it replaces was only glanced at, the string's end perhaps guessed:
                 // json.loads would still refuse them, and pass 2 decodes neither. (A guess that
                 // was wrong ends elsewhere, which the careful reading reports.)
-                if (e->kind == entry_scan::numbers && skip(e->embedding) == nullptr) return nullptr;
+                if (e->kind == entry_scan::numbers) {
+                    const char* past = skip(e->embedding);
+                    if (past == nullptr) return nullptr;
+                    if (past != e->list.close + 1)
+                        return expect_failure(e->embedding, "a list where a row was guessed");
+                }
                 if (e->kind == entry_scan::text && guessed_) {
                     const char* past = skip(e->embedding);
                     if (past == nullptr) return nullptr;
@@ -266,7 +291,7 @@ const char* structure_pass::scan_entry(const char* p, entry_scan* e) {
                 e->kind = entry_scan::text;
                 p = row_text(p, &e->string, &f);
                 if (p == nullptr) return grammar_error(f);
-            } else if (*p == '[' && (e->list = json::glance_list(p + 1, end_)).close != nullptr) {
+            } else if (*p == '[' && (e->list = row_list(p + 1)).close != nullptr) {
                 e->kind = entry_scan::numbers;
                 p = e->list.close + 1;
             } else {
@@ -342,6 +367,7 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
             !encoded_size(n * dtype_size(options_.stored.type), &text_length_)) {
             text_length_ = 0;
         }
+        if (guess_rows_ && encoding == row_encoding::floats) row_length_ = n;
     } else if (encoding != d->encoding) {
         return fault(body_status::mixed_formats, e.embedding,
                      d->encoding == row_encoding::base64
@@ -364,6 +390,7 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
 const char* structure_pass::scan_data(const char* p, data_scan* d) {
     d->begin = p;
     text_length_ = 0;
+    row_length_ = 0;
     p = skip_space(p + 1, end_);
     if (p < end_ && *p == ']') return d->end = p + 1;
     for (;;) {

@@ -1,9 +1,11 @@
 // The AVX-512 JSON number-row parser (the avx512 level's third entry, kernels.hpp): numbers eight
-// at a time. The row's separators (',' and ']') come from 64-byte compares; each number's text,
-// from past its ',' (and the one space of json.dumps's ", ") up to its separator, is loaded into
-// one 32-byte half of a vector (masked: nothing at or past `end` is read) and checked in bulk
-// against the common shape -?(0|[1-9][0-9]*)\.[0-9]+ with at most 24 digits and 22 after the point;
-// vpermb drops the point and right-aligns the digits, multiply-adds (vpmaddubsw, vpmaddwd,
+// at a time. The row's separators (',' and ']') come from 64-byte compares, a chunk of them at a
+// time; then each number's text, from past its ',' (and the one space of json.dumps's ", ") up to
+// its separator, is loaded right-aligned into one 32-byte half of a vector (a masked load of the
+// 32 bytes ending at the separator: nothing outside the text is read) and checked against the
+// common shape -?(0|[1-9][0-9]*)\.[0-9]+ with at most 25 bytes and 22 digits after the point, two
+// numbers' masks at once in 64-bit integers; vpermb moves the bytes before the point one place
+// right, which drops it and right-aligns the digits, multiply-adds (vpmaddubsw, vpmaddwd,
 // vpmuludq) make them integers, and the value is w / 10^f in double lanes: exact division,
 // correctly rounded (Clinger's fast path), when w <= 2^53; otherwise within 3 units of the last
 // place of the correctly rounded double, which gives the same float32 unless the quotient lies
@@ -53,58 +55,85 @@ inline unsigned lowest_bit(std::uint64_t v) noexcept {
 #endif
 }
 
-constexpr std::size_t kMaxFastDigits = 24;    // three 8-digit groups
+// At most 25 bytes of text (a sign, a point and 24 digits: three 8-digit groups), so that the
+// first 8 bytes of a 32-byte window hold no digit once the point is dropped.
+constexpr std::size_t kMaxFastLength = 25;
 constexpr std::size_t kMaxFastFraction = 22;  // 10^22 is the largest exact double power of ten
-
-// kDigitIndex[f][j] = j - (j <= 31 - f): for a number of f fraction digits whose text ends at byte
-// L of its 32-byte window, byte j of the right-aligned digits is text byte kDigitIndex[f][j] +
-// L - 32 (the integer digits one further left, over the point).
-struct digit_index_table {
-    alignas(32) std::int8_t index[kMaxFastFraction + 1][32];
-};
-constexpr digit_index_table make_digit_index() {
-    digit_index_table t{};
-    for (int f = 0; f <= static_cast<int>(kMaxFastFraction); ++f) {
-        for (int j = 0; j < 32; ++j) t.index[f][j] = static_cast<std::int8_t>(j - (j <= 31 - f));
-    }
-    return t;
-}
-constexpr digit_index_table kDigitIndex = make_digit_index();
 
 alignas(64) constexpr double kPow10Double[24] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e22};
 
-// The positions of the row's ',' and ']' bytes, in order, from 64-byte blocks (the last one a
-// masked load that stops at `end`).
-class separator_scanner {
-public:
-    separator_scanner(const char* p, const char* end) noexcept : block_(p), end_(end) { load(); }
+// The number of set bits (SWAR: the avx512 row does not require POPCNT).
+inline unsigned bit_count(std::uint64_t v) noexcept {
+    v -= (v >> 1) & 0x5555555555555555ull;
+    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return static_cast<unsigned>((v * 0x0101010101010101ull) >> 56);
+}
 
-    // The next separator, or nullptr if there is none before `end`.
-    const char* next() noexcept {
-        while (bits_ == 0) {
-            if (end_ - block_ <= 64) return nullptr;
+// The row's separators (',' and the first ']'), in order, as positions in a buffer, found a chunk
+// at a time from 64-byte blocks (the last one a masked load that stops at `end`). Finding them
+// apart from converting the numbers keeps the block loop's hard-to-predict branches out of the
+// long chains of the conversion, which then overlap from group to group.
+// `unrolled`: positions written per block whatever its count (see fill), a template argument so
+// that the loop unrolls: 4 suits json.dumps's rows (at most 4 numbers of 15 or more bytes in 64),
+// 6 orjson's (12 bytes a number).
+template <int unrolled>
+class separator_chunks {
+public:
+    static constexpr std::size_t chunk = 64;  // separators gathered before converting
+
+    separator_chunks(const char* p, const char* end) noexcept : block_(p), end_(end) {}
+
+    // Adds separators after the `count` kept at the front of stops() until there are at least
+    // `chunk`, or the first ']' is in, or the text ends; returns how many there are now.
+    std::size_t fill(std::size_t count) noexcept {
+        while (count < chunk && !closed_ && block_ < end_) {
+            const std::size_t left = static_cast<std::size_t>(end_ - block_);
+            std::uint64_t bits, closes;
+            if (left >= 64) {  // (a masked load and compares cost more: only for the last block)
+                const __m512i bytes = _mm512_loadu_si512(block_);
+                bits = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(','));
+                closes = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(']'));
+            } else {
+                const __mmask64 in_text = (__mmask64{1} << left) - 1;
+                const __m512i bytes = _mm512_maskz_loadu_epi8(in_text, block_);
+                bits = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(','));
+                closes = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(']'));
+            }
+            if (closes != 0) {  // the row ends at its first ']'
+                const std::uint64_t close = closes & (0 - closes);
+                bits = (bits & (close - 1)) | close;
+                closed_ = true;
+            }
+            const unsigned n = bit_count(bits);
+            // `unrolled` positions written whatever the count (the extra ones, past the last bit,
+            // are not counted), then the rest one by one.
+            const char** at = stops_ + count;
+            for (int i = 0; i < unrolled; ++i) {
+                at[i] = block_ + lowest_bit(bits | std::uint64_t{1} << 63);
+                bits &= bits - 1;
+            }
+            for (int i = unrolled; bits != 0; ++i) {
+                at[i] = block_ + lowest_bit(bits);
+                bits &= bits - 1;
+            }
+            count += n;
             block_ += 64;
-            load();
         }
-        const char* at = block_ + lowest_bit(bits_);
-        bits_ &= bits_ - 1;
-        return at;
+        return count;
     }
+
+    const char** stops() noexcept { return stops_; }
+    // Whether the separators found end with the row's ']'.
+    bool closed() const noexcept { return closed_; }
 
 private:
-    void load() noexcept {
-        const std::size_t left = static_cast<std::size_t>(end_ - block_);
-        const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
-        const __m512i bytes = _mm512_maskz_loadu_epi8(in_text, block_);
-        bits_ = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(',')) |
-                _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(']'));
-    }
-
     const char* block_;
     const char* end_;
-    std::uint64_t bits_ = 0;
+    bool closed_ = false;
+    const char* stops_[chunk + 64 + unrolled];  // a block adds up to 64, `unrolled` at least
 };
 
 // Eight numbers' texts: number i is [start[i], stop[i]), ending at its separator stop[i]. A
@@ -120,33 +149,82 @@ struct group_values {
     unsigned fast;  // bit i: number i's value is in lane i
 };
 
-// One 32-byte half's shape checks (text length `length`, masks of its first 32 bytes): whether
-// it is -?(0|[1-9][0-9]*)\.[0-9]+ with the fast path's limits, and its digit-index inputs.
-struct half_shape {
-    bool fast;
-    unsigned fraction;  // digits after the point
-    unsigned digits;    // all digits
-    unsigned length;
+// The shape checks of two numbers' texts, each right-aligned in one 32-byte half of a window:
+// bit j of each mask is byte j (`text`: the texts' bytes, the rest loaded as zeros). Both halves
+// at once in 64-bit integers, which keeps the work off the mask registers: a text is at most 25
+// bytes, so no shift by one carries a text's bit into the other half (bits 0-6 and 32-38 are
+// never text).
+struct pair_shape {
+    unsigned fast;                // bit h: half h is -?(0|[1-9][0-9]*)\.[0-9]+ with at most
+                                  // 22 digits after the point
+    unsigned negative;            // bit h: half h's number starts with '-'
+    unsigned fractions;           // digits after the point: half 0's in bits 0-7, half 1's in 8-15
+    std::uint64_t through_point;  // the bytes up to each point, which move one byte right
 };
 
-inline half_shape shape_of(std::size_t length, std::uint32_t non_digits, std::uint32_t points,
-                           std::uint32_t zeros, std::uint32_t minus) noexcept {
-    half_shape s{false, 0, 0, 32};
-    if (length > kMaxFastDigits + 2 || points == 0) return s;
-    const unsigned n = static_cast<unsigned>(length);
-    const unsigned sign = minus & 1;
-    const unsigned point = lowest_bit(points);
-    const std::uint32_t in_text = (std::uint32_t{1} << n) - 1;
-    // Exactly one point and maybe the sign among the text's non-digits; at least one digit
-    // before the point and one after; a leading zero only alone before the point.
-    if ((non_digits & in_text) != ((points & (0u - points)) | sign)) return s;
-    if (point <= sign || point + 1 >= n) return s;
-    if (((zeros >> sign) & 1) != 0 && point != sign + 1) return s;
-    const unsigned fraction = n - 1 - point;
-    const unsigned digits = n - 1 - sign;
-    if (fraction > kMaxFastFraction || digits > kMaxFastDigits) return s;
-    return half_shape{true, fraction, digits, n};
+// The halves whose bit is set in `halves` (bit 0: the low half).
+inline std::uint64_t halves_mask(unsigned halves) noexcept {
+    return (halves & 1 ? 0xffffffffull : 0) | (halves & 2 ? 0xffffffff00000000ull : 0);
 }
+
+// `negative`: bit h says half h's text starts with '-' (tested on the bytes: a mask moved out of
+// a mask register costs more).
+inline pair_shape shape_of(std::uint64_t text, std::uint64_t digits, std::uint64_t points,
+                           std::uint64_t zeros, unsigned negative) noexcept {
+    constexpr std::uint64_t low_bits = 0x0000000100000001ull;  // bit 0 of each half
+    const std::uint64_t first = text & ~(text << 1);
+    const std::uint64_t sign = first & halves_mask(negative);
+    const std::uint64_t integer_start = (first & ~sign) | (sign << 1);
+    // The non-digits besides those: exactly one in each half, the point. The arithmetic below on
+    // both halves is right only where half 0 has one (else its borrow crosses into half 1, which
+    // is then refused too).
+    const std::uint64_t point = text & ~digits & ~sign;
+    const std::uint64_t through_point = point ^ (point - low_bits);  // it and the bits under it
+    // Each term nonzero in a half whose text is not of the shape: a second non-digit; one that is
+    // not a '.'; no digit before it (bytes outside the text are not digits); a leading zero
+    // before a digit; the point last (bit 31: the text ends there) or more than 22 digits after
+    // it (below bit 9).
+    const std::uint64_t misfit =
+        (point & (point - low_bits)) | (point & ~points) | ((point >> 1) & ~digits) |
+        (zeros & integer_start & (digits >> 1)) | (point & 0x800001ff800001ffull);
+    const std::uint32_t point_0 = static_cast<std::uint32_t>(point);
+    const std::uint32_t point_1 = static_cast<std::uint32_t>(point >> 32);
+    const bool fast_0 = static_cast<std::uint32_t>(misfit) == 0 && point_0 != 0;
+    const bool fast_1 = (misfit >> 32) == 0 && point_1 != 0 && point_0 != 0;
+    pair_shape s;
+    s.fast = unsigned{fast_0} | unsigned{fast_1} << 1;
+    s.negative = negative;
+    s.fractions =
+        (31 - lowest_bit(point_0 | 0x80000000u)) | (31 - lowest_bit(point_1 | 0x80000000u)) << 8;
+    s.through_point = through_point;
+    return s;
+}
+
+// The bytes of the text [start, stop) at the top of a 32-byte window ending at `stop`; none when it
+// is longer than the fast path takes.
+inline std::uint32_t text_bytes(const char* start, const char* stop) noexcept {
+    const std::size_t length = static_cast<std::size_t>(stop - start);
+    return length <= kMaxFastLength ? static_cast<std::uint32_t>(~std::uint64_t{0} << (32 - length))
+                                    : 0;
+}
+
+// The 32 bytes ending at `stop`, only those in `text` read (a masked load reads nothing else and
+// faults on nothing else: the window may begin before the buffer).
+inline __m256i window_ending_at(const char* stop, std::uint32_t text) noexcept {
+    return _mm256_maskz_loadu_epi8(
+        text, reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(stop) - 32));
+}
+
+// vpermb indices moving each byte of a half one place right (the first stays: never a digit).
+struct shift_index_table {
+    alignas(64) std::int8_t index[64];
+};
+constexpr shift_index_table make_shift_index() {
+    shift_index_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j % 32 == 0 ? j : j - 1);
+    return t;
+}
+constexpr shift_index_table kShiftIndex = make_shift_index();
 
 inline __m512i two_halves(__m256i low, __m256i high) noexcept {
     return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
@@ -156,44 +234,32 @@ inline __m512i two_halves(__m256i low, __m256i high) noexcept {
 // each (g3 the last 8 digits), and what the shape checks found.
 inline __m512i digit_groups(const number_group& g, int k, unsigned* fast, unsigned* negative,
                             std::uint64_t* fractions) noexcept {
-    const char* a = g.start[2 * k];
-    const char* b = g.start[2 * k + 1];
-    const std::size_t length_a = static_cast<std::size_t>(g.stop[2 * k] - a);
-    const std::size_t length_b = static_cast<std::size_t>(g.stop[2 * k + 1] - b);
-    const __mmask32 window_a = length_a >= 32 ? ~__mmask32{0} : (__mmask32{1} << length_a) - 1;
-    const __mmask32 window_b = length_b >= 32 ? ~__mmask32{0} : (__mmask32{1} << length_b) - 1;
-    const __m512i text =
-        two_halves(_mm256_maskz_loadu_epi8(window_a, a), _mm256_maskz_loadu_epi8(window_b, b));
+    const std::uint32_t text_a = text_bytes(g.start[2 * k], g.stop[2 * k]);
+    const std::uint32_t text_b = text_bytes(g.start[2 * k + 1], g.stop[2 * k + 1]);
+    const __m512i text = two_halves(window_ending_at(g.stop[2 * k], text_a),
+                                    window_ending_at(g.stop[2 * k + 1], text_b));
     const __m512i values = _mm512_sub_epi8(text, _mm512_set1_epi8('0'));
-    const std::uint64_t non_digits = _mm512_cmpgt_epu8_mask(values, _mm512_set1_epi8(9));
-    const std::uint64_t points = _mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('.'));
-    const std::uint64_t zeros = _mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('0'));
-    const std::uint64_t minus = _mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('-'));
-    const half_shape sa = shape_of(
-        length_a, static_cast<std::uint32_t>(non_digits), static_cast<std::uint32_t>(points),
-        static_cast<std::uint32_t>(zeros), static_cast<std::uint32_t>(minus));
-    const half_shape sb =
-        shape_of(length_b, static_cast<std::uint32_t>(non_digits >> 32),
-                 static_cast<std::uint32_t>(points >> 32), static_cast<std::uint32_t>(zeros >> 32),
-                 static_cast<std::uint32_t>(minus >> 32));
-    *fast |= (unsigned{sa.fast} | unsigned{sb.fast} << 1) << (2 * k);
-    *negative |= ((static_cast<unsigned>(minus) & 1) | (static_cast<unsigned>(minus >> 31) & 2))
-                 << (2 * k);
-    *fractions |= (std::uint64_t{sa.fraction} | std::uint64_t{sb.fraction} << 8) << (16 * k);
-    // Right-align each half's digits (vpermb over the whole vector: the high half's indices +32),
-    // zeros above them.
-    const __m512i index = _mm512_add_epi8(
-        two_halves(
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(kDigitIndex.index[sa.fraction])),
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(kDigitIndex.index[sb.fraction]))),
-        two_halves(_mm256_set1_epi8(static_cast<char>(static_cast<int>(sa.length) - 32)),
-                   _mm256_set1_epi8(static_cast<char>(sb.length))));
-    const std::uint64_t digit_slots =
-        (sa.fast ? ~std::uint64_t{0} << (32 - sa.digits) & 0xffffffffull : 0) |
-        (sb.fast ? ~std::uint64_t{0} << (64 - sb.digits) : 0);
-    const __m512i digits = _mm512_maskz_permutexvar_epi8(digit_slots, index, values);
+    // A text's first byte: in it, or its separator (a text ends before `end`).
+    const unsigned negative_pair =
+        unsigned{*g.start[2 * k] == '-'} | unsigned{*g.start[2 * k + 1] == '-'} << 1;
+    const pair_shape shape = shape_of(
+        text_a | std::uint64_t{text_b} << 32,
+        _cvtmask64_u64(_mm512_cmple_epu8_mask(values, _mm512_set1_epi8(9))),
+        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('.'))),
+        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('0'))), negative_pair);
+    *fast |= shape.fast << (2 * k);
+    *negative |= shape.negative << (2 * k);
+    *fractions |= std::uint64_t{shape.fractions} << (16 * k);
+    // Drop the point: the bytes up to it take their left neighbours', which right-aligns the
+    // digits; then vpshufb zeroes what is not a digit (the sign, bytes outside the text: their
+    // top bit is set once '0' is subtracted) and keeps the digits (a digit's low nibble is it).
+    const __m512i moved = _mm512_mask_permutexvar_epi8(
+        values, _cvtu64_mask64(shape.through_point), _mm512_load_si512(kShiftIndex.index), values);
+    const __m512i digit_values = _mm512_shuffle_epi8(
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0)),
+        moved);
     // Pairs, quads, eights: each lane's higher digits first in memory.
-    const __m512i pairs = _mm512_maddubs_epi16(digits, _mm512_set1_epi16(0x010a));
+    const __m512i pairs = _mm512_maddubs_epi16(digit_values, _mm512_set1_epi16(0x010a));
     const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00010064));
     return _mm512_add_epi64(_mm512_mul_epu32(quads, _mm512_set1_epi64(10000)),
                             _mm512_srli_epi64(quads, 32));
@@ -253,51 +319,70 @@ inline number_row finished(const char* end, std::size_t count) noexcept {
     return row;
 }
 
+template <int unrolled>
+number_row parse_row(const char* p, const char* end, float* out, std::size_t capacity) noexcept {
+    const ieee_fp_environment ieee;
+    separator_chunks<unrolled> separators(p, end);
+    std::size_t count = 0;  // numbers written
+    std::size_t found = 0;  // separators in the buffer, from the current number's on
+    for (;;) {
+        found = separators.fill(found);
+        const char** stops = separators.stops();
+        const std::size_t groups = found / 8;
+        for (std::size_t k = 0; k < groups; ++k) {
+            number_group g;
+            g.start[0] = p;
+            for (int i = 0; i < 8; ++i) {
+                const char* at = stops[8 * k + i];
+                g.stop[i] = at;
+                // (Only the row's last separator is a ']', past which start[8] is not used.)
+                g.start[i + 1] = at + 1 + (end - at > 1 && at[1] == ' ');
+            }
+            const group_values v = convert_group(g);
+            const std::size_t room = capacity > count ? capacity - count : 0;
+            if (room >= 8) {
+                _mm256_storeu_ps(out + count, v.values);
+            } else if (room > 0) {
+                _mm256_mask_storeu_ps(out + count, static_cast<__mmask8>((1u << room) - 1),
+                                      v.values);
+            }
+            for (unsigned slow = ~v.fast & 0xffu; slow != 0; slow &= slow - 1) {
+                const unsigned i = lowest_bit(slow);
+                float value;
+                const char* error_at;
+                const char* expected;
+                const char* next =
+                    detail::parse_one_float32(g.start[i], end, &value, &error_at, &expected);
+                if (next != g.stop[i]) {
+                    return detail::parse_number_row_scalar_from(g.start[i], end, out, capacity,
+                                                                count + i);
+                }
+                if (i < room) out[count + i] = value;
+            }
+            count += 8;
+            if (*g.stop[7] == ']') return finished(g.stop[7] + 1, count);
+            p = g.start[8];
+        }
+        // The numbers short of a group: the next chunk's first, or the scalar parser's where the
+        // row's separators are all in (its last numbers, or an error).
+        const std::size_t kept = found - 8 * groups;
+        if (separators.closed() || found < separator_chunks<unrolled>::chunk) {
+            return detail::parse_number_row_scalar_from(p, end, out, capacity, count);
+        }
+        for (std::size_t i = 0; i < kept; ++i) stops[i] = stops[8 * groups + i];
+        found = kept;
+    }
+}
+
 number_row parse_number_row_avx512(const char* p, const char* end, float* out,
                                    std::size_t capacity) noexcept {
-    const ieee_fp_environment ieee;
-    separator_scanner separators(p, end);
-    std::size_t count = 0;
-    number_group g;
-    for (;;) {
-        g.start[0] = p;
-        int n = 0;
-        bool last = false;
-        while (n < 8) {
-            const char* at = separators.next();
-            if (at == nullptr) break;
-            g.stop[n] = at;
-            g.start[++n] = at + 1 + (*at == ',' && end - at > 1 && at[1] == ' ');
-            if (*at == ']') {
-                last = true;
-                break;
-            }
-        }
-        if (n < 8) return detail::parse_number_row_scalar_from(p, end, out, capacity, count);
-        const group_values v = convert_group(g);
-        const std::size_t room = capacity > count ? capacity - count : 0;
-        if (room >= 8) {
-            _mm256_storeu_ps(out + count, v.values);
-        } else if (room > 0) {
-            _mm256_mask_storeu_ps(out + count, static_cast<__mmask8>((1u << room) - 1), v.values);
-        }
-        for (unsigned slow = ~v.fast & 0xffu; slow != 0; slow &= slow - 1) {
-            const unsigned i = lowest_bit(slow);
-            float value;
-            const char* error_at;
-            const char* expected;
-            const char* next =
-                detail::parse_one_float32(g.start[i], end, &value, &error_at, &expected);
-            if (next != g.stop[i]) {
-                return detail::parse_number_row_scalar_from(g.start[i], end, out, capacity,
-                                                            count + i);
-            }
-            if (i < room) out[count + i] = value;
-        }
-        count += 8;
-        if (last) return finished(g.start[8], count);
-        p = g.start[8];
-    }
+    // The layout from the commas in the row's first 64 bytes (or all of it, if shorter).
+    const std::size_t left = static_cast<std::size_t>(end - p);
+    const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+    const std::uint64_t commas = _mm512_mask_cmpeq_epi8_mask(
+        in_text, _mm512_maskz_loadu_epi8(in_text, p), _mm512_set1_epi8(','));
+    return bit_count(commas) <= 4 ? parse_row<4>(p, end, out, capacity)
+                                  : parse_row<6>(p, end, out, capacity);
 }
 
 }  // namespace

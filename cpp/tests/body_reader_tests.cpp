@@ -366,6 +366,28 @@ void test_guessed_row_ends() {
         const outcome o = read(replaced, options);
         CHECK(o.error.status == s::ok && same_bits(o.values, {values, values}));
     }
+    // A float row after the first is guessed to end at its first ']' with the first row's length:
+    // a list that is not flat, a ']' in a string, another length, a guessed list then replaced.
+    const std::string first = "{\"data\":[{\"index\":0,\"embedding\":[1,2]},{\"index\":1,";
+    const std::string nested = first + "\"embedding\":[[1],2]}]}";
+    const std::string quoted = first + "\"embedding\":[1,\"]\",2]}]}";
+    const std::string longer = first + "\"embedding\":[1,2,3]}]}";
+    const std::string shorter = first + "\"embedding\":[1]}]}";
+    const std::string relisted = first + "\"embedding\":[3,\"]\"],\"embedding\":[3,4]}]}";
+    const std::string redata = first + "\"embedding\":[5,\"]\"]}],\"data\":[]}";
+    for (unsigned threads : {1u, 2u}) {
+        tb::body_options options;
+        options.threads = threads;
+        const std::size_t second = first.size() + 12;  // the second row's '['
+        CHECK_ERROR(read(nested, options), s::bad_structure, second);
+        CHECK_ERROR(read(quoted, options), s::bad_structure, second);
+        CHECK_ERROR(read(longer, options), s::unequal_rows, second);
+        CHECK_ERROR(read(shorter, options), s::unequal_rows, second);
+        const outcome o = read(relisted, options);
+        CHECK(o.error.status == s::ok && same_bits(o.values, {{1.0f, 2.0f}, {3.0f, 4.0f}}));
+        const outcome empty = read(redata, options);
+        CHECK(empty.error.status == s::ok && empty.layout.rows == 0);
+    }
 }
 
 // Every level's base64 group decoder against the scalar one: every byte value at every position of

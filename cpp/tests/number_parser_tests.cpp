@@ -17,6 +17,12 @@
 #include <string>
 #include <vector>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#define TENSORB64_TEST_GUARD_PAGES 1
+#endif
+
 #include "check.hpp"
 #include "float_text.hpp"
 #include "kernels.hpp"
@@ -593,6 +599,67 @@ void test_levels(long rows) {
                 mismatches);
 }
 
+#if defined(TENSORB64_TEST_GUARD_PAGES)
+// Rows whose text starts on the first byte after an inaccessible page and ends on the last byte
+// before another, at every level: a load before the row's start or at its end faults. (The AVX-512
+// level loads each number's 32-byte window ending at its separator, which begins before the row.)
+void test_guard_pages() {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    char* const base = static_cast<char*>(
+        mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    CHECK(base != MAP_FAILED);
+    if (base == MAP_FAILED) return;
+    CHECK(mprotect(base, page, PROT_NONE) == 0 && mprotect(base + 2 * page, page, PROT_NONE) == 0);
+    char* const first = base + page;
+    std::mt19937_64 rng(11);
+    std::vector<float> values(page);
+    long rows = 0;
+    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
+        const row_parser parse = tensorb64::kernel_for(level).number_parser();
+        for (int r = 0; r < 300; ++r) {
+            std::string text;
+            const std::size_t n = 1 + rng() % 40;
+            for (std::size_t i = 0; i < n; ++i) {
+                if (i > 0) text += r % 2 ? ", " : ",";
+                char buffer[64];
+                const float x = static_cast<float>(static_cast<std::int64_t>(rng() % 2001) - 1000) *
+                                (i % 3 == 0 ? 3e-7f : 1.3e-2f);
+                std::uint32_t b;
+                std::memcpy(&b, &x, 4);
+                char* e = r % 4 < 2
+                              ? tensorb64::write_shortest_f32(b, buffer)
+                              : tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), buffer);
+                text.append(buffer, e);
+            }
+            text += ']';
+            const parsed_row reference =
+                parse_row(text, tensorb64::detail::parse_number_row_scalar, values.size());
+            for (char* const begin : {first, first + page - text.size()}) {
+                std::memcpy(begin, text.data(), text.size());
+                const number_row got =
+                    parse(begin, begin + text.size(), values.data(), values.size());
+                CHECK(got.end == begin + text.size() && got.count == n &&
+                      std::memcmp(values.data(), reference.values.data(), n * sizeof(float)) == 0);
+                // Cut short: the text ends (at the page) inside a number or after a comma.
+                const std::size_t cut = 1 + rng() % (text.size() - 1);
+                char* const cut_begin = first + page - cut;
+                std::memcpy(cut_begin, text.data(), cut);
+                const parsed_row cut_reference = parse_row(
+                    text.substr(0, cut), tensorb64::detail::parse_number_row_scalar, values.size());
+                const number_row cut_got =
+                    parse(cut_begin, cut_begin + cut, values.data(), values.size());
+                CHECK(cut_got.end == nullptr && cut_got.error_at != nullptr &&
+                      cut_got.error_at - cut_begin ==
+                          static_cast<std::ptrdiff_t>(cut_reference.error_offset));
+                ++rows;
+            }
+        }
+    }
+    munmap(base, 3 * page);
+    std::printf("guard pages: %ld rows at both ends of a page, every level\n", rows);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -604,6 +671,9 @@ int main(int argc, char** argv) {
     test_edges();
     test_random(random_texts);
     test_levels(random_texts / 20);
+#if defined(TENSORB64_TEST_GUARD_PAGES)
+    test_guard_pages();
+#endif
     std::printf("%ld passed, %ld failed\n", test_check::passed, test_check::failed);
     return test_check::failed == 0 ? 0 : 1;
 }
