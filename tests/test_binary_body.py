@@ -70,7 +70,7 @@ def test_body_and_metadata_match_vllm(input_dtype, embed_dtype, endianness):
     resolved = sys.byteorder if endianness == "native" else endianness  # recorded as what it means
     assert metadata == [{**item, "endianness": resolved, "shape": list(item["shape"])} for item in expected_items]
     # vLLM's client decodes what tensorb64 sent
-    for item, row in zip(metadata, batch):
+    for item, row in zip(metadata, batch, strict=True):
         got = vllm_binary2tensor(body[item["start"] : item["end"]], item["shape"], embed_dtype, item["endianness"])
         assert torch.equal(got.view(VLLM_VIEW_DTYPE[embed_dtype]), row.to(VLLM_TORCH_DTYPE[embed_dtype]).view(VLLM_VIEW_DTYPE[embed_dtype]))
 
@@ -81,7 +81,7 @@ def test_decode_body_inverts_encode_body(embed_dtype):
     body, metadata = tensorb64.encode_body(batch[:, ::2], dtype=embed_dtype, byteorder="big")
     rows = tensorb64.decode_body(body, list(reversed(metadata)))  # order comes from "index"
     assert len(rows) == 4
-    for row, original in zip(rows, batch[:, ::2]):
+    for row, original in zip(rows, batch[:, ::2], strict=True):
         assert row.dtype == np.float32 and row.shape == (150,)
         expected = original.contiguous().to(VLLM_TORCH_DTYPE[embed_dtype]).to(torch.float32).numpy()
         np.testing.assert_array_equal(row.view(np.uint32), expected.view(np.uint32))
@@ -143,7 +143,7 @@ def test_decode_body_takes_mappings_and_objects(kind):
             for item in metadata
         ]
     rows = tensorb64.decode_body(body, list(reversed(metadata)))
-    for row, expected in zip(rows, batch):
+    for row, expected in zip(rows, batch, strict=True):
         assert row.dtype == np.float32 and row.shape == (6,)
         np.testing.assert_array_equal(row, expected)
 

@@ -106,7 +106,7 @@ def check_shortest_tokens(values: np.ndarray, tokens: list) -> None:
     expected_bits = values.view(np.uint32)
     bad = np.flatnonzero(readback != expected_bits)
     assert bad.size == 0, [(hex(int(expected_bits[i])), texts[i], hex(int(readback[i]))) for i in bad[:10]]
-    for bits, text in zip(expected_bits.tolist(), texts):
+    for bits, text in zip(expected_bits.tolist(), texts, strict=True):
         # (b) the token is Python's own text for that double.
         assert repr(float(text)) == text, (hex(bits), text)
         numpy_text = np.format_float_scientific(np.uint32(bits).view(np.float32), unique=True)
@@ -130,7 +130,7 @@ def shortest_check(x_f32: np.ndarray, **kwargs) -> list:
     rows = json_rows(x_f32, float_format="shortest", **kwargs)
     values = as_2d(np.asarray(x_f32, dtype=np.float32))
     assert len(rows) == values.shape[0]
-    for row, vals in zip(rows, values):
+    for row, vals in zip(rows, values, strict=True):
         check_shortest_tokens(vals, tokens_of(row))
     return rows
 
@@ -419,7 +419,7 @@ def test_shortest_double_rounding_exception():
     assert np.format_float_scientific(x[0], unique=True) == "7.038531e-26"
     assert np.float32(float("7.038531e-26")).view(np.uint32) == 0x15AE43FE
     # The neighbours are ordinary: numpy's digits.
-    for tok, v in zip(toks[2:], x[2:]):
+    for tok, v in zip(toks[2:], x[2:], strict=True):
         assert significant_digits(tok.decode()) == significant_digits(np.format_float_scientific(v, unique=True))
 
 

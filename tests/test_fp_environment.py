@@ -162,6 +162,6 @@ def test_same_bytes_under_ftz_daz_and_round_upward(each_simd_level):
         # The kernel pins IEEE defaults for the call only: the caller's setting is still in force.
         assert access.read() == hostile
     assert len(got) == len(expected)
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == e, f"encoding {i} differs under FTZ/DAZ/round-upward at level {each_simd_level}"
 

@@ -220,7 +220,7 @@ def test_base64_format_gives_strings_tensorb64_decodes(client, reference):
     strings = [e.embedding for e in response.data]
     assert all(isinstance(s, str) for s in strings)  # asked explicitly: the client leaves them alone
     expected = reference(TEXTS)
-    for s, row in zip(strings, expected):
+    for s, row in zip(strings, expected, strict=True):
         assert np.array_equal(tensorb64.decode(s).view(np.uint32), row.view(np.uint32))
     assert np.array_equal(tensorb64.decode_rows(strings).view(np.uint32), expected.view(np.uint32))
     assert strings == [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in expected]

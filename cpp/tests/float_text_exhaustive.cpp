@@ -180,7 +180,8 @@ int main(int argc, char** argv) {
     });
     const double rate = static_cast<double>(last - first) / seconds;
     std::printf(
-        "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in three formats, "
+        "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in three "
+        "formats, "
         "%.1f "
         "s on %u "
         "threads (%.2f M patterns/s; all 2^32 at this rate: %.0f s); %llu mismatches, %llu "

@@ -12,7 +12,8 @@ its place in the result): no JSON tree, no Python object per row or per value.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 

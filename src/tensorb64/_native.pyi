@@ -1,7 +1,8 @@
 # Type stub of the C++ extension; tests/test_package.py checks it names exactly what the
 # extension defines, with the same parameters. The public functions (encode, encode_rows,
 # json_rows) take the names of tensorb64._types.
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tensorb64._types import ByteOrder, DType, FloatFormat
 

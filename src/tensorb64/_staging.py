@@ -28,8 +28,8 @@ import os
 import sys
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # Measured on the H200 machine (16-core Xeon host, torch 2.11, CUDA 13) by `python -m tensorb64
 # bench --device cuda`, which prints the tables these were read from:

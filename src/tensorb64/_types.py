@@ -4,7 +4,7 @@ before it runs), and the shapes of what they return."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypedDict, Union
+from typing import Literal, TypedDict
 
 # Output element types, as vLLM's embed_dtype names them.
 DType = Literal["float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
@@ -19,9 +19,9 @@ EncodingFormat = Literal["float", "base64"]
 # own), "vllm" ``index, object, embedding`` (vLLM's, for bodies byte-identical to vLLM's).
 KeyOrder = Literal["openai", "vllm"]
 # What decode_response_body reads: a body's bytes, or its text.
-ResponseBody = Union[bytes, bytearray, memoryview, str]
+ResponseBody = bytes | bytearray | memoryview | str
 # What the openai client's ``embeddings.create`` takes as ``input`` (embed, aembed): texts or token ids.
-EmbeddingInput = Union[str, Sequence[str], Sequence[int], Sequence[Sequence[int]]]
+EmbeddingInput = str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]]
 
 
 class EmbeddingEntry(TypedDict):

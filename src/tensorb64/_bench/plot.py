@@ -51,7 +51,7 @@ def plot_rows(cases, machine, path):
             for name, (color, marker) in styles.items():
                 pts = [(c["B"], r["gbps"]) for c in sel for r in c["results"] if r["path"] == name and "gbps" in r]
                 if pts:
-                    xs, ys = zip(*pts)
+                    xs, ys = zip(*pts, strict=True)
                     ax.plot(xs, ys, marker=marker or None, color=color, label=name, linestyle="--" if name.startswith("memcpy") else "-", linewidth=1.4)
             ax.set_xscale("log")
             ax.set_yscale("log")

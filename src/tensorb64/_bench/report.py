@@ -127,7 +127,7 @@ def text_table(columns, rows, right, group: int = 4) -> str:
         if k > 1 and r[:group] != prev:
             out.append("")
         prev = r[:group]
-        out.append("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        out.append("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
         if k == 0:
             out.append("-" * len(out[-1]))
     return "\n".join(out)
