@@ -257,8 +257,6 @@ class _Body:
         self.dtype, self.byteorder, self.float_format, self.threads = dtype, byteorder, float_format, threads
         self.key_order = key_order
         self.staging = staging
-        # The staging pipeline (_cuda.py) writes OpenAI's key order; a CUDA tensor's body in another
-        # order is read from one host copy (the binding's fallback, as for any input it cannot read).
         self.staged = staging is not None or _cuda.on_device(self.rows)
 
     def whole(self) -> bytes:

@@ -189,39 +189,32 @@ def _log_failure_once() -> None:
 def openai_json_body(
     module, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness, with_orjson=True
 ):
-    """The body vLLM's ``_openai_json_response`` would send, byte for byte, written by
-    ``response_body``; None for a batch that vLLM's own method should answer. with_orjson: vLLM
-    renders with orjson (float32 rows as numpy arrays: float_format "orjson"), else with
-    json.dumps (float rows as Python floats: the doubles' repr)."""
-    from .openai import response_body
+    """The body vLLM's ``_openai_json_response`` would send, byte for byte: vLLM's own envelope
+    around the data entries that ``response_body``'s writer puts in one bytes object; None for a
+    batch that vLLM's own method should answer. with_orjson: vLLM renders with orjson (float32
+    rows as numpy arrays: float_format "orjson"), else with json.dumps (float rows as Python
+    floats: the doubles' repr)."""
+    from .openai import _Body
 
     if encoding_format not in ("float", "base64"):
         return None
     rows = _stacked_rows(final_res_batch, encoding_format)
     if rows is None:
         return None
-    try:
-        entries_body = response_body(
-            rows,
-            model="",
-            encoding_format=encoding_format,
-            usage={},
-            dtype=embed_dtype,
-            byteorder=endianness,
-            float_format="orjson" if with_orjson else "repr",
-            threads=1,
-            key_order="vllm",  # EmbeddingResponseData's fields: index, object, embedding
-        )
-    except ValueError:
-        if encoding_format == "float":
-            return None  # NaN or infinity: vLLM's orjson writes null, so vLLM's own answers
-        raise
-    entries = _entries(entries_body)
     envelope = module.EmbeddingResponse(
         id=request_id, created=created_time, model=model_name, data=[], usage=module.get_pooling_usage(final_res_batch)
     ).model_dump()
     head, tail = _split_envelope(envelope, with_orjson)
-    return b"".join((head, entries, tail))
+    body = _Body(rows, model="", encoding_format=encoding_format, dtype=embed_dtype, byteorder=endianness,
+                 float_format="orjson" if with_orjson else "repr", threads=1,
+                 key_order="vllm")  # EmbeddingResponseData's fields: index, object, embedding
+    try:
+        # vLLM's envelope around the entries, written by the core into one bytes object
+        return body.write(0, rows.shape[0], head, tail)
+    except ValueError:
+        if encoding_format == "float":
+            return None  # NaN or infinity: vLLM's orjson writes null, so vLLM's own answers
+        raise
 
 
 def _stacked_rows(final_res_batch, encoding_format):
@@ -242,31 +235,11 @@ def _stacked_rows(final_res_batch, encoding_format):
     return torch.stack(rows)
 
 
-# response_body's body for no rows, split at its empty data list: what to cut from each body.
-_BARE = None
-
-
-def _entries(body: bytes) -> memoryview:
-    """The data entries of a body written by ``response_body(model="", usage={})``."""
-    global _BARE
-    if _BARE is None:
-        import numpy as np
-
-        from .openai import response_body
-
-        empty = response_body(np.zeros((0, 1), np.float32), model="", encoding_format="base64", usage={})
-        head, _, tail = empty.partition(b"[]")
-        _BARE = (head + b"[", b"]" + tail)
-    head, tail = _BARE
-    if not (body.startswith(head) and body.endswith(tail)):
-        raise ValueError("response_body's envelope is not the one measured for an empty batch")
-    return memoryview(body)[len(head) : len(body) - len(tail)]
-
-
 def _split_envelope(envelope: dict, with_orjson: bool) -> tuple:
     """(the bytes before the data entries, the bytes after them): ``envelope`` (its "data" an
-    empty list) as vLLM writes it (orjson, or json.dumps as Starlette's JSONResponse calls it), cut inside its data list. Outside strings JSON has no
-    other '"data":[]' (a quote inside a string is escaped), so the first one is the data list."""
+    empty list) as vLLM writes it (orjson, or json.dumps as Starlette's JSONResponse calls it),
+    cut inside its data list. Outside strings JSON has no other '"data":[]' (a quote inside a
+    string is escaped), so the first one is the data list."""
     text = _dumps(envelope, with_orjson)
     at = text.index(b'"data":[]') + len(b'"data":[')
     return text[:at], text[at:]
