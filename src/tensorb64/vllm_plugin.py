@@ -208,9 +208,9 @@ def openai_json_body(
     body = _Body(rows, model="", encoding_format=encoding_format, dtype=embed_dtype, byteorder=endianness,
                  float_format="orjson" if with_orjson else "repr", threads=1,
                  key_order="vllm")  # EmbeddingResponseData's fields: index, object, embedding
+    body.head, body.tail = head, tail  # vLLM's envelope around the entries, instead of response_body's
     try:
-        # vLLM's envelope around the entries, written by the core into one bytes object
-        return body.write(0, rows.shape[0], head, tail)
+        return body.whole()  # written by the core into one bytes object
     except ValueError:
         if encoding_format == "float":
             return None  # NaN or infinity: vLLM's orjson writes null, so vLLM's own answers
@@ -229,6 +229,8 @@ def _stacked_rows(final_res_batch, encoding_format):
         return None
     if encoding_format == "float" and first.dtype != torch.float32:
         return None  # vLLM writes other dtypes' values as Python floats (bfloat16) or numpy's float16 text
+    if len(rows) == 1:
+        return first[None]  # a view (torch.stack would copy)
     for row in rows:
         if not (isinstance(row, torch.Tensor) and row.shape == first.shape and row.dtype == first.dtype and row.device == first.device):
             return None
