@@ -59,11 +59,13 @@ def test_every_entry_point_equals_the_cpu_copy(source, shape):
             assert tensorb64.encode_rows(x, dtype=output) == tensorb64.encode_rows(cx, dtype=output), output
             assert tensorb64.encode_body(x, dtype=output, byteorder="big") == tensorb64.encode_body(cx, dtype=output, byteorder="big"), output
             assert response_body(x, model="m", encoding_format="base64", dtype=output) == response_body(cx, model="m", encoding_format="base64", dtype=output), output
+        vllm = {"model": "m", "encoding_format": "base64", "dtype": output, "key_order": "vllm"}
+        assert response_body(t, **vllm) == response_body(c, **vllm), output
         assert tensorb64.encode(t, dtype=output) == tensorb64.encode(c, dtype=output)
     assert embedding_data(view, encoding_format="base64") == embedding_data(cview, encoding_format="base64")
     assert b"".join(iter_response_body(t, model="m", encoding_format="base64", dtype="float16", chunk_size=100_000)) == response_body(c, model="m", encoding_format="base64", dtype="float16")
     finite = torch.nan_to_num(t, nan=0.0, posinf=1.0, neginf=-1.0)
-    for float_format in ("repr", "shortest"):
+    for float_format in ("repr", "shortest", "orjson"):
         assert response_body(finite, model="m", encoding_format="float", float_format=float_format) == response_body(
             finite.cpu(), model="m", encoding_format="float", float_format=float_format)
         assert tensorb64.json_rows(finite, float_format=float_format) == tensorb64.json_rows(finite.cpu(), float_format=float_format)
