@@ -12,12 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "float_row_bench.hpp"
 #include "json_scanner.hpp"
 #include "number_parser.hpp"
 #include "tensorb64/body_reader.hpp"
@@ -32,46 +31,22 @@ struct body {
 
 body make_body(const std::vector<std::uint32_t>& bits, std::size_t rows, std::size_t dim,
                bool shortest) {
-    const tensorb64::float_format format =
-        shortest ? tensorb64::float_format::shortest : tensorb64::float_format::repr;
     const char* const colon = shortest ? ":" : ": ";
     const char* const comma = shortest ? "," : ", ";
     body b;
     b.text = std::string("{\"object\"") + colon + "\"list\"" + comma + "\"data\"" + colon + "[";
     for (std::size_t r = 0; r < rows; ++r) {
-        const tensorb64::strided_rows row{bits.data() + r * dim,
-                                          1,
-                                          dim,
-                                          0,
-                                          4,
-                                          {tensorb64::dtype::float32, tensorb64::host_byte_order}};
-        std::size_t bound = 0;
-        std::vector<char> buffer;
-        if (tensorb64::float_row_bound(dim, tensorb64::dtype::float32, format, &bound))
-            buffer.resize(bound);
-        char* out = buffer.data();
-        std::size_t length = 0;
-        if (buffer.empty() || !tensorb64::write_float_rows(row, format, &out, &length).finite) {
-            std::fprintf(stderr, "row %zu could not be written\n", r);
-            std::exit(1);
-        }
         if (r != 0) b.text += comma;
         b.text += std::string("{\"object\"") + colon + "\"embedding\"" + comma + "\"index\"" +
                   colon + std::to_string(r) + comma + "\"embedding\"" + colon;
         b.row_starts.push_back(b.text.size() + 1);
-        b.text.append(out, length);
+        b.text += float_row_bench::row_text(bits.data() + r * dim, dim, shortest);
         b.text += "}";
     }
     b.text += std::string("]") + comma + "\"model\"" + colon + "\"m\"" + comma + "\"usage\"" +
               colon + "{\"prompt_tokens\"" + colon + "1" + comma + "\"total_tokens\"" + colon +
               "1}}";
     return b;
-}
-
-double thread_seconds() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
 void* give(void* context, const tensorb64::body_layout& layout) {
@@ -85,13 +60,7 @@ int main(int argc, char** argv) {
     const std::size_t rows = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 64;
     const std::size_t dim = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 3072;
     const int rounds = argc > 3 ? std::atoi(argv[3]) : 21;
-    std::mt19937_64 rng(42);
-    std::normal_distribution<float> normal(0.0f, 0.05f);
-    std::vector<std::uint32_t> bits(rows * dim);
-    for (std::uint32_t& b : bits) {
-        const float x = normal(rng);
-        std::memcpy(&b, &x, 4);
-    }
+    const std::vector<std::uint32_t> bits = float_row_bench::random_rows(rows, dim);
     std::ifstream loadavg("/proc/loadavg");
     std::string load;
     std::getline(loadavg, load);
@@ -108,27 +77,27 @@ int main(int argc, char** argv) {
         const char* const names[] = {"whole", "glance", "rows"};
         std::vector<double> times[3];
         for (int round = 0; round < rounds; ++round) {
-            double t0 = thread_seconds();
+            double t0 = float_row_bench::thread_seconds();
             tensorb64::body_layout layout;
             const tensorb64::body_error e =
                 tensorb64::read_embeddings_body(begin, b.text.size(), {}, give, &out, &layout);
-            times[0].push_back(thread_seconds() - t0);
+            times[0].push_back(float_row_bench::thread_seconds() - t0);
             if (e.status != tensorb64::body_status::ok ||
                 std::memcmp(out.data(), bits.data(), out.size() * 4) != 0) {
                 std::fprintf(stderr, "the body did not read back: %s\n",
                              tensorb64::to_string(e).c_str());
                 return 1;
             }
-            t0 = thread_seconds();
+            t0 = float_row_bench::thread_seconds();
             for (const std::size_t start : b.row_starts)
                 sink += tensorb64::json::glance_list(begin + start, end).commas;
-            times[1].push_back(thread_seconds() - t0);
-            t0 = thread_seconds();
+            times[1].push_back(float_row_bench::thread_seconds() - t0);
+            t0 = float_row_bench::thread_seconds();
             for (std::size_t r = 0; r < rows; ++r)
                 sink += tensorb64::detail::parse_number_row(begin + b.row_starts[r], end,
                                                             out.data() + r * dim, dim)
                             .count;
-            times[2].push_back(thread_seconds() - t0);
+            times[2].push_back(float_row_bench::thread_seconds() - t0);
         }
         std::printf("%s (%.2f MB, sink %zu):\n", shortest ? "shortest" : "repr",
                     static_cast<double>(b.text.size()) / 1e6, sink);

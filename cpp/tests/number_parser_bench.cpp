@@ -12,12 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "float_row_bench.hpp"
 #include "float_text.hpp"
 #include "kernels.hpp"
 #include "number_parser.hpp"
@@ -68,41 +67,16 @@ body make_body(const std::vector<std::uint32_t>& bits, std::size_t rows, std::si
                bool shortest) {
     // Each row as production writes it (write_float_rows: json.dumps's layout for repr).
     body b;
-    const tensorb64::float_format format =
-        shortest ? tensorb64::float_format::shortest : tensorb64::float_format::repr;
     for (std::size_t r = 0; r < rows; ++r) {
-        const tensorb64::strided_rows row{bits.data() + r * dim,
-                                          1,
-                                          dim,
-                                          0,
-                                          4,
-                                          {tensorb64::dtype::float32, tensorb64::host_byte_order}};
-        std::size_t bound = 0;
-        std::vector<char> buffer;
-        if (tensorb64::float_row_bound(dim, tensorb64::dtype::float32, format, &bound))
-            buffer.resize(bound);
-        char* out = buffer.data();
-        std::size_t length = 0;
-        if (buffer.empty() || !tensorb64::write_float_rows(row, format, &out, &length).finite) {
-            std::fprintf(stderr, "row %zu could not be written\n", r);
-            std::exit(1);
-        }
         b.row_starts.push_back(b.text.size() + 1);
-        b.text.append(out, length);
+        b.text += float_row_bench::row_text(bits.data() + r * dim, dim, shortest);
         b.text += ',';
     }
     return b;
 }
 
-// This thread's CPU time: the build machine is shared, and time spent descheduled is not ours.
-double thread_seconds() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
 double seconds_for(const body& b, std::size_t dim, row_parser parse, std::vector<float>& out) {
-    const double t0 = thread_seconds();
+    const double t0 = float_row_bench::thread_seconds();
     const char* end = b.text.data() + b.text.size();
     for (std::size_t r = 0; r < b.row_starts.size(); ++r) {
         const tensorb64::detail::number_row row =
@@ -112,7 +86,7 @@ double seconds_for(const body& b, std::size_t dim, row_parser parse, std::vector
             std::exit(1);
         }
     }
-    return thread_seconds() - t0;
+    return float_row_bench::thread_seconds() - t0;
 }
 
 }  // namespace
@@ -121,13 +95,7 @@ int main(int argc, char** argv) {
     const std::size_t rows = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 64;
     const std::size_t dim = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 3072;
     const int rounds = argc > 3 ? std::atoi(argv[3]) : 15;
-    std::mt19937_64 rng(42);
-    std::normal_distribution<float> normal(0.0f, 0.05f);
-    std::vector<std::uint32_t> bits(rows * dim);
-    for (std::uint32_t& b : bits) {
-        const float x = normal(rng);
-        std::memcpy(&b, &x, 4);
-    }
+    const std::vector<std::uint32_t> bits = float_row_bench::random_rows(rows, dim);
     std::vector<std::pair<std::string, row_parser>> parsers = {
         {"from_chars", from_chars_row}, {"scalar", tensorb64::detail::parse_number_row_scalar}};
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
