@@ -15,48 +15,14 @@
 
 namespace float_text_oracle {
 
-// Python's layout for the digits d1..dn (no leading or trailing zeros) and the value
-// d1.d2...dn * 10^e10; writes at `out`, returns the end.
-inline char* python_layout(bool negative, const char* digits, int n, int e10, char* out) {
+// The digits d1..dn (no leading or trailing zeros) of the value d1.d2...dn * 10^e10, laid out
+// as Python's repr and orjson do: fixed notation for fixed_min <= e10 <= fixed_max, else
+// "d.ddde<sign><exponent>" with the exponent at least `exponent_digits` digits (Python: 2,
+// orjson: 1). Writes at `out`, returns the end.
+inline char* layout_digits(bool negative, const char* digits, int n, int e10, int fixed_min,
+                           int fixed_max, int exponent_digits, char* out) {
     if (negative) *out++ = '-';
-    if (e10 >= -4 && e10 < 16) {
-        if (e10 < 0) {
-            *out++ = '0';
-            *out++ = '.';
-            for (int i = 0; i < -e10 - 1; ++i) *out++ = '0';
-            for (int i = 0; i < n; ++i) *out++ = digits[i];
-        } else if (n <= e10 + 1) {
-            for (int i = 0; i < n; ++i) *out++ = digits[i];
-            for (int i = n; i < e10 + 1; ++i) *out++ = '0';
-            *out++ = '.';
-            *out++ = '0';
-        } else {
-            for (int i = 0; i < n; ++i) {
-                if (i == e10 + 1) *out++ = '.';
-                *out++ = digits[i];
-            }
-        }
-        return out;
-    }
-    *out++ = digits[0];
-    if (n > 1) {
-        *out++ = '.';
-        for (int i = 1; i < n; ++i) *out++ = digits[i];
-    }
-    *out++ = 'e';
-    *out++ = e10 < 0 ? '-' : '+';
-    const int magnitude = e10 < 0 ? -e10 : e10;
-    if (magnitude >= 100) *out++ = static_cast<char>('0' + magnitude / 100);
-    *out++ = static_cast<char>('0' + magnitude / 10 % 10);
-    *out++ = static_cast<char>('0' + magnitude % 10);
-    return out;
-}
-
-// orjson's layout for the same digits: fixed for fixed_min <= e10 <= fixed_max, as Python's.
-inline char* orjson_layout(bool negative, const char* digits, int n, int e10, int fixed_min,
-                           int fixed_max, char* out) {
     if (e10 >= fixed_min && e10 <= fixed_max) {
-        if (negative) *out++ = '-';
         if (e10 < 0) {
             *out++ = '0';
             *out++ = '.';
@@ -75,7 +41,6 @@ inline char* orjson_layout(bool negative, const char* digits, int n, int e10, in
         }
         return out;
     }
-    if (negative) *out++ = '-';
     *out++ = digits[0];
     if (n > 1) {
         *out++ = '.';
@@ -84,7 +49,8 @@ inline char* orjson_layout(bool negative, const char* digits, int n, int e10, in
     *out++ = 'e';
     *out++ = e10 < 0 ? '-' : '+';
     char exponent[8];
-    const int length = std::snprintf(exponent, sizeof exponent, "%d", e10 < 0 ? -e10 : e10);
+    const int length =
+        std::snprintf(exponent, sizeof exponent, "%0*d", exponent_digits, e10 < 0 ? -e10 : e10);
     for (int i = 0; i < length; ++i) *out++ = exponent[i];
     return out;
 }
@@ -114,9 +80,9 @@ inline char* relayout(const char* sci, const char* sci_end, char* out, layout to
         return out + 3;
     }
     while (n > 1 && digits[n - 1] == '0') --n;  // to_chars writes none, but be sure
-    if (to == layout::orjson_f32) return orjson_layout(negative, digits, n, e10, -6, 12, out);
-    if (to == layout::orjson_f64) return orjson_layout(negative, digits, n, e10, -5, 15, out);
-    return python_layout(negative, digits, n, e10, out);
+    if (to == layout::orjson_f32) return layout_digits(negative, digits, n, e10, -6, 12, 1, out);
+    if (to == layout::orjson_f64) return layout_digits(negative, digits, n, e10, -5, 15, 1, out);
+    return layout_digits(negative, digits, n, e10, -4, 15, 2, out);
 }
 
 // What orjson writes for a float32 (numpy's, OPT_SERIALIZE_NUMPY): its shortest digits as a
