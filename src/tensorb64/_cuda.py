@@ -5,8 +5,8 @@ is _staging.py), and the one test of what is a CUDA tensor (``on_device``).
   points of those names, with their own (already checked) arguments, when the input is a CUDA
   tensor. ``row_bytes``, ``response_body_base64``, ``response_body_float``, ``check_finite``: what
   the Python entry points (``encode_body``, ``response_body``, ``iter_response_body``) call for a
-  CUDA tensor. They know the output, so the rows cross the bus in the narrowest dtype that gives
-  the same bytes (``_staging.bus_dtype``), in chunks: chunk k is encoded (the native call, GIL
+  CUDA tensor. They know the output, so from ``narrow_from`` bytes of source the rows cross the
+  bus in the narrowest dtype that gives the same bytes (``_staging.bus_dtype``), in chunks: chunk k is encoded (the native call, GIL
   released) while chunk k+1 copies, into the same result the host path returns. A result made of
   more than one chunk of bytes (``encode_body``, the response bodies) is joined from the chunks'
   pieces: one extra copy of the output (rows of ``str`` are not copied).
