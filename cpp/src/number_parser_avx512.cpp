@@ -319,11 +319,12 @@ inline number_row finished(const char* end, std::size_t count) noexcept {
     return row;
 }
 
+// From p (just past the row's '[' or a ','), `count` numbers already written before it.
 template <int unrolled>
-number_row parse_row(const char* p, const char* end, float* out, std::size_t capacity) noexcept {
+number_row parse_row(const char* p, const char* end, float* out, std::size_t capacity,
+                     std::size_t count) noexcept {
     const ieee_fp_environment ieee;
     separator_chunks<unrolled> separators(p, end);
-    std::size_t count = 0;  // numbers written
     std::size_t found = 0;  // separators in the buffer, from the current number's on
     for (;;) {
         found = separators.fill(found);
@@ -374,6 +375,187 @@ number_row parse_row(const char* p, const char* end, float* out, std::size_t cap
     }
 }
 
+// ---- short numbers, four to a vector (the shortest layout: orjson's / vLLM's rows) ----
+//
+// Where numbers are at most 15 bytes with no space after the comma, four of them fit one vector,
+// each right-aligned in a 16-byte lane, gathered from one 64-byte window by vpermb: no per-number
+// load, length or mask is made in scalar code. The window starts at the first number; its first
+// four commas (pdep selects each) say where the numbers end, the comma before each (or the
+// window's start) where they begin. The shape checks then run on four numbers at once in 64-bit
+// integers (16 bits a number), and the value is exact: at most 14 digits (w < 2^53) and 10^f
+// with f <= 13, so w / 10^f is the correctly rounded double (Clinger's fast path), then float32.
+// A lane of another shape (an exponent, a space, a longer number, a ']' or an error) is parsed by
+// the scalar parser, as in parse_row.
+
+constexpr std::uint64_t kSegmentLow = 0x0001000100010001ull;   // bit 0 of each 16-bit segment
+constexpr std::uint64_t kSegmentHigh = 0x8000800080008000ull;  // bit 15 of each
+
+// Bit 15 of each 16-bit segment of x set where that segment is nonzero.
+inline std::uint64_t nonzero_segments(std::uint64_t x) noexcept {
+    return (((x & ~kSegmentHigh) + ~kSegmentHigh) | x) & kSegmentHigh;
+}
+
+struct lane_table {
+    alignas(64) std::int8_t index[64];
+};
+// Byte j of lane k takes byte `which(k)` of the broadcast positions.
+constexpr lane_table make_lane_broadcast(int first) {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j / 16 + first);
+    return t;
+}
+constexpr lane_table kLaneSeparator = make_lane_broadcast(1);  // byte k + 1: number k's comma
+constexpr lane_table kLanePrevious = make_lane_broadcast(0);   // byte k: the comma before it
+constexpr lane_table make_lane_offset() {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j % 16 - 16);
+    return t;
+}
+constexpr lane_table kLaneOffset = make_lane_offset();  // 16 bytes ending at the comma
+// vpermb indices moving each byte of a 16-byte lane one place right (the first stays).
+constexpr lane_table make_lane_shift() {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j % 16 == 0 ? j : j - 1);
+    return t;
+}
+constexpr lane_table kLaneShift = make_lane_shift();
+
+// Four numbers of a window: per lane, w | (digits after the point + 128 * negative) << 56 in both
+// qwords; which lanes took the fast path; the offsets of the commas.
+struct short_quad {
+    __m512i packed;
+    unsigned fast;
+    std::uint64_t positions;  // byte 0: 0xff (the window starts a number); byte k + 1: comma k
+};
+
+inline unsigned comma_at(const short_quad& q, int k) noexcept {
+    return static_cast<unsigned>(q.positions >> (8 * k + 8)) & 0xffu;
+}
+
+// The four numbers from `base` (the first one's first byte; 64 bytes readable); false when the
+// window holds fewer than four commas.
+inline bool short_quad_at(const char* base, short_quad* q) noexcept {
+    const __m512i window = _mm512_loadu_si512(base);
+    const std::uint64_t commas =
+        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(window, _mm512_set1_epi8(',')));
+    const std::uint64_t fourth = _pdep_u64(8, commas);
+    if (fourth == 0) return false;
+    q->positions = 0xffu | std::uint64_t{lowest_bit(commas)} << 8 |
+                   std::uint64_t{lowest_bit(_pdep_u64(2, commas))} << 16 |
+                   std::uint64_t{lowest_bit(_pdep_u64(4, commas))} << 24 |
+                   std::uint64_t{lowest_bit(fourth)} << 32;
+    const __m512i positions = _mm512_set1_epi64(static_cast<long long>(q->positions));
+    const __m512i index =
+        _mm512_add_epi8(_mm512_permutexvar_epi8(_mm512_load_si512(kLaneSeparator.index), positions),
+                        _mm512_load_si512(kLaneOffset.index));
+    // Text: the bytes after the previous comma (signed compares: the first lane's is -1, and its
+    // window may reach before `base`: those indices are negative and not text).
+    const __mmask64 in_text = _mm512_cmpgt_epi8_mask(
+        index, _mm512_permutexvar_epi8(_mm512_load_si512(kLanePrevious.index), positions));
+    const __m512i text = _mm512_maskz_permutexvar_epi8(in_text, index, window);
+    const __m512i values = _mm512_sub_epi8(text, _mm512_set1_epi8('0'));
+    // The shape, as shape_of for 16-bit segments: -?(0|[1-9][0-9]*)\.[0-9]+ in at most 15 bytes
+    // (bit 0 of a segment is never text then, so no shift carries one number's bits into the
+    // next's, and no segment's subtraction borrows from the next: each has bit 15 set).
+    const std::uint64_t t = _cvtmask64_u64(in_text);
+    const std::uint64_t digits =
+        _cvtmask64_u64(_mm512_cmple_epu8_mask(values, _mm512_set1_epi8(9)));
+    const std::uint64_t points =
+        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('.')));
+    const std::uint64_t zeros = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('0')));
+    const std::uint64_t minus = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('-')));
+    const std::uint64_t first = t & ~(t << 1);
+    const std::uint64_t sign = first & minus;
+    const std::uint64_t integer_start = (first & ~sign) | (sign << 1);
+    const std::uint64_t point = t & ~digits & ~sign;
+    const std::uint64_t point_or_top = point | kSegmentHigh;
+    const std::uint64_t through_point = point_or_top ^ (point_or_top - kSegmentLow);
+    // Nonzero in a segment whose text is not of the shape: a second non-digit; one that is not a
+    // '.'; no digit before it; a leading zero before a digit; the point last; 16 bytes of text.
+    const std::uint64_t misfit =
+        (point & ~through_point) | (point & ~points) | ((point >> 1) & ~digits) |
+        (zeros & integer_start & (digits >> 1)) | (point & kSegmentHigh) | (t & kSegmentLow);
+    q->fast = static_cast<unsigned>(
+        _pext_u64(nonzero_segments(point) & ~nonzero_segments(misfit), kSegmentHigh));
+    // Digits after the point (1 each) and the sign (128) summed per qword, for the packed lane.
+    const __m512i marks = _mm512_mask_mov_epi8(
+        _mm512_maskz_mov_epi8(_cvtu64_mask64(t & ~through_point), _mm512_set1_epi8(1)),
+        _cvtu64_mask64(sign), _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __m512i sums = _mm512_sad_epu8(marks, _mm512_setzero_si512());
+    // Drop the point (as digit_groups), then 8-digit halves, then w = high * 10^8 + low.
+    const __m512i moved = _mm512_mask_permutexvar_epi8(values, _cvtu64_mask64(through_point),
+                                                       _mm512_load_si512(kLaneShift.index), values);
+    const __m512i digit_values = _mm512_shuffle_epi8(
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0)),
+        moved);
+    const __m512i pairs = _mm512_maddubs_epi16(digit_values, _mm512_set1_epi16(0x010a));
+    const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00010064));
+    const __m512i halves = _mm512_add_epi64(_mm512_mul_epu32(quads, _mm512_set1_epi64(10000)),
+                                            _mm512_srli_epi64(quads, 32));
+    const __m512i weighted = _mm512_add_epi64(
+        _mm512_mul_epu32(halves,
+                         _mm512_set_epi64(1, 100000000, 1, 100000000, 1, 100000000, 1, 100000000)),
+        _mm512_slli_epi64(sums, 56));
+    q->packed = _mm512_add_epi64(weighted, _mm512_shuffle_epi32(weighted, _MM_PERM_BADC));
+    return true;
+}
+
+// Eight numbers' float32 values from two windows' packed lanes.
+inline __m256 short_values(const short_quad& a, const short_quad& b) noexcept {
+    const __m512i packed =
+        _mm512_permutex2var_epi64(a.packed, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), b.packed);
+    const __m512i w = _mm512_and_si512(packed, _mm512_set1_epi64((1ll << 56) - 1));
+    const __m512i f = _mm512_srli_epi64(packed, 56);  // (the sign bit, 7, is not an index bit)
+    const __m512d divisor =
+        _mm512_permutex2var_pd(_mm512_load_pd(kPow10Double), f, _mm512_load_pd(kPow10Double + 8));
+    const __m512d quotient = _mm512_div_pd(_mm512_cvtepu64_pd(w), divisor);
+    const __m512i negative = _mm512_and_si512(packed, _mm512_set1_epi64(1ll << 63));
+    return _mm512_cvtpd_ps(
+        _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(quotient), negative)));
+}
+
+// Rows of short numbers: eight at a time from two windows while 128 bytes are left and each
+// window holds four commas, then parse_row for the rest.
+number_row parse_short_row(const char* p, const char* end, float* out,
+                           std::size_t capacity) noexcept {
+    std::size_t count = 0;
+    {
+        const ieee_fp_environment ieee;
+        while (end - p >= 128) {  // the second window starts at most 64 bytes on
+            short_quad a, b;
+            if (!short_quad_at(p, &a)) break;
+            const char* const second = p + comma_at(a, 3) + 1;
+            if (!short_quad_at(second, &b)) break;
+            const __m256 values = short_values(a, b);
+            const std::size_t room = capacity > count ? capacity - count : 0;
+            if (room >= 8) {
+                _mm256_storeu_ps(out + count, values);
+            } else if (room > 0) {
+                _mm256_mask_storeu_ps(out + count, static_cast<__mmask8>((1u << room) - 1), values);
+            }
+            for (unsigned slow = ~(a.fast | b.fast << 4) & 0xffu; slow != 0; slow &= slow - 1) {
+                const unsigned i = lowest_bit(slow);
+                const short_quad& q = i < 4 ? a : b;
+                const char* const base = i < 4 ? p : second;
+                const int k = static_cast<int>(i % 4);
+                const char* const start = base + (k == 0 ? 0 : comma_at(q, k - 1) + 1);
+                const char* const stop = base + comma_at(q, k);
+                float value;
+                const char* error_at;
+                const char* expected;
+                if (detail::parse_one_float32(start, end, &value, &error_at, &expected) != stop) {
+                    return detail::parse_number_row_scalar_from(start, end, out, capacity,
+                                                                count + i);
+                }
+                if (i < room) out[count + i] = value;
+            }
+            count += 8;
+            p = second + comma_at(b, 3) + 1;
+        }
+    }
+    return parse_row<6>(p, end, out, capacity, count);
+}
+
 number_row parse_number_row_avx512(const char* p, const char* end, float* out,
                                    std::size_t capacity) noexcept {
     // The layout from the commas in the row's first 64 bytes (or all of it, if shorter).
@@ -381,8 +563,8 @@ number_row parse_number_row_avx512(const char* p, const char* end, float* out,
     const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
     const std::uint64_t commas = _mm512_mask_cmpeq_epi8_mask(
         in_text, _mm512_maskz_loadu_epi8(in_text, p), _mm512_set1_epi8(','));
-    return bit_count(commas) <= 4 ? parse_row<4>(p, end, out, capacity)
-                                  : parse_row<6>(p, end, out, capacity);
+    return bit_count(commas) <= 4 ? parse_row<4>(p, end, out, capacity, 0)
+                                  : parse_short_row(p, end, out, capacity);
 }
 
 }  // namespace

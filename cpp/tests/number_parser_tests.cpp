@@ -536,6 +536,46 @@ bool same_row(const parsed_row& a, const parsed_row& b, std::size_t capacity) {
     return n == 0 || std::memcmp(a.values.data(), b.values.data(), n * sizeof(float)) == 0;
 }
 
+// A text the AVX-512 level's short path (four numbers of at most 15 bytes to a vector) must send
+// to the scalar parser, or must take at its limits: its shape's edges, lengths 15 and 16, and
+// near misses.
+std::string short_path_edge(std::mt19937_64& rng) {
+    const char* const edges[] = {"0.1234567890123",
+                                 "1234567890123.4",
+                                 "9999999999999.9",
+                                 "-0.000000000000",
+                                 "-999999999999.99",
+                                 "12345678901234.5",
+                                 "-1234567890123.4",
+                                 "0.00000000000001",
+                                 "-0.0000000000001",
+                                 "00.5",
+                                 "-.5",
+                                 "1.",
+                                 ".5",
+                                 "-",
+                                 "--1.0",
+                                 "1.5.3",
+                                 "+1.5",
+                                 "1.5-",
+                                 "0.5 ",
+                                 " 0.5",
+                                 "1e5",
+                                 "1.5e-05",
+                                 "-1E+2",
+                                 "0",
+                                 "-0",
+                                 "12",
+                                 "NaN",
+                                 "-Infinity",
+                                 "",
+                                 "0.5]",
+                                 "]",
+                                 "0.5\"",
+                                 "1.0000000000000000000001"};
+    return edges[rng() % (sizeof edges / sizeof edges[0])];
+}
+
 void test_levels(long rows) {
     std::vector<std::pair<const char*, row_parser>> levels;
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
@@ -544,39 +584,9 @@ void test_levels(long rows) {
         if (k.number_parser() != nullptr) levels.emplace_back(k.name, k.number_parser());
     }
     CHECK(tensorb64::scalar_number_parser() == tensorb64::detail::parse_number_row_scalar);
-    std::mt19937_64 rng(7);
     long numbers = 0, mismatches = 0;
-    for (long r = 0; r < rows; ++r) {
-        const std::size_t n = rng() % 4 == 0 ? rng() % 12 : rng() % 100;
-        const bool clean = rng() % 2 == 0;  // only the writer's texts, comma-separated
-        std::string text = (rng() % 16 == 0) ? " " : "";
-        for (std::size_t i = 0; i < n; ++i) {
-            // The clean rows in orjson's layout and in json.dumps's (", "); the others with any
-            // whitespace around the commas.
-            const char* const spaced[] = {", ", ",  ", " ,\n", ",\t"};
-            if (i > 0) {
-                text += clean ? ((r & 2) ? ", " : ",") : rng() % 16 != 0 ? "," : spaced[rng() % 4];
-            }
-            if (clean) {
-                char buffer[64];
-                const float x =
-                    static_cast<float>(static_cast<std::int64_t>(rng() % 2000001) - 1000000) *
-                    3e-7f;
-                std::uint32_t b;
-                std::memcpy(&b, &x, 4);
-                char* e = (r & 1)
-                              ? tensorb64::write_shortest_f32(b, buffer)
-                              : tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), buffer);
-                text.append(buffer, e);
-            } else {
-                text += random_row_number(rng);
-            }
-        }
-        text += rng() % 32 == 0 ? " ]" : "]";
-        if (rng() % 8 == 0) text.resize(rng() % (text.size() + 1));  // cut short
-        if (rng() % 4 == 0) text += ",[1,2]";                        // what follows the row
-        numbers += static_cast<long>(n);
-        const std::size_t capacity = rng() % 4 == 0 ? rng() % (n + 2) : n;
+    // Every level's result on `text` against the scalar level's.
+    auto compare = [&](const std::string& text, std::size_t capacity) {
         const parsed_row reference =
             parse_row(text, tensorb64::detail::parse_number_row_scalar, capacity);
         for (const auto& level : levels) {
@@ -592,11 +602,67 @@ void test_levels(long rows) {
                 ++test_check::failed;
             }
         }
+    };
+    auto embedding_like = [](std::mt19937_64& rng, bool shortest, std::string* text) {
+        char buffer[64];
+        const float x =
+            static_cast<float>(static_cast<std::int64_t>(rng() % 2000001) - 1000000) * 3e-7f;
+        std::uint32_t b;
+        std::memcpy(&b, &x, 4);
+        char* e = shortest ? tensorb64::write_shortest_f32(b, buffer)
+                           : tensorb64::write_repr(tensorb64::f32_bits_to_f64_bits(b), buffer);
+        text->append(buffer, e);
+    };
+    std::mt19937_64 rng(7);
+    for (long r = 0; r < rows; ++r) {
+        const std::size_t n = rng() % 4 == 0 ? rng() % 12 : rng() % 100;
+        const bool clean = rng() % 2 == 0;  // only the writer's texts, comma-separated
+        std::string text = (rng() % 16 == 0) ? " " : "";
+        for (std::size_t i = 0; i < n; ++i) {
+            // The clean rows in orjson's layout and in json.dumps's (", "); the others with any
+            // whitespace around the commas.
+            const char* const spaced[] = {", ", ",  ", " ,\n", ",\t"};
+            if (i > 0) {
+                text += clean ? ((r & 2) ? ", " : ",") : rng() % 16 != 0 ? "," : spaced[rng() % 4];
+            }
+            if (clean) {
+                embedding_like(rng, r & 1, &text);
+            } else {
+                text += random_row_number(rng);
+            }
+        }
+        text += rng() % 32 == 0 ? " ]" : "]";
+        if (rng() % 8 == 0) text.resize(rng() % (text.size() + 1));  // cut short
+        if (rng() % 4 == 0) text += ",[1,2]";                        // what follows the row
+        numbers += static_cast<long>(n);
+        compare(text, rng() % 4 == 0 ? rng() % (n + 2) : n);
+    }
+    // Rows in orjson's layout with now and then a text of another kind, one the short path's
+    // edges, or a space or a newline around a comma: the AVX-512 short path meets each in full
+    // flight.
+    for (long r = 0; r < rows / 2; ++r) {
+        const std::size_t n = 8 + rng() % 120;
+        const unsigned odd_one_in = 1 + static_cast<unsigned>(rng() % 64);
+        std::string text;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i > 0) text += rng() % (4 * odd_one_in) == 0 ? (rng() & 1 ? ", " : ",\n") : ",";
+            if (rng() % odd_one_in != 0) {
+                embedding_like(rng, true, &text);
+            } else {
+                text += rng() & 1 ? short_path_edge(rng) : random_row_number(rng);
+            }
+        }
+        text += "]";
+        if (rng() % 8 == 0) text.resize(rng() % (text.size() + 1));
+        if (rng() % 2 == 0)
+            text += rng() & 1 ? ",\"index\":0},{\"embedding\":[1.5,2.5]" : ",1,2,3]";
+        numbers += static_cast<long>(n);
+        compare(text, rng() % 4 == 0 ? rng() % (n + 2) : n);
     }
     std::printf("levels:");
     for (const auto& level : levels) std::printf(" %s", level.first);
-    std::printf(" against scalar: %ld rows, %ld numbers, %ld mismatches\n", rows, numbers,
-                mismatches);
+    std::printf(" against scalar: %ld rows, %ld numbers, %ld mismatches\n", rows + rows / 2,
+                numbers, mismatches);
 }
 
 #if defined(TENSORB64_TEST_GUARD_PAGES)
