@@ -420,8 +420,30 @@ constexpr lane_table make_lane_shift() {
 }
 constexpr lane_table kLaneShift = make_lane_shift();
 
+// vpshufb's table for a byte less '0': a digit's value, 0 for bytes with the top bit set (the
+// sign, the point, bytes outside the text).
+inline __m512i kDigitTable() noexcept {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0));
+}
+
+// Per 16-byte lane, in both qwords: w | m << 56, where w is the lane's 16 digit values read as one
+// decimal integer and m the sum of the lane's bytes of `marks` (the digits after the point, 1
+// each, and the sign, 128).
+inline __m512i packed_lanes(__m512i digit_values, __m512i marks) noexcept {
+    const __m512i sums = _mm512_sad_epu8(marks, _mm512_setzero_si512());
+    const __m512i pairs = _mm512_maddubs_epi16(digit_values, _mm512_set1_epi16(0x010a));
+    const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00010064));
+    const __m512i halves = _mm512_add_epi64(_mm512_mul_epu32(quads, _mm512_set1_epi64(10000)),
+                                            _mm512_srli_epi64(quads, 32));
+    const __m512i weighted = _mm512_add_epi64(
+        _mm512_mul_epu32(halves,
+                         _mm512_set_epi64(1, 100000000, 1, 100000000, 1, 100000000, 1, 100000000)),
+        _mm512_slli_epi64(sums, 56));
+    return _mm512_add_epi64(weighted, _mm512_shuffle_epi32(weighted, _MM_PERM_BADC));
+}
+
 // Four numbers of a window: per lane, w | (digits after the point + 128 * negative) << 56 in both
-// qwords; which lanes took the fast path; the offsets of the commas.
+// qwords (packed_lanes), and which lanes took the fast path; the offsets of the commas.
 struct short_quad {
     __m512i packed;
     unsigned fast;
@@ -477,34 +499,28 @@ inline bool short_quad_at(const char* base, short_quad* q) noexcept {
         (zeros & integer_start & (digits >> 1)) | (point & kSegmentHigh) | (t & kSegmentLow);
     q->fast = static_cast<unsigned>(
         _pext_u64(nonzero_segments(point) & ~nonzero_segments(misfit), kSegmentHigh));
-    // Digits after the point (1 each) and the sign (128) summed per qword, for the packed lane.
+    // The digits after the point (1 each) and the sign (128), for packed_lanes.
     const __m512i marks = _mm512_mask_mov_epi8(
         _mm512_maskz_mov_epi8(_cvtu64_mask64(t & ~through_point), _mm512_set1_epi8(1)),
         _cvtu64_mask64(sign), _mm512_set1_epi8(static_cast<char>(0x80)));
-    const __m512i sums = _mm512_sad_epu8(marks, _mm512_setzero_si512());
-    // Drop the point (as digit_groups), then 8-digit halves, then w = high * 10^8 + low.
+    // Drop the point (as digit_groups).
     const __m512i moved = _mm512_mask_permutexvar_epi8(values, _cvtu64_mask64(through_point),
                                                        _mm512_load_si512(kLaneShift.index), values);
-    const __m512i digit_values = _mm512_shuffle_epi8(
-        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0)),
-        moved);
-    const __m512i pairs = _mm512_maddubs_epi16(digit_values, _mm512_set1_epi16(0x010a));
-    const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00010064));
-    const __m512i halves = _mm512_add_epi64(_mm512_mul_epu32(quads, _mm512_set1_epi64(10000)),
-                                            _mm512_srli_epi64(quads, 32));
-    const __m512i weighted = _mm512_add_epi64(
-        _mm512_mul_epu32(halves,
-                         _mm512_set_epi64(1, 100000000, 1, 100000000, 1, 100000000, 1, 100000000)),
-        _mm512_slli_epi64(sums, 56));
-    q->packed = _mm512_add_epi64(weighted, _mm512_shuffle_epi32(weighted, _MM_PERM_BADC));
+    q->packed = packed_lanes(_mm512_shuffle_epi8(kDigitTable(), moved), marks);
     return true;
 }
 
-// Eight numbers' float32 values from two windows' packed lanes.
-inline __m256 short_values(const short_quad& a, const short_quad& b) noexcept {
-    const __m512i packed =
-        _mm512_permutex2var_epi64(a.packed, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), b.packed);
-    const __m512i w = _mm512_and_si512(packed, _mm512_set1_epi64((1ll << 56) - 1));
+// Eight numbers' packed lanes (packed_lanes) from two vectors' four each.
+inline __m512i eight_packed(__m512i a, __m512i b) noexcept {
+    return _mm512_permutex2var_epi64(a, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), b);
+}
+
+// The float32 value of each packed lane (w < 2^53, at most 15 digits after the point), with `add`
+// added to w: (-1)^negative * (w + add) / 10^f, the quotient correctly rounded to a double, then
+// to float32.
+inline __m256 packed_values(__m512i packed, long long add) noexcept {
+    const __m512i w = _mm512_add_epi64(_mm512_and_si512(packed, _mm512_set1_epi64((1ll << 56) - 1)),
+                                       _mm512_set1_epi64(add));
     const __m512i f = _mm512_srli_epi64(packed, 56);  // (the sign bit, 7, is not an index bit)
     const __m512d divisor =
         _mm512_permutex2var_pd(_mm512_load_pd(kPow10Double), f, _mm512_load_pd(kPow10Double + 8));
@@ -526,7 +542,7 @@ number_row parse_short_row(const char* p, const char* end, float* out,
             if (!short_quad_at(p, &a)) break;
             const char* const second = p + comma_at(a, 3) + 1;
             if (!short_quad_at(second, &b)) break;
-            const __m256 values = short_values(a, b);
+            const __m256 values = packed_values(eight_packed(a.packed, b.packed), 0);
             const std::size_t room = capacity > count ? capacity - count : 0;
             if (room >= 8) {
                 _mm256_storeu_ps(out + count, values);
@@ -556,6 +572,187 @@ number_row parse_short_row(const char* p, const char* end, float* out,
     return parse_row<6>(p, end, out, capacity, count);
 }
 
+// ---- long numbers, four to a vector (json.dumps's layout: Python's repr of each double) ----
+//
+// A number of up to 32 bytes is read from its first 16 (its head, left-aligned in a 16-byte lane:
+// at most 15 digits once the point is dropped, w < 2^53); the rest (its tail) must be digits,
+// which lie below the last digit of the head. So the value lies in [w, w + 1) / 10^f, and where
+// both ends give the same float32 (through their correctly rounded doubles: rounding is
+// monotonic), that is the float32 of the text's own double; a head that is the whole text gives
+// w / 10^f exactly. json.dumps's texts of float32 values have 17 significant digits: the head holds
+// 13 of them (after "-0."), and both ends agree unless the value lies within about 10^-13 of a
+// float32 midpoint. Two numbers come from each 64-byte window (from its first byte, or past a
+// space, to its first comma; from past that comma and a space to the second), two windows to a
+// vector.
+
+// Byte j of lane k takes byte 2k + which of the windows' packed offsets (start, end).
+constexpr lane_table make_lane_select(int which) {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(2 * (j / 16) + which);
+    return t;
+}
+constexpr lane_table kLaneStart = make_lane_select(0);
+constexpr lane_table kLaneEnd = make_lane_select(1);
+constexpr lane_table make_lane_position() {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j % 16);
+    return t;
+}
+constexpr lane_table kLanePosition = make_lane_position();
+
+// A window's two numbers: their texts [start, end) as offsets from its first byte, and the
+// window's bytes.
+struct window_texts {
+    __m512i bytes;
+    std::uint32_t offsets;  // bytes: start 0, end 0 (the first comma), start 1, end 1
+    unsigned second_comma;
+};
+
+// The two numbers of the window at `base` (64 bytes readable); false without two commas in it.
+inline bool window_texts_at(const char* base, window_texts* w) noexcept {
+    w->bytes = _mm512_loadu_si512(base);
+    const std::uint64_t commas =
+        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(w->bytes, _mm512_set1_epi8(',')));
+    const std::uint64_t second = _pdep_u64(2, commas);
+    if (second == 0) return false;
+    const std::uint64_t spaces =
+        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(w->bytes, _mm512_set1_epi8(' ')));
+    const unsigned first_comma = lowest_bit(commas);
+    w->second_comma = lowest_bit(second);
+    const unsigned start_1 =
+        first_comma + 1 + static_cast<unsigned>((spaces >> (first_comma + 1)) & 1);
+    w->offsets = static_cast<std::uint32_t>(spaces & 1) | first_comma << 8 | start_1 << 16 |
+                 w->second_comma << 24;
+    return true;
+}
+
+// Four numbers: packed_lanes' lanes, which took the fast path, and which were cut (a tail).
+struct long_quad {
+    __m512i packed;
+    unsigned fast;
+    unsigned cut;
+};
+
+inline long_quad long_quad_of(const window_texts& a, const window_texts& b) noexcept {
+    const __m512i offsets =
+        _mm512_set1_epi64(static_cast<long long>(a.offsets | std::uint64_t{b.offsets} << 32));
+    const __m512i start = _mm512_permutexvar_epi8(_mm512_load_si512(kLaneStart.index), offsets);
+    const __m512i end = _mm512_permutexvar_epi8(_mm512_load_si512(kLaneEnd.index), offsets);
+    const __m512i head_index = _mm512_add_epi8(start, _mm512_load_si512(kLanePosition.index));
+    const __m512i tail_index = _mm512_add_epi8(head_index, _mm512_set1_epi8(16));
+    constexpr __mmask64 first_two = 0x00000000ffffffffull;  // lanes 0 and 1: window a's
+    // (Offsets are below 64 and lane positions below 16: the indices never wrap a byte.)
+    const __mmask64 in_head = _mm512_cmplt_epu8_mask(head_index, end);
+    const __mmask64 in_tail = _mm512_cmplt_epu8_mask(tail_index, end);
+    const __m512i head = _mm512_mask_permutexvar_epi8(
+        _mm512_maskz_permutexvar_epi8(in_head & first_two, head_index, a.bytes),
+        in_head & ~first_two, head_index, b.bytes);
+    const __m512i tail = _mm512_mask_permutexvar_epi8(
+        _mm512_maskz_permutexvar_epi8(in_tail & first_two, tail_index, a.bytes),
+        in_tail & ~first_two, tail_index, b.bytes);
+    // A tail byte that is not a digit, or text past the tail (more than 32 bytes).
+    const __mmask64 bad_tail = _kor_mask64(
+        _kandn_mask64(_mm512_cmple_epu8_mask(_mm512_sub_epi8(tail, _mm512_set1_epi8('0')),
+                                             _mm512_set1_epi8(9)),
+                      in_tail),
+        _mm512_cmplt_epu8_mask(_mm512_add_epi8(tail_index, _mm512_set1_epi8(16)), end));
+    const __m512i values = _mm512_sub_epi8(head, _mm512_set1_epi8('0'));
+    // The shape of each head: -?(0|[1-9][0-9]*)\.[0-9]+ from bit 0 of its segment, the point
+    // followed by a digit in the head.
+    const std::uint64_t t = _cvtmask64_u64(in_head);
+    const std::uint64_t digits =
+        _cvtmask64_u64(_mm512_cmple_epu8_mask(values, _mm512_set1_epi8(9)));
+    const std::uint64_t points =
+        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(head, _mm512_set1_epi8('.')));
+    const std::uint64_t zeros = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(head, _mm512_set1_epi8('0')));
+    const std::uint64_t minus = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(head, _mm512_set1_epi8('-')));
+    const std::uint64_t first = t & kSegmentLow;
+    const std::uint64_t sign = first & minus;
+    const std::uint64_t integer_start = (first & ~sign) | (sign << 1);
+    const std::uint64_t point = t & ~digits & ~sign;
+    const std::uint64_t point_or_top = point | kSegmentHigh;
+    const std::uint64_t through_point = point_or_top ^ (point_or_top - kSegmentLow);
+    // Nonzero in a segment whose text is not of the shape: a second non-digit; one that is not a
+    // '.'; the point first, last in the head, or not between digits (where a shift crosses into
+    // the next segment, that one is refused too, which is only slower); a leading zero before a
+    // digit; a bad tail.
+    const std::uint64_t misfit = (point & ~through_point) | (point & ~points) |
+                                 (point & (kSegmentLow | kSegmentHigh)) | ((point >> 1) & ~digits) |
+                                 ((point << 1) & ~digits) |
+                                 (zeros & integer_start & (digits >> 1)) | _cvtmask64_u64(bad_tail);
+    long_quad q;
+    q.fast = static_cast<unsigned>(
+        _pext_u64(nonzero_segments(point) & ~nonzero_segments(misfit), kSegmentHigh));
+    q.cut =
+        static_cast<unsigned>(_pext_u64(nonzero_segments(_cvtmask64_u64(in_tail)), kSegmentHigh));
+    // Every place after the point counts, the text's and the zeros after it alike (they are
+    // digits 0 of w).
+    const __m512i marks = _mm512_mask_mov_epi8(
+        _mm512_maskz_mov_epi8(_cvtu64_mask64(~through_point), _mm512_set1_epi8(1)),
+        _cvtu64_mask64(sign), _mm512_set1_epi8(static_cast<char>(0x80)));
+    // Drop the point: the bytes up to it move one place right; the lane's first byte, which
+    // stays (and is now also in the second), is no digit of w.
+    const __m512i moved = _mm512_mask_permutexvar_epi8(values, _cvtu64_mask64(through_point),
+                                                       _mm512_load_si512(kLaneShift.index), values);
+    q.packed = packed_lanes(
+        _mm512_maskz_shuffle_epi8(_cvtu64_mask64(~kSegmentLow), kDigitTable(), moved), marks);
+    return q;
+}
+
+// Rows of long numbers: eight at a time from four windows while 256 bytes are left and each window
+// holds two commas, then parse_row for the rest.
+number_row parse_long_row(const char* p, const char* end, float* out,
+                          std::size_t capacity) noexcept {
+    std::size_t count = 0;
+    {
+        const ieee_fp_environment ieee;
+        while (end - p >= 256) {  // each window starts at most 64 bytes past the one before
+            window_texts w[4];
+            const char* base[5];
+            base[0] = p;
+            if (!window_texts_at(base[0], &w[0])) break;
+            base[1] = base[0] + w[0].second_comma + 1;
+            if (!window_texts_at(base[1], &w[1])) break;
+            base[2] = base[1] + w[1].second_comma + 1;
+            if (!window_texts_at(base[2], &w[2])) break;
+            base[3] = base[2] + w[2].second_comma + 1;
+            if (!window_texts_at(base[3], &w[3])) break;
+            base[4] = base[3] + w[3].second_comma + 1;
+            const long_quad a = long_quad_of(w[0], w[1]);
+            const long_quad b = long_quad_of(w[2], w[3]);
+            const __m512i packed = eight_packed(a.packed, b.packed);
+            const __m256 values = packed_values(packed, 0);
+            // A cut number's two ends must agree.
+            const unsigned agree = _mm256_cmpeq_epi32_mask(
+                _mm256_castps_si256(values), _mm256_castps_si256(packed_values(packed, 1)));
+            const unsigned fast = (a.fast | b.fast << 4) & (agree | ~(a.cut | b.cut << 4));
+            const std::size_t room = capacity > count ? capacity - count : 0;
+            if (room >= 8) {
+                _mm256_storeu_ps(out + count, values);
+            } else if (room > 0) {
+                _mm256_mask_storeu_ps(out + count, static_cast<__mmask8>((1u << room) - 1), values);
+            }
+            for (unsigned slow = ~fast & 0xffu; slow != 0; slow &= slow - 1) {
+                const unsigned i = lowest_bit(slow);
+                const std::uint32_t offsets = w[i / 2].offsets >> (16 * (i % 2));
+                const char* const start = base[i / 2] + (offsets & 0xffu);
+                const char* const stop = base[i / 2] + ((offsets >> 8) & 0xffu);
+                float value;
+                const char* error_at;
+                const char* expected;
+                if (detail::parse_one_float32(start, end, &value, &error_at, &expected) != stop) {
+                    return detail::parse_number_row_scalar_from(start, end, out, capacity,
+                                                                count + i);
+                }
+                if (i < room) out[count + i] = value;
+            }
+            count += 8;
+            p = base[4];
+        }
+    }
+    return parse_row<4>(p, end, out, capacity, count);
+}
+
 number_row parse_number_row_avx512(const char* p, const char* end, float* out,
                                    std::size_t capacity) noexcept {
     // The layout from the commas in the row's first 64 bytes (or all of it, if shorter).
@@ -563,7 +760,7 @@ number_row parse_number_row_avx512(const char* p, const char* end, float* out,
     const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
     const std::uint64_t commas = _mm512_mask_cmpeq_epi8_mask(
         in_text, _mm512_maskz_loadu_epi8(in_text, p), _mm512_set1_epi8(','));
-    return bit_count(commas) <= 4 ? parse_row<4>(p, end, out, capacity, 0)
+    return bit_count(commas) <= 4 ? parse_long_row(p, end, out, capacity)
                                   : parse_short_row(p, end, out, capacity);
 }
 

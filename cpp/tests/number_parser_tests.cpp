@@ -536,10 +536,11 @@ bool same_row(const parsed_row& a, const parsed_row& b, std::size_t capacity) {
     return n == 0 || std::memcmp(a.values.data(), b.values.data(), n * sizeof(float)) == 0;
 }
 
-// A text the AVX-512 level's short path (four numbers of at most 15 bytes to a vector) must send
-// to the scalar parser, or must take at its limits: its shape's edges, lengths 15 and 16, and
-// near misses.
-std::string short_path_edge(std::mt19937_64& rng) {
+// A text the AVX-512 level's vector paths must send to the scalar parser, or must take at their
+// limits: the short path's (four numbers of at most 15 bytes to a vector: lengths 15 and 16) and
+// the long path's (a 16-byte head and a tail of digits: lengths 16, 17, 32 and 33, the point at
+// the head's end, a non-digit in the tail), the shape's edges and near misses.
+std::string vector_path_edge(std::mt19937_64& rng) {
     const char* const edges[] = {"0.1234567890123",
                                  "1234567890123.4",
                                  "9999999999999.9",
@@ -572,7 +573,24 @@ std::string short_path_edge(std::mt19937_64& rng) {
                                  "0.5]",
                                  "]",
                                  "0.5\"",
-                                 "1.0000000000000000000001"};
+                                 "1.0000000000000000000001",
+                                 "0.12345678901234",
+                                 "-0.1234567890123",
+                                 "0.046278715133666992",
+                                 "-0.046278715133666992",
+                                 "123456789012345.5",
+                                 "12345678901234.56",
+                                 "0.123456789012345e5",
+                                 "0.1234567890123456.7",
+                                 "0.12345678901234567-",
+                                 "0.0000000000000000000000000001",
+                                 "0.000000000000000000000000000012",
+                                 "-0.00000000000000000000000000001",
+                                 "99999999999999.99999999",
+                                 "0.9999999999999999999",
+                                 "1.00000000000000006",
+                                 "0.1234567890123456 ",
+                                 "0.12345678901234567\t"};
     return edges[rng() % (sizeof edges / sizeof edges[0])];
 }
 
@@ -637,19 +655,24 @@ void test_levels(long rows) {
         numbers += static_cast<long>(n);
         compare(text, rng() % 4 == 0 ? rng() % (n + 2) : n);
     }
-    // Rows in orjson's layout with now and then a text of another kind, one the short path's
-    // edges, or a space or a newline around a comma: the AVX-512 short path meets each in full
-    // flight.
+    // Rows in orjson's layout (the short path's) and json.dumps's (the long path's) with now and
+    // then a text of another kind, one of the paths' edges, or another space or a newline around a
+    // comma: the AVX-512 paths meet each in full flight.
     for (long r = 0; r < rows / 2; ++r) {
+        const bool shortest = r % 2 == 0;
+        const char* const comma = shortest ? "," : ", ";
         const std::size_t n = 8 + rng() % 120;
         const unsigned odd_one_in = 1 + static_cast<unsigned>(rng() % 64);
         std::string text;
         for (std::size_t i = 0; i < n; ++i) {
-            if (i > 0) text += rng() % (4 * odd_one_in) == 0 ? (rng() & 1 ? ", " : ",\n") : ",";
+            if (i > 0) {
+                const char* const odd_commas[] = {", ", ",\n", ",", ",  ", " , "};
+                text += rng() % (4 * odd_one_in) == 0 ? odd_commas[rng() % 5] : comma;
+            }
             if (rng() % odd_one_in != 0) {
-                embedding_like(rng, true, &text);
+                embedding_like(rng, shortest, &text);
             } else {
-                text += rng() & 1 ? short_path_edge(rng) : random_row_number(rng);
+                text += rng() & 1 ? vector_path_edge(rng) : random_row_number(rng);
             }
         }
         text += "]";
