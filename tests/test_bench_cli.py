@@ -148,6 +148,11 @@ def test_client_bench_routes_read_back_the_embeddings_and_a_wrong_array_is_repor
         assert client.DECODER in paths and (client.EMBED in paths) == (kind == "base64")
         if kind == "base64":
             assert "pybase64 alone over the row strings (floor)" in paths
+        assert client.THREADED not in paths  # small bodies: threads=2 is timed from 1024x1024 on
+        # Large bodies gain the threads=2 route, which reads the same array.
+        body = client._body(kind, x)
+        large = client.tensorb64_routes(ours, kind, body, None, [], client.THREADED_FROM_VALUES)
+        assert np.array_equal(large[client.THREADED](), x) and np.array_equal(large[client.DECODER](), x)
 
 
 def test_client_bench_measures_the_decoder_and_embed_and_states_the_targets():

@@ -19,8 +19,8 @@ float32 array that is checked bit for bit against X before it is timed:
   pybase64 floor      pybase64 alone over the row strings already taken out of the body, into
                       one buffer allocated beforehand: no JSON work at all
   orjson + numpy      float bodies: orjson.loads, then numpy.array(rows, dtype=numpy.float32)
-and tensorb64's own routes (tensorb64_routes: decode_response_body, and embed through the same
-mock for base64 bodies): ratios are each route's time over decode_response_body's. The allocator is pinned in the "raised" state
+and tensorb64's own routes (tensorb64_routes: decode_response_body, also with threads=2 on the
+1024x1024 bodies, and embed through the same mock for base64 bodies): ratios are each route's time over decode_response_body's. The allocator is pinned in the "raised" state
 (allocator.py: freed memory reused, as in a long-running client).
 """
 
@@ -49,6 +49,8 @@ MODEL = "text-embedding-3-large"
 OPENAI_FLOAT_MAX_VALUES = 64 * 3072
 DECODER = "tensorb64 decode_response_body"
 EMBED = "tensorb64 embed(client) (mock transport)"
+THREADED = "tensorb64 decode_response_body threads=2"
+THREADED_FROM_VALUES = 1024 * 1024  # threads=2 is timed on bodies of this many values or more
 
 
 def _http_library(openai):
@@ -68,11 +70,13 @@ def mock_client(openai, body: bytes):
                          http_client=openai.DefaultHttpxClient(transport=http.MockTransport(answer)))
 
 
-def tensorb64_routes(api, kind: str, body: bytes, client, inputs) -> dict:
+def tensorb64_routes(api, kind: str, body: bytes, client, inputs, values: int) -> dict:
     """{name: call} for tensorb64's client-side API (`api`: tensorb64.openai, or the tests'
-    stand-in) on this body: the one place where it is wired in. Each call must return the
-    [B, D] float32 array (it is checked against X like every other route)."""
+    stand-in) on this body of `values` numbers: the one place where it is wired in. Each call
+    must return the [B, D] float32 array (it is checked against X like every other route)."""
     routes = {DECODER: lambda: api.decode_response_body(body)}
+    if values >= THREADED_FROM_VALUES:
+        routes[THREADED] = lambda: api.decode_response_body(body, threads=2)
     if kind == "base64":  # embed asks for base64 whatever the caller wants
         routes[EMBED] = lambda: api.embed(client, input=inputs, model=MODEL)
     return routes
@@ -127,7 +131,7 @@ def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> dict:
             lambda: np.array([e["embedding"] for e in json.loads(body)["data"]], dtype=f32), None)
         paths["orjson.loads + numpy.array"] = (
             lambda: np.array([e["embedding"] for e in orjson.loads(body)["data"]], dtype=f32), None)
-    paths.update({name: (call, None) for name, call in tensorb64_routes(api, kind, body, client, inputs).items()})
+    paths.update({name: (call, None) for name, call in tensorb64_routes(api, kind, body, client, inputs, B * D).items()})
     return paths
 
 
