@@ -410,9 +410,8 @@ number_row parse_row(const char* p, const char* end, float* out, std::size_t cap
 // does, measured slower: 4.8 against 3.8 ns a number). The shape checks then run on four numbers
 // at once in 64-bit integers (16 bits a number), and the value is exact: at most 14 digits
 // (w < 2^53) and 10^f with f <= 13, so w / 10^f is the correctly rounded double (Clinger's fast
-// path), then float32.
-// A lane of another shape (an exponent, a space, a longer number, a ']' or an error) is parsed by
-// the scalar parser, as in parse_row.
+// path), then float32. A lane of another shape (an exponent, a space, a longer number, a ']' or an
+// error) is parsed by the scalar parser, as in parse_row.
 
 constexpr std::uint64_t kSegmentLow = 0x0001000100010001ull;   // bit 0 of each 16-bit segment
 constexpr std::uint64_t kSegmentHigh = 0x8000800080008000ull;  // bit 15 of each
@@ -464,7 +463,7 @@ inline unsigned fast_lanes(const lane_shape& s, std::uint64_t misfit) noexcept {
 struct lane_table {
     alignas(64) std::int8_t index[64];
 };
-// Byte j of lane k takes byte `which(k)` of the broadcast positions.
+// vpermb indices: each byte of lane k takes byte k + first of the broadcast positions.
 constexpr lane_table make_lane_broadcast(int first) {
     lane_table t{};
     for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j / 16 + first);
@@ -622,7 +621,8 @@ number_row parse_short_row(const char* p, const char* end, float* out,
 // space, to its first comma; from past that comma and a space to the second), two windows to a
 // vector.
 
-// Byte j of lane k takes byte 2k + which of the windows' packed offsets (start, end).
+// vpermb indices: each byte of lane k takes byte 2k + which (0: start, 1: end) of the windows'
+// packed offsets.
 constexpr lane_table make_lane_select(int which) {
     lane_table t{};
     for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(2 * (j / 16) + which);
