@@ -14,11 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "dispatch.hpp"
+#include "float_row_bench.hpp"
 #include "float_text.hpp"
 #include "kernels.hpp"
 
@@ -62,13 +62,7 @@ char* row_check_first(const std::uint32_t* bits, std::size_t n, char* out, std::
 
 int main(int argc, char** argv) {
     const int repeats = argc > 1 ? std::atoi(argv[1]) : 15;
-    std::mt19937_64 rng(42);
-    std::normal_distribution<float> embedding(0.0f, 0.05f);
-    std::vector<std::uint32_t> values(kRows * kDim);
-    for (std::uint32_t& b : values) {
-        const float x = embedding(rng);
-        std::memcpy(&b, &x, 4);
-    }
+    const std::vector<std::uint32_t> values = float_row_bench::random_rows(kRows, kDim);
     std::size_t row_bytes = 0;
     tb::float_row_bound(kDim, tb::dtype::float32, tb::float_format::repr, &row_bytes);
     std::vector<char> out(kRows * row_bytes + 64);

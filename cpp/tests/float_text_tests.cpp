@@ -100,13 +100,13 @@ std::string shortest_of(std::uint32_t b) {
                    tb::kShortestF32MaxBytes, tb::kShortestF32MaxText, b);
 }
 
-// write_orjson_f32's / write_orjson_f64's text against the oracle's.
-void check_orjson(const std::string& got, const std::string& expected, std::uint64_t b,
-                  const char* context) {
+// A writer's text of pattern b in `layout` (shortest, repr, orjson) against the oracle's.
+void check_text(const char* layout, const std::string& got, const std::string& expected,
+                std::uint64_t b, const char* context) {
     if (got != expected) {
-        report_failure(
-            __FILE__, __LINE__,
-            std::string(context) + " orjson " + hex(b) + ": got " + got + " expected " + expected);
+        report_failure(__FILE__, __LINE__,
+                       std::string(context) + " " + layout + " " + hex(b) + ": got " + got +
+                           " expected " + expected);
     } else {
         test_check::record_pass();
     }
@@ -131,14 +131,7 @@ long float32_checked = 0;
 void check_float32(std::uint32_t b, const char* context) {
     const float x = float_of(b);
     const std::string shortest = shortest_of(b);
-    const std::string expected = oracle::expected_shortest_f32(x);
-    if (shortest != expected) {
-        report_failure(__FILE__, __LINE__,
-                       std::string(context) + " shortest " + hex(b) + ": got " + shortest +
-                           " expected " + expected);
-    } else {
-        test_check::record_pass();
-    }
+    check_text("shortest", shortest, oracle::expected_shortest_f32(x), b, context);
     if (!reads_back(shortest, b)) {
         report_failure(__FILE__, __LINE__,
                        std::string(context) + " read back " + hex(b) + ": " + shortest);
@@ -146,20 +139,12 @@ void check_float32(std::uint32_t b, const char* context) {
     // orjson's: the same digits, except the one value write_shortest_f32 gives 8 (orjson: 7).
     const std::string orjson = guarded([b](char* out) { return tb::write_orjson_f32(b, out); },
                                        tb::kOrjsonF32MaxBytes, tb::kOrjsonF32MaxText, b);
-    check_orjson(orjson, oracle::expected_orjson_f32(x), b, context);
+    check_text("orjson", orjson, oracle::expected_orjson_f32(x), b, context);
     const std::uint64_t wide = tb::f32_bits_to_f64_bits(b);
     if (wide != bits_of(static_cast<double>(x))) {
         report_failure(__FILE__, __LINE__, std::string(context) + " widening " + hex(b));
     }
-    const std::string repr = repr_of(wide);
-    const std::string expected_repr = oracle::expected_repr(static_cast<double>(x));
-    if (repr != expected_repr) {
-        report_failure(__FILE__, __LINE__,
-                       std::string(context) + " repr " + hex(b) + ": got " + repr + " expected " +
-                           expected_repr);
-    } else {
-        test_check::record_pass();
-    }
+    check_text("repr", repr_of(wide), oracle::expected_repr(static_cast<double>(x)), b, context);
     ++float32_checked;
 }
 
@@ -174,18 +159,11 @@ void check_float32_and_neighbours(float x, int radius, const char* context) {
 }
 
 void check_double(std::uint64_t b, const char* context) {
-    const std::string got = repr_of(b);
-    const std::string expected = oracle::expected_repr(double_of(b));
-    check_orjson(guarded([b](char* out) { return tb::write_orjson_f64(b, out); },
-                         tb::kOrjsonF64MaxBytes, tb::kReprMaxText, b),
-                 oracle::expected_orjson_f64(double_of(b)), b, context);
-    if (got != expected) {
-        report_failure(
-            __FILE__, __LINE__,
-            std::string(context) + " repr " + hex(b) + ": got " + got + " expected " + expected);
-    } else {
-        test_check::record_pass();
-    }
+    check_text("orjson",
+               guarded([b](char* out) { return tb::write_orjson_f64(b, out); },
+                       tb::kOrjsonF64MaxBytes, tb::kReprMaxText, b),
+               oracle::expected_orjson_f64(double_of(b)), b, context);
+    check_text("repr", repr_of(b), oracle::expected_repr(double_of(b)), b, context);
 }
 
 void check_double_and_neighbours(double x, int radius, const char* context) {
