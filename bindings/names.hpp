@@ -27,7 +27,7 @@ extern const std::size_t element_type_count;
 
 // The kinds of names a caller passes.
 enum class name_kind { dtype, byteorder, float_format, encoding_format, key_order };
-inline constexpr int name_kind_count = 5;
+inline constexpr int name_kind_count = static_cast<int>(name_kind::key_order) + 1;  // the last, + 1
 
 // The code of `name` (a core dtype, 0/1 for little/big, the core's float_format, 0/1 for
 // float/base64, the core's key_order), or ValueError "unknown <kind> <name>; expected 'a', 'b' or
