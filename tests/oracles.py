@@ -40,7 +40,7 @@ def torch_bits(t, dtype: str, byteorder: str = "little") -> bytes:
 
     torch's NaN bit patterns differ between its vectorised loop and its scalar tail, so the
     input is padded to a multiple of 64 elements: every element then takes the vectorised path,
-    which is the one tensorb64 follows (see cpp/src/formats.hpp).
+    which is the one tensorb64 follows (see cpp/src/common/formats.hpp).
     """
     target, as_int, code = TORCH_OUTPUT[dtype]
     flat = t.reshape(-1)

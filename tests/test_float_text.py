@@ -6,7 +6,7 @@ against the standard library and numpy, never against the package itself.
 * shortest mode: every token reads back (as a double, then rounded to float32) to the same
   float32 bits, is its own ``repr``, and has exactly numpy's shortest unique digits (Dragon4), the
   one documented exception being 0x15ae43fd / 0x95ae43fd (double rounding, see
-  cpp/src/float_text.hpp write_shortest_f32).
+  cpp/src/float_text/float_text.hpp write_shortest_f32).
 * orjson mode: byte for byte what orjson writes for the row as a float32 numpy array
   (``OPT_SERIALIZE_NUMPY``: vLLM's float route), float64 sources for the doubles as Python floats.
 * NaN and infinity: a ValueError naming the row and the column, from every entry point, before

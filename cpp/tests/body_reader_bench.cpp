@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "float_row_bench.hpp"
-#include "json_scanner.hpp"
-#include "number_parser.hpp"
+#include "json/scanner.hpp"
+#include "json/number_parser.hpp"
 #include "tensorb64/body_reader.hpp"
 #include "tensorb64/tensorb64.hpp"
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "check.hpp"
-#include "json_scanner.hpp"
-#include "kernels.hpp"
+#include "json/scanner.hpp"
+#include "dispatch/implementations.hpp"
 #include "tensorb64/body_reader.hpp"
 #include "tensorb64/tensorb64.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dispatch.hpp"
+#include "dispatch/dispatch.hpp"
 #include "watchdog.hpp"
 
 namespace tb = tensorb64;

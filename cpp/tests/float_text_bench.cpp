@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "dispatch.hpp"
+#include "dispatch/dispatch.hpp"
 #include "float_row_bench.hpp"
-#include "float_text.hpp"
-#include "kernels.hpp"
+#include "float_text/float_text.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tb = tensorb64;
 

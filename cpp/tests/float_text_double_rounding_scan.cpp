@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "float_text.hpp"
+#include "float_text/float_text.hpp"
 
 namespace {
 

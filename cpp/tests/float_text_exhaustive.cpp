@@ -23,10 +23,10 @@
 
 #include <string>
 
-#include "dispatch.hpp"
-#include "float_text.hpp"
+#include "dispatch/dispatch.hpp"
+#include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "kernels.hpp"
+#include "dispatch/implementations.hpp"
 #include "pattern_sweep.hpp"
 
 namespace {

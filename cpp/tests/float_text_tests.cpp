@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "check.hpp"
-#include "dispatch.hpp"
-#include "float_text.hpp"
+#include "dispatch/dispatch.hpp"
+#include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "formats.hpp"
-#include "kernels.hpp"
+#include "common/formats.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tb = tensorb64;
 namespace oracle = float_text_oracle;

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "float_row_bench.hpp"
-#include "float_text.hpp"
-#include "kernels.hpp"
-#include "number_parser.hpp"
+#include "float_text/float_text.hpp"
+#include "dispatch/implementations.hpp"
+#include "json/number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace {

@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
-#include "float_text.hpp"
+#include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "kernels.hpp"
-#include "number_parser.hpp"
+#include "dispatch/implementations.hpp"
+#include "json/number_parser.hpp"
 #include "pattern_sweep.hpp"
 #include "tensorb64/tensorb64.hpp"
 

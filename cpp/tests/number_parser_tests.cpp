@@ -1,4 +1,4 @@
-// Tests of the JSON number parser (cpp/src/number_parser.hpp): the grammar with its error
+// Tests of the JSON number parser (cpp/src/json/number_parser.hpp): the grammar with its error
 // positions, Python's extra literals and int rules, overflow and subnormal edges, halfway cases of
 // both roundings (to the double, then to float32), 800-digit texts, every SIMD level against the
 // scalar one, and random decimal texts against the reference: glibc's strtod (correctly rounded,
@@ -24,9 +24,9 @@
 #endif
 
 #include "check.hpp"
-#include "float_text.hpp"
-#include "kernels.hpp"
-#include "number_parser.hpp"
+#include "float_text/float_text.hpp"
+#include "dispatch/implementations.hpp"
+#include "json/number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace {

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Writes cpp/src/float_text_pow10.hpp: the 126-bit powers of ten that Schubfach multiplies by.
+"""Writes cpp/src/float_text/pow10.hpp: the 126-bit powers of ten that Schubfach multiplies by.
 
 For each decimal exponent k in [K_MIN, K_MAX], 10^-k = beta * 2^r with 2^125 <= beta < 2^126;
 g = floor(beta) + 1 is stored as g1 = g >> 63 (63 bits) and g0 = g mod 2^63 (R. Giulietti,
 "The Schubfach way to render doubles", the g1 and g0 of its 126-bit table). Python's integers
 make this exact.
 
-    python3 cpp/tools/gen_float_text_pow10.py > cpp/src/float_text_pow10.hpp
+    python3 cpp/tools/gen_float_text_pow10.py > cpp/src/float_text/pow10.hpp
 """
 
 K_MIN = -324  # flog10pow2(-1074)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes cpp/src/number_parser_pow10.hpp: the 128-bit powers of ten that the number parser's
+"""Writes cpp/src/json/number_parser_pow10.hpp: the 128-bit powers of ten that the number parser's
 Eisel-Lemire step multiplies by.
 
 For each decimal exponent q in [Q_MIN, Q_MAX], 10^q = V * 2^(floor(q log2 10) - 127) with
@@ -8,7 +8,7 @@ normalized (10^q = 5^q * 2^q), so the entries for 0 <= q <= 55 are exact (5^55 <
 integers make this exact; the script also checks the fixed-point formula the parser uses for
 floor(q log2 10).
 
-    python3 cpp/tools/gen_number_parser_pow10.py > cpp/src/number_parser_pow10.hpp
+    python3 cpp/tools/gen_number_parser_pow10.py > cpp/src/json/number_parser_pow10.hpp
 """
 
 Q_MIN = -342  # below: any 19-digit significand times 10^q is under half the least subnormal

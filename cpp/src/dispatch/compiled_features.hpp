@@ -3,7 +3,7 @@
 // check at compile time that its flags give every feature its table row requires (kernels.hpp).
 #pragma once
 
-#include "cpu_features.hpp"
+#include "dispatch/cpu_features.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -21,12 +21,12 @@
 #endif
 #include <immintrin.h>
 
-#include "compiled_features.hpp"
-#include "formats.hpp"
-#include "fp_environment.hpp"
-#include "kernels.hpp"
-#include "row_encoder.hpp"
-#include "scalar_ops.hpp"
+#include "dispatch/compiled_features.hpp"
+#include "common/formats.hpp"
+#include "common/fp_environment.hpp"
+#include "dispatch/implementations.hpp"
+#include "base64/row_encoder.hpp"
+#include "common/scalar_ops.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -228,7 +228,7 @@ encode_rows_fn avx512_kernel() noexcept { return encode_rows_avx512; }
 
 #else  // the stub
 
-#include "kernels.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 encode_rows_fn avx512_kernel() noexcept { return nullptr; }

@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu_features.hpp"
-#include "number_parser.hpp"
+#include "dispatch/cpu_features.hpp"
+#include "json/number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace tensorb64 {

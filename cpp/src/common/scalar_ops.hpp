@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "base64_scalar.hpp"
-#include "formats.hpp"
-#include "host.hpp"
+#include "base64/scalar.hpp"
+#include "common/formats.hpp"
+#include "common/host.hpp"
 
 namespace tensorb64 {
 namespace {

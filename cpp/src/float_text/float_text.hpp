@@ -38,8 +38,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "float_text_pow10.hpp"
-#include "host.hpp"
+#include "float_text/pow10.hpp"
+#include "common/host.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 #if defined(_MSC_VER) && !defined(__clang__)

@@ -17,15 +17,15 @@
 //     right, and rare.
 //  4. The double rounded to float32 (nearest, ties to even), again in integers.
 // Integer arithmetic only, so that the caller's rounding mode and FTZ/DAZ cannot change a bit.
-#include "number_parser.hpp"
+#include "json/number_parser.hpp"
 
 #include <cstdint>
 #include <cstring>
 
-#include "dispatch.hpp"
-#include "float_text.hpp"
-#include "kernels.hpp"
-#include "number_parser_pow10.hpp"
+#include "dispatch/dispatch.hpp"
+#include "float_text/float_text.hpp"
+#include "dispatch/implementations.hpp"
+#include "json/number_parser_pow10.hpp"
 
 namespace tensorb64 {
 namespace detail {

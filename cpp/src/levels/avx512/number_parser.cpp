@@ -40,10 +40,10 @@
 
 #include <cstdint>
 
-#include "compiled_features.hpp"
-#include "fp_environment.hpp"
-#include "kernels.hpp"
-#include "number_parser.hpp"
+#include "dispatch/compiled_features.hpp"
+#include "common/fp_environment.hpp"
+#include "dispatch/implementations.hpp"
+#include "json/number_parser.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -781,7 +781,7 @@ number_row_parser avx512_number_parser() noexcept { return parse_number_row_avx5
 
 #else  // the stub
 
-#include "kernels.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 number_row_parser avx512_number_parser() noexcept { return nullptr; }

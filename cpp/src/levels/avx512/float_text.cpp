@@ -25,9 +25,9 @@
 #endif
 #include <immintrin.h>
 
-#include "compiled_features.hpp"
-#include "float_text.hpp"
-#include "kernels.hpp"
+#include "dispatch/compiled_features.hpp"
+#include "float_text/float_text.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -750,7 +750,7 @@ const float_text_writers* avx512_float_text() noexcept {
 
 #else  // the stub
 
-#include "kernels.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 const float_text_writers* avx512_float_text() noexcept { return nullptr; }

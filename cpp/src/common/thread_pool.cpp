@@ -1,7 +1,7 @@
 // A minimal persistent pool: a queue of batches, each a count of parts claimed through an atomic
 // counter by whichever thread gets there first (the caller included), so a batch finishes even
 // when the pool has fewer threads than parts, or none.
-#include "thread_pool.hpp"
+#include "common/thread_pool.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -19,10 +19,10 @@
 #include <cstring>
 #include <string>
 
-#include "base64_alphabet.hpp"
-#include "dispatch.hpp"
-#include "host.hpp"
-#include "scalar_ops.hpp"
+#include "base64/alphabet.hpp"
+#include "dispatch/dispatch.hpp"
+#include "common/host.hpp"
+#include "common/scalar_ops.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace tensorb64 {

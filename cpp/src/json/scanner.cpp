@@ -3,7 +3,7 @@
 // The long runs are the contents of strings (a base64 row is a whole string) and of number lists;
 // both are searched 16 bytes at a time with SSE2 where the target has it (every x86-64 CPU: no
 // flags needed), a byte at a time elsewhere.
-#include "json_scanner.hpp"
+#include "json/scanner.hpp"
 
 #include <cstdint>
 #include <cstring>

@@ -13,10 +13,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "formats.hpp"
-#include "host.hpp"
-#include "kernels.hpp"
-#include "scalar_ops.hpp"
+#include "common/formats.hpp"
+#include "common/host.hpp"
+#include "dispatch/implementations.hpp"
+#include "common/scalar_ops.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "float_rows.hpp"
+#include "float_text/float_rows.hpp"
 #include "tensorb64/tensorb64.hpp"
-#include "thread_pool.hpp"
+#include "common/thread_pool.hpp"
 
 namespace tensorb64 {
 namespace {

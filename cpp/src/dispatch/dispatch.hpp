@@ -4,8 +4,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cpu_features.hpp"
-#include "kernels.hpp"
+#include "dispatch/cpu_features.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 

@@ -1,8 +1,8 @@
 // The portable kernel: baseline flags only, runs on every CPU.
-#include "float_text.hpp"
-#include "kernels.hpp"
-#include "row_encoder.hpp"
-#include "scalar_ops.hpp"
+#include "float_text/float_text.hpp"
+#include "dispatch/implementations.hpp"
+#include "base64/row_encoder.hpp"
+#include "common/scalar_ops.hpp"
 
 namespace tensorb64 {
 

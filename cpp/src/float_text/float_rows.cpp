@@ -5,7 +5,7 @@
 //
 // Baseline code: the widening is the scalar kernel's, since the digits cost many times more than
 // the widening (~1 ns a value); the digits are where the SIMD levels differ.
-#include "float_rows.hpp"
+#include "float_text/float_rows.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -13,11 +13,11 @@
 #include <limits>
 #include <vector>
 
-#include "dispatch.hpp"
-#include "float_text.hpp"
-#include "host.hpp"
-#include "scalar_ops.hpp"
-#include "thread_pool.hpp"
+#include "dispatch/dispatch.hpp"
+#include "float_text/float_text.hpp"
+#include "common/host.hpp"
+#include "common/scalar_ops.hpp"
+#include "common/thread_pool.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "base64_alphabet.hpp"
-#include "host.hpp"
+#include "base64/alphabet.hpp"
+#include "common/host.hpp"
 
 namespace tensorb64 {
 

@@ -11,8 +11,8 @@
 
 #include <cstring>
 
-#include "compiled_features.hpp"
-#include "kernels.hpp"
+#include "dispatch/compiled_features.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -67,7 +67,7 @@ decode_groups_fn avx2_base64_decoder() noexcept { return decode_groups_avx2; }
 
 #else  // the stub
 
-#include "kernels.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 decode_groups_fn avx2_base64_decoder() noexcept { return nullptr; }

@@ -34,9 +34,9 @@
 #include <memory>
 #include <new>
 
-#include "json_scanner.hpp"
-#include "number_parser.hpp"
-#include "thread_pool.hpp"
+#include "json/scanner.hpp"
+#include "json/number_parser.hpp"
+#include "common/thread_pool.hpp"
 
 namespace tensorb64 {
 namespace {

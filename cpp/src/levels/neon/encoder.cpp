@@ -14,12 +14,12 @@
 #if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
 #include <arm_neon.h>
 
-#include "compiled_features.hpp"
-#include "formats.hpp"
-#include "fp_environment.hpp"
-#include "kernels.hpp"
-#include "row_encoder.hpp"
-#include "scalar_ops.hpp"
+#include "dispatch/compiled_features.hpp"
+#include "common/formats.hpp"
+#include "common/fp_environment.hpp"
+#include "dispatch/implementations.hpp"
+#include "base64/row_encoder.hpp"
+#include "common/scalar_ops.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -163,7 +163,7 @@ encode_rows_fn neon_kernel() noexcept { return encode_rows_neon; }
 
 #else  // the stub
 
-#include "kernels.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 encode_rows_fn neon_kernel() noexcept { return nullptr; }

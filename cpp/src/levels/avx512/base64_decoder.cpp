@@ -8,8 +8,8 @@
 #if defined(__AVX512F__) && (defined(__x86_64__) || defined(_M_X64))
 #include <immintrin.h>
 
-#include "compiled_features.hpp"
-#include "kernels.hpp"
+#include "dispatch/compiled_features.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -56,7 +56,7 @@ decode_groups_fn avx512_base64_decoder() noexcept { return decode_groups_avx512;
 
 #else  // the stub
 
-#include "kernels.hpp"
+#include "dispatch/implementations.hpp"
 
 namespace tensorb64 {
 decode_groups_fn avx512_base64_decoder() noexcept { return nullptr; }

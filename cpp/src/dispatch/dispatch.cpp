@@ -2,7 +2,7 @@
 // variable TENSORB64_SIMD names a lower one. Chosen once, kept in an atomic pointer. Everything
 // about the levels (their names, order, required features, entry points) comes from kernel_table
 // (kernels.hpp); the only architecture-specific code here is what reads the CPU's registers.
-#include "dispatch.hpp"
+#include "dispatch/dispatch.hpp"
 
 #include <atomic>
 #include <cstdlib>
