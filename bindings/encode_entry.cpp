@@ -123,13 +123,13 @@ PyObject* encode_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 // (body, rows, row_length): the bytes of vLLM's binary response, and the shape of its rows.
 PyObject* row_bytes_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     return guarded([&] {
-        const call_args call = parse_call("encode_body", args, nargs, kwnames, true);
+        const call_args call = parse_call("encode_binary_body", args, nargs, kwnames, true);
         const tb::element_format target{output_dtype(call.dtype), byte_order(call.byteorder)};
         const unsigned threads = thread_count(call.threads);
         input_array in;
         if (!read_input(call.x, in)) return call_fallback("_row_bytes", args, nargs, kwnames);
         if (in.ndim == 0)
-            raise(PyExc_ValueError, "encode_body needs an input with at least one dimension");
+            raise(PyExc_ValueError, "encode_binary_body needs an input with at least one dimension");
         const tb::strided_rows rows = rows_of(in);
         ref body(rows_to_bytes(rows, target, threads));
         return Py_BuildValue("(Onn)", body.get(), static_cast<Py_ssize_t>(rows.rows),

@@ -1,4 +1,4 @@
-// The entry points that write float text: json_rows, and _check_finite (the error a float body
+// The entry points that write float text: json_rows, _float_lists (embedding_data's floats), and _check_finite (the error a float body
 // raises for NaN and infinity, asked before a streamed body's first chunk).
 #include <string>
 #include <vector>
@@ -83,9 +83,92 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
     });
 }
 
+// Each row's values, converted to float32 as every encoder converts them, as a list of Python
+// floats: in 'repr' mode the float32 values themselves (what .tolist() gives); in the other modes
+// the doubles their float text reads back to (so that repr of each is that text).
+PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs,
+                            PyObject* kwnames) {
+    return guarded([&] {
+        const call_args call =
+            parse_call("_float_lists", args, nargs, kwnames, true, options::float_text);
+        const tb::float_format format = float_format(call.float_format);
+        const unsigned threads = thread_count(call.threads);
+        input_array in;
+        if (!read_input(call.x, in)) return call_fallback("_float_lists", args, nargs, kwnames);
+        if (in.ndim == 0)
+            raise(PyExc_ValueError, "_float_lists needs an input with at least one dimension");
+        const tb::strided_rows source = rows_of(in);
+        const tb::element_format float32{tb::dtype::float32, tb::host_byte_order};
+        check_convertible(source, float32);
+        const std::size_t count = checked_total(source.rows, source.row_length, "float values");
+        std::vector<float> values(count);
+        std::vector<char*> value_rows(source.rows);
+        for (std::size_t r = 0; r < source.rows; ++r)
+            value_rows[r] = reinterpret_cast<char*>(values.data() + r * source.row_length);
+        tb::strided_rows converted{};
+        converted.data = values.data();
+        converted.rows = source.rows;
+        converted.row_length = source.row_length;
+        converted.row_stride = static_cast<std::ptrdiff_t>(source.row_length * sizeof(float));
+        converted.element_stride = sizeof(float);
+        converted.format = float32;
+        const bool from_text = format != tb::float_format::repr;
+        std::size_t bound = 0;
+        std::vector<char> text;
+        std::vector<char*> text_rows;
+        std::vector<std::size_t> lengths;
+        if (from_text) {
+            if (!tb::float_row_bound(source.row_length, tb::dtype::float32, format, &bound))
+                bound = SIZE_MAX;
+            text.resize(checked_total(source.rows, bound, "float text"));
+            text_rows.resize(source.rows);
+            lengths.resize(source.rows);
+            for (std::size_t r = 0; r < source.rows; ++r) text_rows[r] = text.data() + r * bound;
+        }
+        tb::float_text_result result;
+        {
+            gil_released_if released(count >= release_gil_above_values);
+            tb::encode_rows(source, float32, value_rows.data(), threads, tb::row_output::bytes);
+            result = from_text ? tb::write_float_rows(converted, format, text_rows.data(),
+                                                      lengths.data(), threads)
+                               : tb::find_non_finite(converted);
+        }
+        if (!result.finite) refuse_non_finite(result);
+        ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
+        if (!list) throw python_error{};
+        for (std::size_t r = 0; r < source.rows; ++r) {
+            PyObject* row = PyList_New(static_cast<Py_ssize_t>(source.row_length));
+            if (row == nullptr) throw python_error{};
+            PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), row);
+            const char* at = from_text ? text_rows[r] + 1 : nullptr;  // after the '['
+            for (std::size_t i = 0; i < source.row_length; ++i) {
+                double value = values[r * source.row_length + i];
+                if (from_text) {
+                    // The text is the core's own (digits, '.', 'e', sign), each number ended by
+                    // ',' or ']': read as float() reads it.
+                    char* end = nullptr;
+                    value = PyOS_string_to_double(at, &end, nullptr);
+                    if (value == -1.0 && PyErr_Occurred()) throw python_error{};
+                    at = end + 1;
+                }
+                PyObject* item = PyFloat_FromDouble(value);
+                if (item == nullptr) throw python_error{};
+                PyList_SET_ITEM(row, static_cast<Py_ssize_t>(i), item);
+            }
+        }
+        return list.release();
+    });
+}
+
 }  // namespace
 
 PyMethodDef float_text_methods[] = {
+    {"_float_lists", as_method(float_lists_entry), METH_FASTCALL | METH_KEYWORDS,
+     "_float_lists(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
+     "Each row's values (converted to float32 as the encoders convert them) as a list of Python "
+     "floats: the float32 values in 'repr' mode; in the others, the floats that the row's float "
+     "text (as json_rows writes it) reads back to. ValueError naming the row and column of a NaN "
+     "or infinity."},
     {"json_rows", as_method(json_rows_entry), METH_FASTCALL | METH_KEYWORDS,
      "json_rows(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
      "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', "

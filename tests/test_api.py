@@ -17,7 +17,7 @@ from tensorb64 import openai
 
 X = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
 
-ARRAY_TAKERS = [tensorb64.encode, tensorb64.encode_rows, tensorb64.json_rows, tensorb64.encode_body,
+ARRAY_TAKERS = [tensorb64.encode, tensorb64.encode_rows, tensorb64.json_rows, tensorb64.encode_binary_body,
                 openai.embedding_data, openai.response_body, openai.iter_response_body]
 
 
@@ -25,7 +25,7 @@ BODY_READERS = [openai.decode_response_body, openai.decode_response]
 CLIENT_CALLS = [openai.embed, openai.aembed]
 
 
-@pytest.mark.parametrize("function", ARRAY_TAKERS + [tensorb64.decode, tensorb64.decode_rows, tensorb64.decode_body]
+@pytest.mark.parametrize("function", ARRAY_TAKERS + [tensorb64.decode, tensorb64.decode_rows, tensorb64.decode_binary_body]
                          + BODY_READERS, ids=lambda f: f.__name__)
 def test_inputs_come_first_by_position_and_options_by_keyword(function):
     parameters = list(inspect.signature(function).parameters.values())
@@ -78,7 +78,7 @@ def test_a_numpy_start_index_gives_plain_int_indices():
 def test_a_broadcast_tensor_of_2_61_rows_is_a_memory_error_not_a_bounds_error():
     torch = pytest.importorskip("torch")
     rows = torch.zeros(1, 2).expand(2**61, 2)
-    for call in (lambda: tensorb64.encode_rows(rows), lambda: tensorb64.encode_body(rows),
+    for call in (lambda: tensorb64.encode_rows(rows), lambda: tensorb64.encode_binary_body(rows),
                  lambda: openai.response_body(rows, model="m", encoding_format="base64")):
         with pytest.raises(MemoryError, match=r"\(2305843009213693952 rows\), more than this machine's memory"):
             call()

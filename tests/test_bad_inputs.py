@@ -87,7 +87,7 @@ def test_output_that_cannot_exist_is_a_memory_error_before_allocating():
     with pytest.raises(MemoryError, match="more than this machine's memory"):
         tensorb64.encode_rows(torch.zeros(1).expand(2**22, 2**22))
     with pytest.raises(MemoryError, match="more than this machine's memory"):
-        tensorb64.encode_body(torch.zeros(1).expand(2**22, 2**22))
+        tensorb64.encode_binary_body(torch.zeros(1).expand(2**22, 2**22))
 
 
 def test_tensor_errors():

@@ -1,4 +1,4 @@
-"""encode_body / decode_body against vLLM's `encoding_format="bytes"` layout, reimplemented here
+"""encode_binary_body / decode_binary_body against vLLM's `encoding_format="bytes"` layout, reimplemented here
 from vLLM's serial_utils (tensor2binary per row, metadata items with index, embed_dtype,
 endianness, start, end and shape)."""
 
@@ -64,7 +64,7 @@ def vllm_binary2tensor(binary: bytes, shape, embed_dtype: str, endianness: str):
 @pytest.mark.parametrize("input_dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_body_and_metadata_match_vllm(input_dtype, embed_dtype, endianness):
     batch = (torch.randn(5, 769, generator=torch.Generator().manual_seed(5)) * 100).to(input_dtype)
-    body, metadata = tensorb64.encode_body(batch, dtype=embed_dtype, byteorder=endianness)
+    body, metadata = tensorb64.encode_binary_body(batch, dtype=embed_dtype, byteorder=endianness)
     expected_body, expected_items = vllm_encode_pooling_bytes(batch, embed_dtype, endianness)
     assert body == expected_body
     resolved = sys.byteorder if endianness == "native" else endianness  # recorded as what it means
@@ -78,8 +78,8 @@ def test_body_and_metadata_match_vllm(input_dtype, embed_dtype, endianness):
 @pytest.mark.parametrize("embed_dtype", list(VLLM_TORCH_DTYPE))
 def test_decode_body_inverts_encode_body(embed_dtype):
     batch = torch.randn(4, 300, generator=torch.Generator().manual_seed(1))
-    body, metadata = tensorb64.encode_body(batch[:, ::2], dtype=embed_dtype, byteorder="big")
-    rows = tensorb64.decode_body(body, list(reversed(metadata)))  # order comes from "index"
+    body, metadata = tensorb64.encode_binary_body(batch[:, ::2], dtype=embed_dtype, byteorder="big")
+    rows = tensorb64.decode_binary_body(body, list(reversed(metadata)))  # order comes from "index"
     assert len(rows) == 4
     for row, original in zip(rows, batch[:, ::2], strict=True):
         assert row.dtype == np.float32 and row.shape == (150,)
@@ -89,27 +89,27 @@ def test_decode_body_inverts_encode_body(embed_dtype):
 
 
 def test_body_of_one_row_and_of_no_rows():
-    body, metadata = tensorb64.encode_body(np.ones(3, np.float32))
+    body, metadata = tensorb64.encode_binary_body(np.ones(3, np.float32))
     assert body == np.ones(3, "<f4").tobytes() and metadata[0]["shape"] == [3]
-    assert tensorb64.encode_body(np.zeros((0, 4), np.float32)) == (b"", [])
-    assert tensorb64.decode_body(b"", []) == []
+    assert tensorb64.encode_binary_body(np.zeros((0, 4), np.float32)) == (b"", [])
+    assert tensorb64.decode_binary_body(b"", []) == []
 
 
 def test_decode_body_refuses_bad_metadata():
-    body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
+    body, metadata = tensorb64.encode_binary_body(np.ones((2, 3), np.float32))
     with pytest.raises(ValueError, match="must lie within the 24-byte body"):
-        tensorb64.decode_body(body, [{**metadata[0], "end": 25}])
+        tensorb64.decode_binary_body(body, [{**metadata[0], "end": 25}])
     with pytest.raises(ValueError, match="unknown dtype 'int8'"):
-        tensorb64.decode_body(body, [{**metadata[0], "embed_dtype": "int8"}])
+        tensorb64.decode_binary_body(body, [{**metadata[0], "embed_dtype": "int8"}])
     with pytest.raises(ValueError, match="unknown byteorder 'middle'"):
-        tensorb64.decode_body(body, [{**metadata[0], "endianness": "middle"}])
+        tensorb64.decode_binary_body(body, [{**metadata[0], "endianness": "middle"}])
     with pytest.raises(TypeError, match="body must be bytes"):
-        tensorb64.decode_body("AAAA", metadata)
+        tensorb64.decode_binary_body("AAAA", metadata)
     with pytest.raises(ValueError, match="not a whole number of float32 values"):
-        tensorb64.decode_body(body, [{**metadata[0], "end": 5}])
+        tensorb64.decode_binary_body(body, [{**metadata[0], "end": 5}])
 
 
-# ---- decode_body's metadata: mappings or objects (vLLM's MetadataItem), every error named ----
+# ---- decode_binary_body's metadata: mappings or objects (vLLM's MetadataItem), every error named ----
 
 import dataclasses  # noqa: E402
 import re  # noqa: E402
@@ -129,7 +129,7 @@ class MetadataItem:  # the fields of vLLM's MetadataItem
 @pytest.mark.parametrize("kind", ["dict", "dataclass", "namespace", "mappingproxy", "numpy ints"])
 def test_decode_body_takes_mappings_and_objects(kind):
     batch = np.arange(24, dtype=np.float32).reshape(4, 6)
-    body, metadata = tensorb64.encode_body(batch, dtype="float16", byteorder="big")
+    body, metadata = tensorb64.encode_binary_body(batch, dtype="float16", byteorder="big")
     if kind == "dataclass":
         metadata = [MetadataItem(**item) for item in metadata]
     elif kind == "namespace":
@@ -142,7 +142,7 @@ def test_decode_body_takes_mappings_and_objects(kind):
              "shape": np.array(item["shape"])}
             for item in metadata
         ]
-    rows = tensorb64.decode_body(body, list(reversed(metadata)))
+    rows = tensorb64.decode_binary_body(body, list(reversed(metadata)))
     for row, expected in zip(rows, batch, strict=True):
         assert row.dtype == np.float32 and row.shape == (6,)
         np.testing.assert_array_equal(row, expected)
@@ -150,14 +150,14 @@ def test_decode_body_takes_mappings_and_objects(kind):
 
 def test_decode_body_shapes_and_stored_dtypes():
     batch = np.arange(24, dtype=np.float32).reshape(2, 12)
-    body, metadata = tensorb64.encode_body(batch, dtype="float16")
+    body, metadata = tensorb64.encode_binary_body(batch, dtype="float16")
     metadata = [{**item, "shape": (3, 4)} for item in metadata]
-    rows = tensorb64.decode_body(body, metadata, widen=False)
+    rows = tensorb64.decode_binary_body(body, metadata, widen=False)
     assert [row.shape for row in rows] == [(3, 4), (3, 4)] and rows[0].dtype == np.float16
     np.testing.assert_array_equal(rows[1], batch[1].reshape(3, 4))
-    body, metadata = tensorb64.encode_body(batch, dtype="bfloat16")
+    body, metadata = tensorb64.encode_binary_body(batch, dtype="bfloat16")
     with pytest.raises(ValueError, match=re.escape("row 0 (metadata item 0): numpy has no bfloat16 dtype")):
-        tensorb64.decode_body(body, metadata, widen=False)
+        tensorb64.decode_binary_body(body, metadata, widen=False)
 
 
 def test_decode_body_peaks_at_its_result():
@@ -165,10 +165,10 @@ def test_decode_body_peaks_at_its_result():
 
     batch = np.random.default_rng(2).standard_normal((500, 4000)).astype(np.float32)
     for dtype in ("float32", "float16", "fp8_e5m2"):
-        body, metadata = tensorb64.encode_body(batch, dtype=dtype, byteorder="big")
+        body, metadata = tensorb64.encode_binary_body(batch, dtype=dtype, byteorder="big")
         tracemalloc.start()
         try:
-            rows = tensorb64.decode_body(body, metadata)
+            rows = tensorb64.decode_binary_body(body, metadata)
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
@@ -200,33 +200,33 @@ BAD_METADATA = [
 
 @pytest.mark.parametrize(("change", "error", "message"), BAD_METADATA)
 def test_decode_body_names_the_row_and_field(change, error, message):
-    body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
+    body, metadata = tensorb64.encode_binary_body(np.ones((2, 3), np.float32))
     bad = [metadata[0], {**metadata[1], **change}]
     with pytest.raises(error, match="^" + re.escape(message)):
-        tensorb64.decode_body(body, bad)
+        tensorb64.decode_binary_body(body, bad)
     # the same through an object with those attributes
     with pytest.raises(error, match="^" + re.escape(message)):
-        tensorb64.decode_body(body, [SimpleNamespace(**item) for item in bad])
+        tensorb64.decode_binary_body(body, [SimpleNamespace(**item) for item in bad])
 
 
 @pytest.mark.parametrize("field", ["index", "embed_dtype", "endianness", "start", "end", "shape"])
 def test_decode_body_names_a_missing_field(field):
-    body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
+    body, metadata = tensorb64.encode_binary_body(np.ones((2, 3), np.float32))
     item = {key: value for key, value in metadata[1].items() if key != field}
     where = "metadata item 1" if field == "index" else "row 1 (metadata item 1)"
     with pytest.raises(ValueError, match="^" + re.escape(f"{where}: no {field!r} field (each metadata item is a mapping or an object with index, embed_dtype, endianness, start, end, shape; got dict)")):
-        tensorb64.decode_body(body, [metadata[0], item])
+        tensorb64.decode_binary_body(body, [metadata[0], item])
     with pytest.raises(ValueError, match=re.escape(f"{where}: no {field!r} field") + ".*got SimpleNamespace"):
-        tensorb64.decode_body(body, [metadata[0], SimpleNamespace(**item)])
+        tensorb64.decode_binary_body(body, [metadata[0], SimpleNamespace(**item)])
 
 
 def test_decode_body_refuses_what_is_not_a_list_of_items():
-    body, metadata = tensorb64.encode_body(np.ones((2, 3), np.float32))
+    body, metadata = tensorb64.encode_binary_body(np.ones((2, 3), np.float32))
     with pytest.raises(TypeError, match="metadata must be a list of metadata items, got dict"):
-        tensorb64.decode_body(body, metadata[0])
+        tensorb64.decode_binary_body(body, metadata[0])
     with pytest.raises(TypeError, match="metadata must be a list of metadata items, got NoneType"):
-        tensorb64.decode_body(body, None)
+        tensorb64.decode_binary_body(body, None)
     with pytest.raises(ValueError, match=r"^metadata item 0: no 'index' field .*got int"):
-        tensorb64.decode_body(body, [5])
+        tensorb64.decode_binary_body(body, [5])
     with pytest.raises(TypeError, match="body must be bytes, got str"):
-        tensorb64.decode_body("AAAA", metadata)
+        tensorb64.decode_binary_body("AAAA", metadata)

@@ -57,7 +57,7 @@ def test_every_entry_point_equals_the_cpu_copy(source, shape):
     for output in OUTPUTS:
         for x, cx in ((t, c), (view, cview)):
             assert tensorb64.encode_rows(x, dtype=output) == tensorb64.encode_rows(cx, dtype=output), output
-            assert tensorb64.encode_body(x, dtype=output, byteorder="big") == tensorb64.encode_body(cx, dtype=output, byteorder="big"), output
+            assert tensorb64.encode_binary_body(x, dtype=output, byteorder="big") == tensorb64.encode_binary_body(cx, dtype=output, byteorder="big"), output
             assert response_body(x, model="m", encoding_format="base64", dtype=output) == response_body(cx, model="m", encoding_format="base64", dtype=output), output
         vllm = {"model": "m", "encoding_format": "base64", "dtype": output, "key_order": "vllm"}
         assert response_body(t, **vllm) == response_body(c, **vllm), output
@@ -91,9 +91,10 @@ def test_gpu_narrowing_equals_the_core_on_every_float16_and_bfloat16_neighbourho
             largest = torch.finfo(getattr(torch, _formats.output_type(output).torch_name)).max
             kept = candidates[torch.isfinite(candidates) & (candidates.abs() <= largest)]
             values = kept[: kept.numel() // 1024 * 1024].reshape(-1, 1024)
-            expected = tensorb64.encode_body(values, dtype=output)[0]
+            expected = tensorb64.encode_binary_body(values, dtype=output)[0]
             always = replace(_staging.default_staging(), narrow_from=0)  # (~1.8 MB: below NARROW_FROM)
-            assert _cuda.row_bytes(values.cuda(), output, "little", 1, staging=always)[0] == expected, (narrow, output)
+            with _staging.forced(always):
+                assert _cuda.row_bytes(values.cuda(), output, "little", 1)[0] == expected, (narrow, output)
 
 
 def test_the_copy_is_ordered_after_work_on_a_non_default_stream():
@@ -104,9 +105,9 @@ def test_the_copy_is_ordered_after_work_on_a_non_default_stream():
             a = torch.randn(2048, 2048, device="cuda")
             torch.cuda._sleep(2_000_000)  # keep the stream busy: an unordered copy would read old values
             t = (a @ a)[:512] * 1e-3
-            body = tensorb64.encode_body(t, dtype="float16")[0]
+            body = tensorb64.encode_binary_body(t, dtype="float16")[0]
             rows = tensorb64.encode_rows(t)
-            expected = tensorb64.encode_body(t.cpu(), dtype="float16")[0]
+            expected = tensorb64.encode_binary_body(t.cpu(), dtype="float16")[0]
             assert body == expected
             assert rows == tensorb64.encode_rows(t.cpu())
     torch.cuda.synchronize()
@@ -116,13 +117,13 @@ def test_the_copy_is_ordered_after_work_on_a_non_default_stream():
 def test_a_second_device():
     t = edge_values(300, 1024, torch.bfloat16, device="cuda:1")
     with torch.cuda.device(0):
-        assert tensorb64.encode_body(t, dtype="fp8_e4m3") == tensorb64.encode_body(t.cpu(), dtype="fp8_e4m3")
+        assert tensorb64.encode_binary_body(t, dtype="fp8_e4m3") == tensorb64.encode_binary_body(t.cpu(), dtype="fp8_e4m3")
         assert tensorb64.encode_rows(t) == tensorb64.encode_rows(t.cpu())
 
 
 def test_device_index_zero_named_explicitly_and_requires_grad():
     t = edge_values(200, 1024, torch.float32, device=torch.device("cuda", 0)).requires_grad_()
-    assert tensorb64.encode_body(t, dtype="bfloat16") == tensorb64.encode_body(t.detach().cpu(), dtype="bfloat16")
+    assert tensorb64.encode_binary_body(t, dtype="bfloat16") == tensorb64.encode_binary_body(t.detach().cpu(), dtype="bfloat16")
     assert tensorb64.encode_rows(t) == tensorb64.encode_rows(t.detach().cpu())
 
 
@@ -145,8 +146,8 @@ def test_pinned_buffers_are_reused_and_pinned():
     allocations = staging.allocations
     for _ in range(3):
         tensorb64.encode_rows(t)
-        tensorb64.encode_body(t, dtype="float16")
+        tensorb64.encode_binary_body(t, dtype="float16")
     assert staging.leased == 0
     assert staging.allocations <= allocations + 2  # the pipeline's slots, once
-    host = _staging.host_copy(t)
+    host = _cuda.host_copy(t)
     assert host.is_pinned() and torch.equal(host, t.cpu())

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from threads import failures_in_threads
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _cuda, _encode, _native, _staging, openai  # noqa: E402
+from tensorb64 import _cuda, _native, _staging, openai  # noqa: E402
 from tensorb64.openai import embedding_data, response_body  # noqa: E402
 
 OUTPUTS = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
@@ -124,31 +125,53 @@ class CheckedPool(_staging.StagingPool):
 
 class Route:
     """The entry points with every tensor staged through one `Staging` whatever its device (the
-    CUDA path, run on CPU tensors): small chunks (many per call), a plain-copy threshold of 256
-    bytes, a fresh pool and a copier that copies late."""
+    CUDA path, run on CPU tensors, through `_staging.forced` around each call): small chunks
+    (many per call), a plain-copy threshold of 256 bytes, a fresh pool and a copier that copies
+    late."""
 
     def __init__(self):
         self.copier = FakeCopier(delay=0.0005)
         self.pool = CheckedPool(1 << 20, self.copier)
         self.staging = _staging.Staging(self.pool, lambda t: self.copier, chunk_bytes=1024, plain_copy_below=256, narrow_from=512)
 
-    def encode_body(self, x, *, dtype="float32", byteorder="little", threads=1):
-        return _encode._encode_body(x, dtype, byteorder, threads, self.staging)
+    def _forced(self):
+        return _staging.forced(self.staging)
+
+    def encode_binary_body(self, x, **kwargs):
+        with self._forced():
+            return tensorb64.encode_binary_body(x, **kwargs)
 
     def response_body(self, x, **kwargs):
-        return openai._Body(x, staging=self.staging, **kwargs).whole()
+        with self._forced():
+            return response_body(x, **kwargs)
 
-    def iter_response_body(self, x, *, chunk_size, **kwargs):
-        return openai._Body(x, staging=self.staging, **kwargs).chunks(chunk_size)
+    def iter_response_body(self, x, **kwargs):
+        """The chunks, each written with the staging forced (and nothing forced in between);
+        the arguments checked at the call, as iter_response_body checks them."""
+        with self._forced():
+            chunks = openai.iter_response_body(x, **kwargs)
 
-    def embedding_data(self, x, *, encoding_format="float", dimensions=None, start_index=0):
-        return openai._embedding_data(x, encoding_format, dimensions, start_index, self.staging)
+        def each_forced():
+            while True:
+                with self._forced():
+                    piece = next(chunks, None)
+                if piece is None:
+                    return
+                yield piece
 
-    def encode_rows(self, x, **kwargs):
-        return _cuda.encode_rows(x, staging=self.staging, **kwargs)
+        return each_forced()
+
+    def embedding_data(self, x, **kwargs):
+        with self._forced():
+            return embedding_data(x, **kwargs)
+
+    def encode_rows(self, x, **kwargs):  # (the function the binding's fallback hook calls)
+        with self._forced():
+            return _cuda.encode_rows(x, **kwargs)
 
     def json_rows(self, x, **kwargs):
-        return _cuda.json_rows(x, staging=self.staging, **kwargs)
+        with self._forced():
+            return _cuda.json_rows(x, **kwargs)
 
 
 @pytest.fixture
@@ -182,7 +205,7 @@ def values(rows: int, width: int, dtype, *, specials: bool = True, seed: int = 0
 def test_encode_body_and_response_body_equal_the_host_path(routed, source, output):
     t = values(40, 37, source)
     for byteorder in ("little", "big"):
-        assert routed.encode_body(t, dtype=output, byteorder=byteorder) == tensorb64.encode_body(
+        assert routed.encode_binary_body(t, dtype=output, byteorder=byteorder) == tensorb64.encode_binary_body(
             t, dtype=output, byteorder=byteorder)
     kwargs = {"model": "m", "encoding_format": "base64", "dtype": output, "dimensions": 30, "usage": {"prompt_tokens": 3, "total_tokens": 3}}
     expected = response_body(t, **kwargs)
@@ -220,7 +243,7 @@ def test_embedding_data_and_float_bodies_equal_the_host_path(routed, source):
 def test_n_dimensional_and_strided_inputs(routed):
     t = values(6 * 7, 40, torch.float32).view(6, 7, 40)
     for x in (t, t.permute(1, 0, 2), t[:, :, ::3], t[0]):
-        assert routed.encode_body(x, dtype="float16") == tensorb64.encode_body(x, dtype="float16")
+        assert routed.encode_binary_body(x, dtype="float16") == tensorb64.encode_binary_body(x, dtype="float16")
         assert routed.encode_rows(x, dtype="bfloat16", byteorder="big") == tensorb64.encode_rows(x, dtype="bfloat16", byteorder="big")
         finite = torch.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0)  # (float text refuses NaN)
         assert routed.json_rows(finite, float_format="shortest") == tensorb64.json_rows(finite, float_format="shortest")
@@ -229,14 +252,14 @@ def test_n_dimensional_and_strided_inputs(routed):
 def test_narrowing_crosses_the_bus_narrow_and_falls_back_where_it_must(routed):
     copier = routed.copier
     t = values(64, 16, torch.float32)  # 64-byte float16 rows: 15 rows a 1 KiB chunk
-    assert routed.encode_body(t, dtype="float16") == tensorb64.encode_body(t, dtype="float16")
+    assert routed.encode_binary_body(t, dtype="float16") == tensorb64.encode_binary_body(t, dtype="float16")
     copies = [entry for entry in copier.log if entry[0] == "copy"]
     assert {dtype for _, _, dtype, _ in copies} == {torch.float32, torch.float16}  # range checks, float16 rows
     assert sum(rows for _, _, dtype, rows in copies if dtype == torch.float16) == 64
     # below narrow_from (512 bytes of source) rows cross in their own dtype, and nothing is narrowed
     copier.log.clear()
     small = values(5, 16, torch.float32)  # 320 bytes: staged (plain_copy_below is 256), not narrowed
-    assert routed.encode_body(small, dtype="float16") == tensorb64.encode_body(small, dtype="float16")
+    assert routed.encode_binary_body(small, dtype="float16") == tensorb64.encode_binary_body(small, dtype="float16")
     assert [entry[2] for entry in copier.log if entry[0] in ("copy", "narrow")] == [torch.float32]
     # float text keeps the source's own values: nothing is narrowed
     copier.log.clear()
@@ -319,9 +342,9 @@ def test_bad_arguments_raise_what_the_host_path_raises(routed):
     t = values(20, 16, torch.float32, specials=False)
     for kwargs in ({"dtype": "float8"}, {"byteorder": "middle"}, {"threads": 0}, {"dtype": None}):
         with pytest.raises((TypeError, ValueError)) as routed_error:
-            routed.encode_body(t, **kwargs)
+            routed.encode_binary_body(t, **kwargs)
         with pytest.raises((TypeError, ValueError)) as host_error:
-            tensorb64.encode_body(t, **kwargs)
+            tensorb64.encode_binary_body(t, **kwargs)
         assert type(routed_error.value) is type(host_error.value) and str(routed_error.value) == str(host_error.value)
     with pytest.raises(ValueError, match="encode_rows needs an input with at least one dimension"):
         routed.encode_rows(torch.tensor(1.0))
@@ -365,7 +388,7 @@ def test_pool_reuses_bounds_and_evicts():
 def test_a_full_pool_takes_the_plain_path(routed):
     routed.pool.limit = 1000  # smaller than one slot
     t = values(40, 37, torch.float32)
-    assert routed.encode_body(t, dtype="float16") == tensorb64.encode_body(t, dtype="float16")
+    assert routed.encode_binary_body(t, dtype="float16") == tensorb64.encode_binary_body(t, dtype="float16")
     assert routed.response_body(t, model="m", encoding_format="base64") == response_body(t, model="m", encoding_format="base64")
     assert routed.pool.refusals >= 2 and routed.pool.held == 0
 
@@ -401,18 +424,42 @@ def test_host_copy_keeps_its_buffer_until_the_copy_is_freed():
     staging = CheckedPool(1 << 20, copier)
     t = values(64, 96, torch.bfloat16)
     config = _staging.Staging(staging, lambda t: copier, plain_copy_below=1024)
-    host = _staging.host_copy(t[:, :90], config)
-    assert staging.leased == 64 << 10  # the smallest buffer
-    assert tensorb64.encode_rows(host) == tensorb64.encode_rows(t[:, :90])
-    assert tensorb64.encode_rows(_staging.host_copy(t, config)) == tensorb64.encode_rows(t)
-    assert staging.leased == 64 << 10 and staging.allocations == 2  # the second, freed, went back
-    del host
-    assert staging.leased == 0
-    assert tensorb64.encode_rows(_staging.host_copy(t, config)) == tensorb64.encode_rows(t)
-    assert staging.leased == 0 and staging.reuses == 1 and staging.allocations == 2
-    small = _staging.host_copy(t[:2], config)  # below the threshold: plain
-    assert torch.equal(small.view(torch.int16), t[:2].view(torch.int16)) and staging.leased == 0
+    with _staging.forced(config):
+        host = _cuda.host_copy(t[:, :90])
+        assert staging.leased == 64 << 10  # the smallest buffer
+        assert tensorb64.encode_rows(host) == tensorb64.encode_rows(t[:, :90])
+        assert tensorb64.encode_rows(_cuda.host_copy(t)) == tensorb64.encode_rows(t)
+        assert staging.leased == 64 << 10 and staging.allocations == 2  # the second, freed, went back
+        del host
+        assert staging.leased == 0
+        assert tensorb64.encode_rows(_cuda.host_copy(t)) == tensorb64.encode_rows(t)
+        assert staging.leased == 0 and staging.reuses == 1 and staging.allocations == 2
+        small = _cuda.host_copy(t[:2])  # below the threshold: plain
+        assert torch.equal(small.view(torch.int16), t[:2].view(torch.int16)) and staging.leased == 0
     copier.close()
+
+
+def test_route_is_the_one_decision():
+    """Outside `forced` a CPU tensor is read on the host; inside it, as a CUDA tensor is: staged
+    from plain_copy_below bytes (a staged dtype, dense, at least one dimension), else one copy."""
+    config = _staging.Staging(_staging.StagingPool(1 << 20, bytearray), plain_copy_below=256)
+    t = torch.zeros(8, 8)  # 256 bytes
+    assert _cuda.route(t) == "host" and _cuda.route(t.numpy()) == "host"
+    with _staging.forced(config):
+        assert _staging.current_staging() is config
+        assert _cuda.route(t) == "staged"
+        assert _cuda.route(t[:7]) == "host_copy"  # 224 bytes
+        assert _cuda.route(t.to(torch.int32)) == "host_copy"  # a dtype the pipeline does not take
+        negated = torch.zeros(8, 8, dtype=torch.complex64).conj().imag  # values negated by a bit, not in memory
+        assert negated.is_neg() and _cuda.route(negated) == "host_copy"
+        assert _cuda.route(torch.tensor(1.0)) == "host_copy"
+        assert _cuda.route(t.numpy()) == "host" and _cuda.route([[1.0]]) == "host"
+        with _staging.forced(config):  # the same staging nests
+            assert _cuda.route(t) == "staged"
+        assert _cuda.route(t) == "staged"
+        with pytest.raises(RuntimeError, match="another staging"), _staging.forced(replace(config)):
+            pass
+    assert _cuda.route(t) == "host" and _staging.forced_staging() is None
 
 
 def test_importing_tensorb64_does_not_import_torch():

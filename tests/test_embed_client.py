@@ -94,6 +94,32 @@ def test_keyword_arguments_go_to_the_request():
     assert len(calls) == 1
 
 
+def test_threads_reach_the_read(monkeypatch):
+    """threads= goes to the body reader (not to the request), for embed and aembed."""
+    from tensorb64 import _client
+
+    read = _client._native._decode_response_body
+    seen = []
+
+    def spy(body, dtype, byteorder, widen, threads, allocate):
+        seen.append(threads)
+        return read(body, dtype, byteorder, widen, threads, allocate)
+
+    monkeypatch.setattr(_client._native, "_decode_response_body", spy)
+    calls = []
+    with sync_client(calls) as client:
+        assert np.array_equal(embed(client, input=["a", "b"], model="m", threads=3), X[:2])
+        assert np.array_equal(embed(client, input=["a", "b"], model="m"), X[:2])
+
+    async def run():
+        async with async_client(calls) as client:
+            return await aembed(client, input=["a", "b"], model="m", threads=4)
+
+    assert np.array_equal(asyncio.run(run()), X[:2])
+    assert seen == [3, 1, 4]
+    assert all("threads" not in json.loads(call.content) for call in calls)
+
+
 def test_retries_and_errors_are_the_clients():
     calls = []
     with sync_client(calls, fail_first=1) as client:

@@ -138,7 +138,7 @@ def _encodings(arrays) -> list:
             for byteorder in ("little", "big"):
                 out.append(tensorb64.encode(values, dtype=dtype, byteorder=byteorder))
                 out.append(tensorb64.encode_rows(rows, dtype=dtype, byteorder=byteorder))
-                out.append(tensorb64.encode_body(rows, dtype=dtype, byteorder=byteorder))
+                out.append(tensorb64.encode_binary_body(rows, dtype=dtype, byteorder=byteorder))
     return out
 
 

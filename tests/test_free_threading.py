@@ -57,7 +57,7 @@ KINDS = ["float32", "float16", "float64-view", "tiny"]
 
 
 def _body(x):
-    body, metadata = tensorb64.encode_body(x, dtype="bfloat16", byteorder="big")
+    body, metadata = tensorb64.encode_binary_body(x, dtype="bfloat16", byteorder="big")
     return body, metadata
 
 
@@ -68,10 +68,10 @@ CALLS = {
     "encode": lambda x: tensorb64.encode(x[0]),
     "encode_rows": lambda x: tensorb64.encode_rows(x, dtype="float16"),
     "json_rows": lambda x: tensorb64.json_rows(x, float_format="shortest"),
-    "encode_body": lambda x: _body(x),
+    "encode_binary_body": lambda x: _body(x),
     "decode": lambda x: tensorb64.decode(tensorb64.encode(x[0])).tobytes(),
     "decode_rows": lambda x: tensorb64.decode_rows(tensorb64.encode_rows(x, byteorder="big"), byteorder="big").tobytes(),
-    "decode_body": lambda x: [a.tobytes() for a in tensorb64.decode_body(*_body(x))],
+    "decode_binary_body": lambda x: [a.tobytes() for a in tensorb64.decode_binary_body(*_body(x))],
     "embedding_data": lambda x: tensorb64.embedding_data(x, encoding_format="base64", start_index=5),
     "response_body": lambda x: tensorb64.response_body(
         x, model="m", encoding_format="base64", usage={"prompt_tokens": 1, "total_tokens": 1}

@@ -7,7 +7,7 @@ unnoticed. Memory comes from mmap with the page after it made inaccessible (mpro
 VirtualProtect PAGE_NOACCESS on Windows); numpy arrays are laid over it so that their last byte
 is the last readable byte. Every length 1..200, at every SIMD level, for float32, float16 and
 float64 sources and every output dtype, through encode, encode_rows (also a strided view whose
-last element ends at the page) and encode_body, and every prefix of response bodies through
+last element ends at the page) and encode_binary_body, and every prefix of response bodies through
 decode_response_body; each result equals the same call on an ordinary
 copy of the input, and decodes back to it.
 """
@@ -111,8 +111,8 @@ def test_input_ending_at_a_guard_page(each_simd_level, region, source):
             expected = tensorb64.encode(reference, dtype=dtype)
             assert tensorb64.encode(guarded, dtype=dtype) == expected, (count, dtype)
             assert tensorb64.encode_rows(guarded, dtype=dtype) == [expected], (count, dtype)
-            body, _ = tensorb64.encode_body(guarded, dtype=dtype)
-            assert body == tensorb64.encode_body(reference, dtype=dtype)[0], (count, dtype)
+            body, _ = tensorb64.encode_binary_body(guarded, dtype=dtype)
+            assert body == tensorb64.encode_binary_body(reference, dtype=dtype)[0], (count, dtype)
             decoded = tensorb64.decode(expected, dtype=dtype)
             assert len(decoded) == count
             if dtype == "float32" and source == "float32":
@@ -128,8 +128,8 @@ def test_rows_and_strided_views_ending_at_a_guard_page(each_simd_level, region, 
         guarded[:] = reference
         for dtype in OUTPUT_DTYPES:
             assert tensorb64.encode_rows(guarded, dtype=dtype) == tensorb64.encode_rows(reference, dtype=dtype)
-            assert (tensorb64.encode_body(guarded, dtype=dtype, byteorder="big")[0]
-                    == tensorb64.encode_body(reference, dtype=dtype, byteorder="big")[0])
+            assert (tensorb64.encode_binary_body(guarded, dtype=dtype, byteorder="big")[0]
+                    == tensorb64.encode_binary_body(reference, dtype=dtype, byteorder="big")[0])
         # Every other element of a buffer whose last element is the last readable one: a kernel
         # that loads a whole vector from the last element's address reads past the page.
         base = region.array_at_end(2 * count - 1, source)

@@ -10,14 +10,14 @@ from tensorb64 import _native, openai
 
 X = np.ones((2, 4), np.float32)
 TEXT = tensorb64.encode(X)
-BODY, METADATA = tensorb64.encode_body(X)
+BODY, METADATA = tensorb64.encode_binary_body(X)
 
 # Each kind of name, and every entry point that takes one, as a function of the bad name.
 TAKERS = {
     "dtype": {
         "encode": lambda v: tensorb64.encode(X, dtype=v),
         "encode_rows": lambda v: tensorb64.encode_rows(X, dtype=v),
-        "encode_body": lambda v: tensorb64.encode_body(X, dtype=v),
+        "encode_binary_body": lambda v: tensorb64.encode_binary_body(X, dtype=v),
         "decode": lambda v: tensorb64.decode(TEXT, dtype=v),
         "decode_rows": lambda v: tensorb64.decode_rows([TEXT], dtype=v),
         "response_body": lambda v: openai.response_body(X, model="m", encoding_format="base64", dtype=v),
@@ -26,7 +26,7 @@ TAKERS = {
     "byteorder": {
         "encode": lambda v: tensorb64.encode(X, byteorder=v),
         "encode_rows": lambda v: tensorb64.encode_rows(X, byteorder=v),
-        "encode_body": lambda v: tensorb64.encode_body(X, byteorder=v),
+        "encode_binary_body": lambda v: tensorb64.encode_binary_body(X, byteorder=v),
         "decode": lambda v: tensorb64.decode(TEXT, byteorder=v),
         "decode_rows": lambda v: tensorb64.decode_rows([TEXT], byteorder=v),
         "response_body": lambda v: openai.response_body(X, model="m", encoding_format="base64", byteorder=v),
@@ -88,5 +88,5 @@ def test_the_element_type_table_matches_numpy_and_torch():
         assert _native.ELEMENT_TYPES[code][0] == name
         if output_name is not None:
             assert _native._resolve("dtype", output_name) == code
-    metadata = tensorb64.encode_body(X, byteorder="native")[1][0]
+    metadata = tensorb64.encode_binary_body(X, byteorder="native")[1][0]
     assert metadata["endianness"] == _native.HOST_BYTE_ORDER

@@ -117,10 +117,12 @@ def test_float_entries_survive_json_bit_for_bit(batch):
 
 
 def test_float_entries_of_numpy_input():
-    a = np.array([[1e-45, -0.0, 3.5, 1e300], [0.1, 2.0, -1e300, 7.0]])  # float64, two beyond float32
+    a = np.array([[1e-45, -0.0, 3.5, 1e30], [0.1, 2.0, -1e-30, 7.0]])  # float64
     data = embedding_data(a, encoding_format="float")
     assert [e["embedding"] for e in data] == torch.from_numpy(a).to(torch.float32).tolist()
-    assert data[0]["embedding"][3] == float("inf") and data[1]["embedding"][2] == float("-inf")
+    # beyond float32's range: infinity after the cast, which has no JSON text (as response_body)
+    with pytest.raises(ValueError, match="row 1, column 2 is NaN or infinite"):
+        embedding_data(np.array([[0.5, 1.0, 2.0], [0.1, 2.0, -1e300]]), encoding_format="float")
 
 
 def test_requires_grad_tensor(batch):
@@ -219,3 +221,43 @@ def test_bad_inputs(batch):
         embedding_data(memoryview(np.float32([1.0, 2.0]).tobytes()))
     with pytest.raises(ValueError, match="equal length"):
         embedding_data([[1.0, 2.0], [3.0]])
+
+
+# ---- float_format: the floats of the core's text ------------------------------------------------------
+
+
+@pytest.mark.parametrize("key_order", ["openai", "vllm"])
+def test_float_entries_dump_to_exactly_the_shortest_body(key_order):
+    """json.dumps of embedding_data's entries (float_format="shortest") is exactly the body
+    response_body writes: each float's repr is the shortest text of its float32."""
+    g = torch.Generator().manual_seed(11)
+    t = torch.cat([torch.randn(5, 64, generator=g) * 0.05, torch.randn(1, 64, generator=g) * 1e30,
+                   torch.tensor([[1e-45, -0.0, 0.1, 3.4028235e38] * 16])])
+    data = embedding_data(t, encoding_format="float", float_format="shortest", key_order=key_order, start_index=0)
+    body = {"object": "list", "data": data, "model": "m", "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+    text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    assert text == tb_openai.response_body(t, model="m", encoding_format="float", float_format="shortest", key_order=key_order)
+    assert data[-1]["embedding"][:4] == [1e-45, -0.0, 0.1, 3.4028235e38]
+    assert [[float(v) for v in np.float32(e["embedding"])] for e in data] == t.tolist()  # the same float32 values
+
+
+def test_float_entries_in_repr_mode_are_the_tolist_floats(batch):
+    for threads in (1, 3):
+        data = embedding_data(batch, encoding_format="float", float_format="repr", threads=threads)
+        assert [e["embedding"] for e in data] == batch.tolist()
+    assert embedding_data(batch, encoding_format="float") == data  # "repr" is the default
+    with pytest.raises(ValueError, match="float_format"):
+        embedding_data(batch, encoding_format="float", float_format="short")
+
+
+def test_float_entries_are_written_by_the_core(batch, monkeypatch):
+    written = []
+    float_lists = tb_openai._native._float_lists
+
+    def spy(rows, **kwargs):
+        written.append(kwargs)
+        return float_lists(rows, **kwargs)
+
+    monkeypatch.setattr(tb_openai._native, "_float_lists", spy)
+    embedding_data(batch, encoding_format="float", float_format="shortest", threads=2)
+    assert written == [{"float_format": "shortest", "threads": 2}]

@@ -114,8 +114,8 @@ ENTRY_POINTS = {
     "encode_rows": "tensorb64.encode_rows(x)",
     "encode_rows_threads": "tensorb64.encode_rows(x, threads=2)",
     "encode_rows_fp8": "tensorb64.encode_rows(x, dtype='fp8_e4m3')",
-    "encode_body": "tensorb64.encode_body(x)",
-    "encode_body_fp16": "tensorb64.encode_body(x, dtype='float16', threads=2)",
+    "encode_binary_body": "tensorb64.encode_binary_body(x)",
+    "encode_body_fp16": "tensorb64.encode_binary_body(x, dtype='float16', threads=2)",
     "json_rows": "tensorb64.json_rows(x)",
     "embedding_data_base64": "openai.embedding_data(x, encoding_format='base64')",
     "embedding_data_float": "openai.embedding_data(x, encoding_format='float')",
@@ -377,7 +377,7 @@ def test_permuted_3d_tensor_rows_in_c_order():
         assert tensorb64.encode_rows(x, dtype=out_dtype, byteorder="big") == tensorb64.encode_rows(
             x.reshape(-1, 6).contiguous(), dtype=out_dtype, byteorder="big")
     # the other entry points see the same rows
-    body, meta = tensorb64.encode_body(x)
+    body, meta = tensorb64.encode_binary_body(x)
     assert body == x.reshape(-1, 6).contiguous().numpy().astype("<f4").tobytes() and len(meta) == 20
     assert tensorb64.json_rows(x) == tensorb64.json_rows(x.reshape(-1, 6).contiguous())
     x4 = torch.randn(2, 3, 4, 5).permute(2, 0, 3, 1)  # 4-D, every dim permuted
@@ -423,19 +423,19 @@ def test_nd_and_integer_numpy_inputs_are_not_copied():
     x = np.transpose(a, (1, 0, 2))  # leading dims that cannot be merged: numpy's reshape copies
     assert not x.flags.c_contiguous and x.shape == (64, 8, 8192)
     size = x.nbytes
-    for name, f in [("encode_body", tensorb64.encode_body), ("encode", tensorb64.encode),
+    for name, f in [("encode_binary_body", tensorb64.encode_binary_body), ("encode", tensorb64.encode),
                     ("encode_rows", tensorb64.encode_rows)]:
         peak = _peak(lambda f=f: f(x, dtype="fp8_e4m3"))
         assert peak < 0.5 * size, f"{name} of a permuted 3-D float32 array peaked at {peak / size:.2f}x its input"
     ints = np.ones((512, 8192), np.int32)  # converted in the core's pass, no float32 copy
-    peak = _peak(lambda: tensorb64.encode_body(ints, dtype="fp8_e4m3"))
-    assert peak < 0.5 * ints.nbytes, f"encode_body of int32 peaked at {peak / ints.nbytes:.2f}x its input"
+    peak = _peak(lambda: tensorb64.encode_binary_body(ints, dtype="fp8_e4m3"))
+    assert peak < 0.5 * ints.nbytes, f"encode_binary_body of int32 peaked at {peak / ints.nbytes:.2f}x its input"
     int_rows = np.transpose(np.ones((4, 64, 8192), np.int64), (1, 0, 2))
     peak = _peak(lambda: tensorb64.encode_rows(int_rows, dtype="fp8_e4m3"))
     assert peak < 0.5 * int_rows.nbytes, f"encode_rows of permuted int64 peaked at {peak / int_rows.nbytes:.2f}x"
     bools = np.ones((512, 16384), np.bool_)[:, ::2]  # bool to float32: a copy would be 4x the input
-    peak = _peak(lambda: tensorb64.encode_body(bools, dtype="fp8_e4m3"))
-    assert peak < 1.5 * bools.size, f"encode_body of bool peaked at {peak / bools.size:.2f}x its element count"
+    peak = _peak(lambda: tensorb64.encode_binary_body(bools, dtype="fp8_e4m3"))
+    assert peak < 1.5 * bools.size, f"encode_binary_body of bool peaked at {peak / bools.size:.2f}x its element count"
 
 
 def test_permuted_torch_input_is_not_copied():
@@ -444,15 +444,15 @@ def test_permuted_torch_input_is_not_copied():
         import resource, torch, tensorb64
         x = torch.ones(64, 512, 512).permute(1, 0, 2)  # 64 MiB, leading dims not mergeable
         x.add_(1)  # fault in every page
-        tensorb64.encode_body(torch.ones(4, 4))
+        tensorb64.encode_binary_body(torch.ones(4, 4))
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        body, meta = tensorb64.encode_body(x, dtype="fp8_e4m3")  # 16 MiB out
+        body, meta = tensorb64.encode_binary_body(x, dtype="fp8_e4m3")  # 16 MiB out
         grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
         assert len(body) == x.numel()
         print(grown / (x.numel() * 4))
     """)
     ratio = float(out.split()[-1])
-    assert ratio < 0.6, f"encode_body of a permuted 64 MiB tensor grew the peak RSS by {ratio:.2f}x its input"
+    assert ratio < 0.6, f"encode_binary_body of a permuted 64 MiB tensor grew the peak RSS by {ratio:.2f}x its input"
 
 
 # ---- 3b. the torch-version logic (tests/torch_behaviour.py) -------------------------------------
@@ -516,7 +516,7 @@ def test_np_matrix_encodes_flattened():
 
 THREAD_CALLS = {
     "encode_rows": lambda x, n: tensorb64.encode_rows(x, threads=n),
-    "encode_body": lambda x, n: tensorb64.encode_body(x, threads=n),
+    "encode_binary_body": lambda x, n: tensorb64.encode_binary_body(x, threads=n),
     "json_rows": lambda x, n: tensorb64.json_rows(x, threads=n),
     "response_body": lambda x, n: openai.response_body(x, model="m", encoding_format="base64", threads=n),
 }
@@ -570,7 +570,7 @@ def test_fake_tensor_is_a_clear_type_error():
 
     with FakeTensorMode():
         fake = torch.randn(2, 3)
-    for f in (tensorb64.encode, tensorb64.encode_rows, tensorb64.encode_body, tensorb64.json_rows,
+    for f in (tensorb64.encode, tensorb64.encode_rows, tensorb64.encode_binary_body, tensorb64.json_rows,
               lambda x: openai.response_body(x, model="m", encoding_format="base64")):
         with pytest.raises(TypeError) as info:
             f(fake)
@@ -616,7 +616,7 @@ def test_unsupported_torch_dtypes_name_the_dtype():
             except (RuntimeError, TypeError, NotImplementedError):
                 continue
         tried += 1
-        for f in (tensorb64.encode, tensorb64.encode_rows, tensorb64.encode_body):
+        for f in (tensorb64.encode, tensorb64.encode_rows, tensorb64.encode_binary_body):
             with pytest.raises(TypeError) as info:
                 f(t)
             assert str(dtype) in str(info.value), (name, str(info.value))
@@ -642,7 +642,7 @@ vm = int(re.search(r"VmSize:\\s+(\\d+) kB", open("/proc/self/status").read()).gr
 resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))
 sources = {"torch": torch.zeros(1).expand(2**22, 2**22),
            "numpy": np.broadcast_to(np.zeros(1, np.float32), (2**22, 2**22))}
-calls = {"encode_rows": "tensorb64.encode_rows(x)", "encode_body": "tensorb64.encode_body(x)",
+calls = {"encode_rows": "tensorb64.encode_rows(x)", "encode_binary_body": "tensorb64.encode_binary_body(x)",
          "json_rows": "tensorb64.json_rows(x)", "encode": "tensorb64.encode(x)",
          "response_body_base64": "openai.response_body(x, model='m', encoding_format='base64')",
          "response_body_float": "openai.response_body(x, model='m', encoding_format='float')",

@@ -18,13 +18,13 @@ x = np.ones((2, 4), np.float32)
 rows: list[str] = tensorb64.encode_rows(x, dtype="float16", byteorder="big", threads=2)
 one: str = tensorb64.encode(x, dtype="bfloat16", byteorder="native")
 text_rows: list[bytes] = tensorb64.json_rows(x, float_format="shortest", threads=2)
-body, metadata = tensorb64.encode_body(x, dtype="fp8_e4m3")
+body, metadata = tensorb64.encode_binary_body(x, dtype="fp8_e4m3")
 raw: bytes = body
 first_end: int = metadata[0]["end"]
 order: str = metadata[0]["endianness"]
 values: np.ndarray = tensorb64.decode(one, dtype="bfloat16", widen=True)
 matrix: np.ndarray = tensorb64.decode_rows(rows, dtype="float16")
-decoded: list[np.ndarray] = tensorb64.decode_body(body, metadata)
+decoded: list[np.ndarray] = tensorb64.decode_binary_body(body, metadata)
 data: list[openai.EmbeddingEntry] = openai.embedding_data(x, encoding_format="base64", dimensions=2, start_index=3)
 index: int = data[0]["index"]
 whole: bytes = openai.response_body(x, model="m", encoding_format="float", float_format="shortest", threads=2)
@@ -64,5 +64,5 @@ count: int = tensorb64.encode(x)  # type: ignore[assignment]
 entries: bytes = openai.embedding_data(x)  # type: ignore[assignment]
 listed: list[float] = openai.decode_response_body(whole)  # type: ignore[assignment]
 # The input comes first, by position.
-tensorb64.encode_body(embeddings=x)  # type: ignore[call-arg]
+tensorb64.encode_binary_body(embeddings=x)  # type: ignore[call-arg]
 openai.decode_response_body(body=whole)  # type: ignore[call-arg]

@@ -12,8 +12,8 @@ byte-identical to ``base64.b64encode(struct.pack(f"<{n}f", *values))``.
 from __future__ import annotations
 
 from . import _fallback, _native
-from ._decode import decode, decode_body, decode_rows
-from ._encode import encode, encode_body, encode_rows, json_rows
+from ._decode import decode, decode_binary_body, decode_rows
+from ._encode import encode, encode_binary_body, encode_rows, json_rows
 from .openai import embedding_data, iter_response_body, response_body
 
 _fallback.install()  # the binding's fallback hook, and torch's registration (now or when it loads)
@@ -25,8 +25,8 @@ __all__ = [
     "json_rows",
     "decode",
     "decode_rows",
-    "encode_body",
-    "decode_body",
+    "encode_binary_body",
+    "decode_binary_body",
     "embedding_data",
     "response_body",
     "iter_response_body",

@@ -1,40 +1,65 @@
-"""CUDA tensors through the entry points: each entry point's staged path (the pipeline itself
-is _staging.py), and the one test of what is a CUDA tensor (``on_device``).
+"""CUDA tensors through the entry points: the one routing decision (``route``) and each entry
+point's staged path (the pipeline itself is _staging.py).
+
+``route(x)`` says how every entry point reads an input: "host" (not a CUDA tensor: the binding's
+reader, or ``_inputs.readable``), "staged" (a CUDA tensor the pipeline takes) or "host_copy" (a
+CUDA tensor read from one copy on the host: small ones, and dtypes and layouts the pipeline does
+not take). Nothing else classifies CUDA tensors.
 
 * ``encode_rows``, ``json_rows``: what the fallback hook (_fallback.py) gives the binding's entry
   points of those names, with their own (already checked) arguments, when the input is a CUDA
   tensor. ``row_bytes``, ``response_body_base64``, ``response_body_float``, ``check_finite``: what
-  the Python entry points (``encode_body``, ``response_body``, ``iter_response_body``) call for a
-  CUDA tensor. They know the output, so from ``narrow_from`` bytes of source the rows cross the
-  bus in the narrowest dtype that gives the same bytes (``_staging.bus_dtype``), in chunks: chunk k is encoded (the native call, GIL
-  released) while chunk k+1 copies, into the same result the host path returns. A result made of
-  more than one chunk of bytes (``encode_body``, the response bodies) is joined from the chunks'
-  pieces: one extra copy of the output (rows of ``str`` are not copied).
-* Every other entry point reads a CUDA tensor from one host copy (``_staging.host_copy``, through
+  the Python entry points (``encode_binary_body``, ``response_body``, ``iter_response_body``) call
+  for a CUDA tensor. They know the output, so from ``narrow_from`` bytes of source the rows cross
+  the bus in the narrowest dtype that gives the same bytes (``_staging.bus_dtype``), in chunks:
+  chunk k is encoded (the native call, GIL released) while chunk k+1 copies, into the same result
+  the host path returns. A result made of more than one chunk of bytes (``encode_binary_body``,
+  the response bodies) is joined from the chunks' pieces: one extra copy of the output (rows of
+  ``str`` are not copied).
+* Every other entry point reads a CUDA tensor from one host copy (``host_copy``, through
   ``_inputs.readable``).
 
-Each function takes the ``Staging`` to run with (default: the process's, ``default_staging()``).
+Every function runs with the staging in effect (``_staging.current_staging()``: the process's,
+or the one the tests force with ``_staging.forced``, which routes CPU tensors as CUDA ones).
 torch is never imported here: every function is reached with a tensor, so torch is loaded.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Literal
 
 from . import _native
 from ._formats import byteorder_name, output_type
-from ._staging import Staging, bus_dtype, default_staging, host_copy, stageable, staged_chunks
+from ._staging import Staging, bus_dtype, current_staging, forced_staging, pinned_copy, stageable, staged_chunks
+
+Route = Literal["host", "staged", "host_copy"]
 
 
-def on_device(x) -> bool:
-    """True for a plain torch.Tensor on a CUDA device (what the staged paths take)."""
+def route(x) -> Route:
+    """How the entry points read ``x``: "host" for anything but a plain torch.Tensor on a CUDA
+    device (read where it lies); for such a tensor, "staged" where the pipeline takes it (at
+    least one dimension, ``plain_copy_below`` bytes or more, a staged dtype, dense, no negative
+    bit), else "host_copy". Under ``_staging.forced`` CPU tensors are routed as CUDA ones."""
     torch = sys.modules.get("torch")
-    return torch is not None and type(x) is torch.Tensor and x.is_cuda
+    if torch is None or type(x) is not torch.Tensor:
+        return "host"
+    staging = forced_staging()
+    if staging is None:
+        if not x.is_cuda:
+            return "host"
+        staging = current_staging()
+    if x.ndim >= 1 and x.numel() * x.element_size() >= staging.plain_copy_below and stageable(x, torch):
+        return "staged"
+    return "host_copy"
 
 
-def staged(x) -> bool:
-    """True for a CUDA tensor the staged paths read (so the reader need not see it first)."""
-    return on_device(x) and stageable(x, sys.modules["torch"])
+def host_copy(t):
+    """A CUDA tensor (one ``route`` does not call "host") on the host in its own dtype and
+    shape: through a pinned staging buffer where ``route`` says "staged", else the plain copy."""
+    if route(t) == "staged":
+        return pinned_copy(t, current_staging())
+    return t.detach().to("cpu")
 
 
 # ---- the entry points' staged paths -------------------------------------------------------------
@@ -48,12 +73,6 @@ def _rows_2d(t):
     if t.ndim == 1:
         return t[None]
     return t if t.ndim == 2 else t.reshape(-1, t.shape[-1])
-
-
-def _worth_staging(t, torch, staging: Staging) -> bool:
-    """Whether the pipeline takes ``t`` (else one host copy: the plain copy below
-    ``plain_copy_below`` bytes of source, which the size check here answers first)."""
-    return t.ndim >= 1 and t.numel() * t.element_size() >= staging.plain_copy_below and stageable(t, torch)
 
 
 def _bus(torch, t, dtype: str, staging: Staging):
@@ -86,48 +105,47 @@ def _float_text_of_chunk(write_text, host, start: int):
         raise
 
 
-def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1,
-                staging: Staging | None = None) -> list:
+def encode_rows(x, *, dtype: str = "float32", byteorder: str = "little", threads: int = 1) -> list:
     """``tensorb64.encode_rows(x, ...)`` for a CUDA tensor (the fallback hook calls this with the
     entry point's own arguments, already checked): staged and overlapped, narrowed on the GPU
     where the output is narrower; otherwise one host copy, encoded as any CPU tensor."""
     torch = sys.modules["torch"]
-    staging = staging or default_staging()
-    if _worth_staging(x, torch, staging):
+    staging = current_staging()
+    if route(x) == "staged":
         rows = _staged_rows(x, _bus(torch, x, dtype, staging),
                             lambda host, start: _native.encode_rows(host, dtype=dtype, byteorder=byteorder, threads=threads), staging)
         if rows is not None:
             return rows
-    return _native.encode_rows(host_copy(x, staging), dtype=dtype, byteorder=byteorder, threads=threads)
+    return _native.encode_rows(host_copy(x), dtype=dtype, byteorder=byteorder, threads=threads)
 
 
-def json_rows(x, *, float_format: str = "repr", threads: int = 1, staging: Staging | None = None) -> list:
+def json_rows(x, *, float_format: str = "repr", threads: int = 1) -> list:
     """``tensorb64.json_rows(x, ...)`` for a CUDA tensor (called by the binding's entry point, as
     encode_rows): staged in the tensor's own dtype (the text is written from the values
     themselves) and overlapped; otherwise one host copy."""
     def write(host, start):
         return _float_text_of_chunk(lambda h: _native.json_rows(h, float_format=float_format, threads=threads), host, start)
 
-    staging = staging or default_staging()
-    if _worth_staging(x, sys.modules["torch"], staging):
+    staging = current_staging()
+    if route(x) == "staged":
         rows = _staged_rows(x, x.dtype, write, staging)
         if rows is not None:
             return rows
-    return _native.json_rows(host_copy(x, staging), float_format=float_format, threads=threads)
+    return _native.json_rows(host_copy(x), float_format=float_format, threads=threads)
 
 
-def row_bytes(x, dtype: str, byteorder: str, threads: int, *, staging: Staging | None = None) -> tuple:
+def row_bytes(x, dtype: str, byteorder: str, threads: int) -> tuple:
     """``_native._row_bytes`` for a CUDA tensor: ``(body, rows, row_length)``, staged."""
     torch = sys.modules["torch"]
     output_type(dtype), byteorder_name(byteorder), _native._check_threads(threads)  # the argument errors
-    staging = staging or default_staging()
-    if _worth_staging(x, torch, staging):
+    staging = current_staging()
+    if route(x) == "staged":
         rows = _rows_2d(x)
         pieces = staged_chunks(rows, _bus(torch, x, dtype, staging), lambda host, start: _native._row_bytes(host, dtype=dtype, byteorder=byteorder, threads=threads)[0],
                                staging)
         if pieces is not None:
             return _joined(pieces), rows.shape[0], rows.shape[1]
-    return _native._row_bytes(host_copy(x, staging), dtype=dtype, byteorder=byteorder, threads=threads)
+    return _native._row_bytes(host_copy(x), dtype=dtype, byteorder=byteorder, threads=threads)
 
 
 def _body_pieces(rows, bus, write_entries, head: bytes, tail: bytes, first_index: int, staging: Staging):
@@ -143,11 +161,11 @@ def _body_pieces(rows, bus, write_entries, head: bytes, tail: bytes, first_index
 
 
 def response_body_base64(rows, dtype: str, byteorder: str, head: bytes, tail: bytes, first_index: int, threads: int,
-                         key_order: str = "openai", *, staging: Staging | None = None) -> bytes:
+                         key_order: str = "openai") -> bytes:
     """``_native._response_body_base64`` for rows on a CUDA device, staged."""
     torch = sys.modules["torch"]
-    staging = staging or default_staging()
-    if rows.ndim == 2 and _worth_staging(rows, torch, staging):
+    staging = current_staging()
+    if rows.ndim == 2 and route(rows) == "staged":
         pieces = _body_pieces(
             _rows_2d(rows), _bus(torch, rows, dtype, staging),
             lambda host, index, h, t: _native._response_body_base64(host, dtype, byteorder, h, t, index, threads, key_order),
@@ -155,17 +173,16 @@ def response_body_base64(rows, dtype: str, byteorder: str, head: bytes, tail: by
         )
         if pieces is not None:
             return _joined(pieces)
-    return _native._response_body_base64(host_copy(rows, staging), dtype, byteorder, head, tail, first_index, threads,
+    return _native._response_body_base64(host_copy(rows), dtype, byteorder, head, tail, first_index, threads,
                                          key_order)
 
 
 def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first_index: int, threads: int,
-                        key_order: str = "openai", *, staging: Staging | None = None) -> bytes:
+                        key_order: str = "openai") -> bytes:
     """``_native._response_body_float`` for rows on a CUDA device, staged in their own dtype
     (float text is written from the values themselves: float64 rows as doubles)."""
-    torch = sys.modules["torch"]
-    staging = staging or default_staging()
-    if rows.ndim == 2 and _worth_staging(rows, torch, staging):
+    staging = current_staging()
+    if rows.ndim == 2 and route(rows) == "staged":
         def write(host, index, h, t):
             return _float_text_of_chunk(lambda c: _native._response_body_float(c, float_format, h, t, index, threads, key_order),
                                         host, index - first_index)
@@ -173,14 +190,14 @@ def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first
         pieces = _body_pieces(_rows_2d(rows), rows.dtype, write, head, tail, first_index, staging)
         if pieces is not None:
             return _joined(pieces)
-    return _native._response_body_float(host_copy(rows, staging), float_format, head, tail, first_index, threads, key_order)
+    return _native._response_body_float(host_copy(rows), float_format, head, tail, first_index, threads, key_order)
 
 
-def check_finite(rows, *, staging: Staging | None = None) -> None:
+def check_finite(rows) -> None:
     """``_native._check_finite`` for rows on a CUDA device: checked on the device, the host
     reading one flag; the native check (which names the row and column) only when one fails."""
     torch = sys.modules["torch"]
-    if stageable(rows, torch) and bool(torch.isfinite(rows).all()):
+    if route(rows) == "staged" and bool(torch.isfinite(rows).all()):
         return
-    _native._check_finite(host_copy(rows, staging))
+    _native._check_finite(host_copy(rows))
 

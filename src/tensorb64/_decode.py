@@ -89,7 +89,7 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
     return out
 
 
-# ---- decode_body ----------------------------------------------------------------------------
+# ---- decode_binary_body ----------------------------------------------------------------------------
 
 _METADATA_FIELDS = ("index", "embed_dtype", "endianness", "start", "end", "shape")
 _MISSING = object()
@@ -134,9 +134,9 @@ def _shape(value, where: str) -> tuple:
     return shape
 
 
-def decode_body(body: bytes | bytearray | memoryview, metadata: Iterable[BodyMetadata | Mapping[str, Any] | Any], /, *,
+def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[BodyMetadata | Mapping[str, Any] | Any], /, *,
                 widen: bool = True) -> list[np.ndarray]:
-    """The rows of a binary embeddings response (``encode_body``'s, or vLLM's
+    """The rows of a binary embeddings response (``encode_binary_body``'s, or vLLM's
     ``encoding_format="bytes"``), in ``index`` order: one array per metadata item, of its
     ``shape``, float32 (or with widen=False the stored dtype where numpy has one).
 

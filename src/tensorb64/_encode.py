@@ -1,4 +1,4 @@
-"""Encoding: the public encode, encode_rows, json_rows and encode_body.
+"""Encoding: the public encode, encode_rows, json_rows and encode_binary_body.
 
 ``encode``, ``encode_rows`` and ``json_rows`` are the binding's own functions (a Python wrapper would cost more
 than encoding a 384-value row); their argument checks and names live in the binding.
@@ -17,8 +17,8 @@ encode_rows = _native.encode_rows
 json_rows = _native.json_rows
 
 
-def encode_body(embeddings: Any, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",
-                threads: int = 1) -> tuple[bytes, list[BodyMetadata]]:
+def encode_binary_body(embeddings: Any, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",
+                       threads: int = 1) -> tuple[bytes, list[BodyMetadata]]:
     """vLLM's binary embeddings response (``encoding_format="bytes"``): ``(body, metadata)``.
 
     body: the bytes of every row (as ``encode_rows`` sees rows), one row after another, each the
@@ -26,18 +26,12 @@ def encode_body(embeddings: Any, /, *, dtype: DType = "float32", byteorder: Byte
     metadata: one dict per row, as vLLM sends beside the body: ``{"index", "embed_dtype",
     "endianness", "start", "end", "shape"}``, ``body[start:end]`` being the row. ``byteorder=
     "native"`` is recorded as the order it stands for here ("little" or "big"), so that the
-    receiver need not share this host's. ``decode_body`` is the inverse.
+    receiver need not share this host's. ``decode_binary_body`` is the inverse.
     """
-    return _encode_body(embeddings, dtype, byteorder, threads, None)
-
-
-def _encode_body(x, dtype, byteorder, threads, staging) -> tuple[bytes, list[BodyMetadata]]:
-    """encode_body; with ``staging``, a tensor's rows are staged through it whatever its device
-    (the tests run the CUDA path on CPU tensors so)."""
-    if staging is not None or _cuda.on_device(x):  # staged through pinned memory, narrowed on the GPU where narrower
-        body, count, length = _cuda.row_bytes(x, dtype, byteorder, threads, staging=staging)
+    if _cuda.route(embeddings) != "host":  # staged through pinned memory, narrowed on the GPU where narrower
+        body, count, length = _cuda.row_bytes(embeddings, dtype, byteorder, threads)
     else:
-        body, count, length = _native._row_bytes(x, dtype=dtype, byteorder=byteorder, threads=threads)
+        body, count, length = _native._row_bytes(embeddings, dtype=dtype, byteorder=byteorder, threads=threads)
     endianness = byteorder_name(byteorder)
     row_bytes = len(body) // count if count else 0
     metadata: list[BodyMetadata] = [

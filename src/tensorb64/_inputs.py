@@ -86,8 +86,8 @@ def _readable_tensor(t, torch):
             raise unsupported from None
     if t.device.type != "cpu":
         # Cross the bus in the tensor's own dtype: a bf16 tensor moves half the bytes of float32.
-        # CUDA tensors through reused pinned buffers (_cuda.host_copy: bounds and thresholds there).
-        t = _cuda.host_copy(t) if _cuda.on_device(t) else t.detach().to("cpu")
+        # CUDA tensors through reused pinned buffers where _cuda.route says so.
+        t = _cuda.host_copy(t) if _cuda.route(t) != "host" else t.detach().to("cpu")
     try:
         if t.is_neg():  # a negative-bit view (x.conj().imag) stores its values negated
             t = t.resolve_neg()

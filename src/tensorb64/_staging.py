@@ -2,18 +2,22 @@
 narrowed on the GPU, copies overlapped with encoding.
 
 ``staged_chunks`` hands consecutive chunks of rows, each copied into one of two alternating
-staging slots, to a writer, chunk k+1's copy running while chunk k is written; ``host_copy``
-copies a whole tensor through one buffer. What they run with is passed down as a ``Staging``:
-the pool (``StagingPool``), the copier (``CudaCopier``: begin, narrow, copy, record, wait), the
-chunk size and the plain-copy threshold; ``default_staging()`` is the process's, made on first
-CUDA use. The tests run this same pipeline on CPU tensors with their own ``Staging``: a
-copier that copies later, on another thread, with delays, to check ordering, slot reuse and
-waiting without a GPU. What the entry points do with it is in _cuda.py.
+staging slots, to a writer, chunk k+1's copy running while chunk k is written; ``pinned_copy``
+copies a whole tensor through one buffer. What they run with is a ``Staging``: the pool
+(``StagingPool``), the copier (``CudaCopier``: begin, narrow, copy, record, wait), the chunk size
+and the plain-copy threshold; ``current_staging()`` is the one in effect: the process's
+(``default_staging()``, made on first CUDA use), or the one set by ``forced``.
+
+``with forced(staging):`` (private, for the tests and the bench) runs every staged path with
+``staging`` and routes CPU tensors as CUDA ones (``_cuda.route``), so that the tests run this same
+pipeline on CPU tensors: a copier that copies later, on another thread, with delays, to check
+ordering, slot reuse and waiting without a GPU. It is process-wide (threads started inside it see
+it too), not for production use. What the entry points do with the pipeline is in _cuda.py.
 
 Bounds (``StagingPool``): at most ``pinned_limit()`` bytes of pinned buffers are held by the
 package at once, leased and idle together (``TENSORB64_PINNED_MIB``, default 256 MiB); a buffer
 is leased to one call at a time and comes back to the pool only when that call has finished
-reading it (for ``host_copy``, when the host tensor it returned is freed). When a buffer would
+reading it (for ``pinned_copy``, when the host tensor it returned is freed). When a buffer would
 pass the bound the call takes the plain copy (``tensor.to("cpu")``) instead; so does an input
 below ``plain_copy_below`` bytes. Buffers the pool drops go back to torch's caching host
 allocator, which keeps them pinned for torch's own reuse.
@@ -28,7 +32,8 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 # Measured on the H200 machine (16-core Xeon host, torch 2.11, CUDA 13) by `python -m tensorb64
@@ -238,6 +243,44 @@ def default_staging() -> Staging:
     return _DEFAULT
 
 
+_FORCED: Staging | None = None
+_FORCED_DEPTH = 0  # the forced() blocks open with it, on every thread
+_FORCED_LOCK = threading.Lock()
+
+
+def current_staging() -> Staging:
+    """The staging the staged paths run with: the forced one, else the process's."""
+    forced = _FORCED
+    return forced if forced is not None else default_staging()
+
+
+def forced_staging() -> Staging | None:
+    """The staging set by ``forced``, or None outside it."""
+    return _FORCED
+
+
+@contextmanager
+def forced(staging: Staging) -> Iterator[Staging]:
+    """Within it, every staged path runs with ``staging`` and CPU tensors are routed as CUDA
+    tensors are (staged, or host-copied through ``staging``): the tests' way to the CUDA path
+    without a GPU, and the bench's to vary the configuration. Process-wide: blocks with the same
+    staging may overlap (nested, or on several threads), it lasts until the last one ends;
+    another staging while one is forced is a RuntimeError."""
+    global _FORCED, _FORCED_DEPTH
+    with _FORCED_LOCK:
+        if _FORCED is not None and _FORCED is not staging:
+            raise RuntimeError("another staging is forced already")
+        _FORCED = staging
+        _FORCED_DEPTH += 1
+    try:
+        yield staging
+    finally:
+        with _FORCED_LOCK:
+            _FORCED_DEPTH -= 1
+            if _FORCED_DEPTH == 0:
+                _FORCED = None
+
+
 # ---- what crosses the bus -------------------------------------------------------------------------
 
 
@@ -366,18 +409,13 @@ def staged_chunks(t, bus_dtype, write, staging: Staging):
     return results
 
 
-def host_copy(t, staging: Staging | None = None):
-    """``t`` (a device tensor) on the host in its own dtype and shape, contiguous: through a
-    pinned staging buffer that stays leased until the returned tensor is freed, or by the plain
-    copy (small inputs, a full pool, dtypes and layouts the staging does not take)."""
-    torch = sys.modules["torch"]
+def pinned_copy(t, staging: Staging):
+    """``t`` (a device tensor the pipeline takes) on the host in its own dtype and shape,
+    contiguous: through a pinned staging buffer that stays leased until the returned tensor is
+    freed, or by the plain copy when the pool has no room."""
     if t.requires_grad:
         t = t.detach()
-    nbytes = t.numel() * t.element_size()
-    staging = staging or default_staging()
-    if nbytes < staging.plain_copy_below or not stageable(t, torch):
-        return t.to("cpu")
-    buffer = staging.pool.acquire(nbytes)
+    buffer = staging.pool.acquire(t.numel() * t.element_size())
     if buffer is None:
         return t.to("cpu")
     copier = staging.copier_for(t)
@@ -391,5 +429,3 @@ def host_copy(t, staging: Staging | None = None):
         raise
     weakref.finalize(host, staging.pool.release, buffer)
     return host
-
-

@@ -6,8 +6,8 @@
 
 One name, because this is the whole of what a worker does between its pooling output and its
 response body: cut each row to ``dimensions`` (a view, never a copy), turn the rows into either
-base64 strings (one ``encode_rows`` call for the batch) or lists of floats (one ``.tolist()``),
-and number them.
+base64 strings (one ``encode_rows`` call for the batch) or lists of floats (one core call,
+which writes the floats of the float text ``response_body`` writes), and number them.
 
 ``response_body`` goes one step further: the whole response body, as the bytes Starlette's
 ``JSONResponse`` would send for ``{"object": "list", "data": ..., "model": ..., "usage": ...}``,
@@ -53,7 +53,7 @@ def _rows(embeddings):
             x = np.asarray(x)
     if x.ndim not in (1, 2):
         raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
-    if not _cuda.staged(x):  # (a CUDA tensor's rows are read where they are encoded)
+    if _cuda.route(x) == "host":  # (a CUDA tensor's rows are read where they are encoded)
         _native._row_shape(x)  # refuses what every encoder refuses, in the same words
     return x if x.ndim == 2 else x[None]
 
@@ -70,19 +70,10 @@ def _cut(rows, dimensions):
     return rows[:, : int(dimensions)]
 
 
-def _float_lists(rows) -> list:
-    """Each row's float32 values as Python floats, in one ``.tolist()`` call."""
-    if isinstance(rows, np.ndarray):
-        with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, as in torch
-            return rows.astype(np.float32, copy=False).tolist()
-    import torch
-
-    return rows.to(dtype=torch.float32).tolist()  # no copy when already float32
-
-
 def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "float", dimensions: int | None = None,
                    start_index: int = 0, dtype: DType = "float32", byteorder: ByteOrder = "little",
-                   threads: int = 1, key_order: KeyOrder = "openai") -> list[EmbeddingEntry]:
+                   float_format: FloatFormat = "repr", threads: int = 1,
+                   key_order: KeyOrder = "openai") -> list[EmbeddingEntry]:
     """The ``data`` list of an OpenAI ``/v1/embeddings`` response: one entry per row.
 
     Each entry is ``{"object": "embedding", "index": start_index + i, "embedding": ...}`` (with
@@ -94,14 +85,17 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
       with ``dtype``/``byteorder`` vLLM's embed_dtype/endianness bytes. All rows are encoded in
       one ``tensorb64.encode_rows`` call (``threads`` as there), reading the caller's memory in
       place: bf16/fp16 rows are widened inside the encoder, no float32 copy is made.
-    * ``encoding_format="float"`` (OpenAI's default): a list of plain Python floats, each
-      exactly the row's float32 value (bf16/fp16/float64 input is first converted as
-      ``tensor.to(torch.float32)`` would). So both formats carry the same numbers, and a
-      client gets bit for bit the same float32 values whichever it asks for. JSON then writes
-      each as the shortest repr of the double (``0.10000000149011612`` for float32 0.1), which
-      is longer than the float32's own shortest repr: that is the price of exactness, and the
-      reason clients prefer base64. Non-finite values (NaN, inf) cannot be written as
-      standard JSON; a server that may produce them should use base64.
+    * ``encoding_format="float"`` (OpenAI's default): a list of plain Python floats, read from
+      the float text the core writes for the row (bf16/fp16/float64 input is first converted as
+      ``tensor.to(torch.float32)`` would). With ``float_format="repr"`` (the default) each is
+      exactly the row's float32 value, as ``.tolist()`` gives it: both formats carry the same
+      numbers, and JSON writes each as the shortest repr of the double
+      (``0.10000000149011612`` for float32 0.1). With ``float_format="shortest"`` each is the
+      float whose repr is the shortest text that reads back to the same float32 (``0.1``), so
+      that ``json.dumps`` of the entries writes exactly ``response_body(...,
+      float_format="shortest")``'s text. Non-finite values (NaN, inf) cannot be written as
+      standard JSON: a ValueError naming the row and the column (a server that may produce
+      them should use base64).
 
     embeddings: a ``[batch, dim]`` torch.Tensor (any device and float dtype), numpy array, or
         nested list of numbers; a 1-D input is one row. A batch of 0 rows gives ``[]``.
@@ -112,24 +106,18 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
         truncated embeddings normalises after truncating, in its pooler (as vLLM does).
     start_index: the ``index`` of the first row, for a worker that answers one slice of a
         larger request (an int or a numpy integer; the entries hold a plain int).
-    dtype, byteorder, threads: as ``encode_rows`` takes them, for base64; checked, and not
-        applied, for float (as ``response_body`` takes them).
+    dtype, byteorder: as ``encode_rows`` takes them, for base64; checked, and not applied, for
+        float (as ``response_body`` takes them).
+    float_format: for float, as ``response_body`` takes it; checked, and not applied, for base64.
+    threads: split the rows across this many threads inside the one call (default 1).
     key_order: the order of each entry's keys, as ``response_body`` takes it.
 
-    Raises ValueError for an unknown ``encoding_format`` or ``key_order``, a ``dimensions`` outside 1..dim (or
+    Raises ValueError for an unknown ``encoding_format``, ``float_format`` or ``key_order``, a ``dimensions`` outside 1..dim (or
     not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
     TypeError for an input that is not an array of real numbers.
     """
-    return _embedding_data(embeddings, encoding_format, dimensions, start_index, None, dtype=dtype, byteorder=byteorder,
-                           threads=threads, key_order=key_order)
-
-
-def _embedding_data(embeddings, encoding_format, dimensions, start_index, staging, *, dtype="float32",
-                    byteorder="little", threads=1, key_order="openai") -> list[EmbeddingEntry]:
-    """embedding_data; with ``staging``, a tensor's rows are staged through it whatever its device
-    (the tests run the CUDA path on CPU tensors so)."""
-    # naming the accepted ones
-    _native._check_names(encoding_format=encoding_format, dtype=dtype, byteorder=byteorder, key_order=key_order)
+    _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
+                         key_order=key_order)  # naming the accepted ones
     _native._check_threads(threads)
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
@@ -137,11 +125,11 @@ def _embedding_data(embeddings, encoding_format, dimensions, start_index, stagin
     rows = _cut(_rows(embeddings), dimensions)
     values: list[Any]
     if encoding_format == "float":
-        values = _float_lists(rows)
-    elif staging is not None:
-        values = _cuda.encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads, staging=staging)
-    else:  # (a CUDA tensor: through the staging pipeline)
-        values = encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
+        # floats read back from the core's text (in "repr" mode the float32 values themselves)
+        values = _native._float_lists(rows, float_format=float_format, threads=threads)
+    else:
+        write = _cuda.encode_rows if _cuda.route(rows) != "host" else encode_rows
+        values = write(rows, dtype=dtype, byteorder=byteorder, threads=threads)
     if key_order == "vllm":  # (a dict's keys are written in the order they were inserted)
         return [{"index": first + i, "object": "embedding", "embedding": value} for i, value in enumerate(values)]
     return [{"object": "embedding", "index": first + i, "embedding": value} for i, value in enumerate(values)]
@@ -236,17 +224,15 @@ def _envelope_error(body: dict, extra, error: Exception) -> ValueError:
 
 class _Body:
     """A response body, every argument checked before anything is built: its rows (a view of the
-    input), the envelope's head and tail, and how the rows are written. ``staging``: None for
-    the device's own path (CUDA tensors staged, everything else read in place), or a
-    ``_staging.Staging`` that a tensor's rows are staged through whatever its device (the tests
-    run the CUDA path on CPU tensors so)."""
+    input), the envelope's head and tail, and how the rows are written (``staged``: CUDA tensors
+    through the pipeline, as ``_cuda.route`` decides)."""
 
     __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "key_order",
-                 "staging", "staged")
+                 "staged")
 
     def __init__(self, embeddings, *, model: str, encoding_format: str, dimensions=None, usage=None,
                  extra=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
-                 threads: int = 1, key_order: str = "openai", staging=None):
+                 threads: int = 1, key_order: str = "openai"):
         # ValueError naming the accepted names
         _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
                              key_order=key_order)
@@ -256,8 +242,7 @@ class _Body:
         self.base64 = encoding_format == "base64"
         self.dtype, self.byteorder, self.float_format, self.threads = dtype, byteorder, float_format, threads
         self.key_order = key_order
-        self.staging = staging
-        self.staged = staging is not None or _cuda.on_device(self.rows)
+        self.staged = _cuda.route(self.rows) != "host"
 
     def whole(self) -> bytes:
         return self._write(self.rows, 0, self.head, self.tail)
@@ -282,12 +267,11 @@ class _Body:
         if self.base64:
             if self.staged:
                 return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
-                                                  self.key_order, staging=self.staging)
+                                                  self.key_order)
             return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
                                                  self.key_order)
         if self.staged:
-            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order,
-                                             staging=self.staging)
+            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order)
         return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order)
 
     def chunks(self, chunk_size: int):
@@ -295,7 +279,7 @@ class _Body:
         count, width = self.rows.shape
         if not self.base64:  # NaN and infinity refused before the first chunk
             if self.staged:
-                _cuda.check_finite(self.rows, staging=self.staging)
+                _cuda.check_finite(self.rows)
             else:
                 _native._check_finite(self.rows)
         # A bound on one row's entry and its comma (float text: as doubles, 24 chars a value), the

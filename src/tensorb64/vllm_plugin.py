@@ -19,17 +19,18 @@ What it does, and nothing else:
   replaced by ``encode_rows`` (the same strings).
 
 Both are applied when their module is imported (or at once, if it already is): a process that
-never imports them (vLLM's engine core and workers) pays for a hook in ``sys.meta_path`` and
-nothing more. Loading the plugin twice changes nothing.
+never imports them (vLLM's engine core and workers) pays for a hook in ``sys.meta_path``
+(``_import_hooks.after_import``) and nothing more. Loading the plugin twice changes nothing.
 """
 
 from __future__ import annotations
 
-import importlib.abc
 import inspect
 import logging
 import os
 import sys
+
+from ._import_hooks import after_import
 
 ENABLE_VARIABLE = "TENSORB64_VLLM"
 SERVING_MODULE = "vllm.entrypoints.pooling.embed.serving"
@@ -57,62 +58,8 @@ def register() -> None:
     """The entry point vLLM calls in each of its processes."""
     if os.environ.get(ENABLE_VARIABLE, "1").strip().lower() in ("0", "false", "no", "off"):
         return
-    _after_import(SERVING_MODULE, patch_serving)
-    _after_import(DYNAMO_MODULE, patch_dynamo)
-
-
-# ---- applying a patch when a module is imported ------------------------------------------------
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: for a module it has a patch for, it asks the finders after it and
-    wraps the loader so that the patch runs right after the module's code."""
-
-    def __init__(self):
-        self.patches = {}
-
-    def find_spec(self, name, path, target=None):
-        patch = self.patches.get(name)
-        if patch is None:
-            return None
-        finders = sys.meta_path[sys.meta_path.index(self) + 1 :] if self in sys.meta_path else []
-        for finder in finders:
-            find_spec = getattr(finder, "find_spec", None)
-            spec = find_spec(name, path, target) if find_spec else None
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _PatchingLoader(spec.loader, patch)
-                return spec
-        return None
-
-
-class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, loader, patch):
-        self.loader = loader
-        self.patch = patch
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        self.patch(module)
-
-    def __getattr__(self, name):  # get_source, get_filename, ... for tracebacks and inspect
-        return getattr(self.loader, name)
-
-
-def _after_import(name: str, patch) -> None:
-    """Run ``patch(module)`` now if ``name`` is imported, else right after it is."""
-    module = sys.modules.get(name)
-    if module is not None:
-        patch(module)
-        return
-    hook = next((finder for finder in sys.meta_path if isinstance(finder, _PatchOnImport)), None)
-    if hook is None:
-        hook = _PatchOnImport()
-        sys.meta_path.insert(0, hook)
-    hook.patches[name] = patch
+    after_import(SERVING_MODULE, patch_serving)
+    after_import(DYNAMO_MODULE, patch_dynamo)
 
 
 def _replaced(function) -> bool:
