@@ -3,7 +3,11 @@
 // _decode_into fills it. dtype and byteorder are names, resolved as every entry point resolves
 // them.
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "arguments.hpp"
 
 #include "entry_points.hpp"
 #include "names.hpp"
@@ -130,13 +134,43 @@ PyObject* decoded_length_entry(PyObject*, PyObject* const* args, Py_ssize_t narg
     });
 }
 
-// _decode_into(data, out, dtype, byteorder, widen, base64=True, /)
+// The parts `threads` threads decode one text in: runs of whole groups of whole values (4 * size
+// characters of base64 hold 3 values; raw bytes, one), the last part taking the rest and its
+// padding. Only for a text whose size and output already check out.
+std::vector<tb::decode_task> text_parts(const input_text& text, tb::element_format stored,
+                                        bool widen, bool base64, void* out, unsigned threads,
+                                        std::size_t elements) {
+    const std::size_t size = tb::dtype_size(stored.type);
+    const std::size_t unit_chars = base64 ? 4 * size : size;
+    const std::size_t unit_values = base64 ? 3 : 1;
+    const std::size_t value_bytes = widen ? 4 : size;
+    const std::size_t units = text.size / unit_chars;
+    const std::size_t per_part = (units + threads - 1) / threads;
+    std::vector<tb::decode_task> parts;
+    std::size_t at = 0;
+    std::size_t values = 0;
+    while (at < text.size) {
+        std::size_t chars = per_part * unit_chars;
+        if (chars == 0 || text.size - at <= chars) chars = text.size - at;
+        const std::size_t part_values =
+            at + chars == text.size ? elements - values : chars / unit_chars * unit_values;
+        parts.push_back({text.data + at, chars, stored,
+                         static_cast<unsigned char*>(out) + values * value_bytes,
+                         part_values * value_bytes});
+        at += chars;
+        values += part_values;
+    }
+    return parts;
+}
+
+// _decode_into(data, out, dtype, byteorder, widen, base64=True, threads=1, /)
 PyObject* decode_into_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
-        check_arguments("_decode_into", nargs, 5, 6);
+        check_arguments("_decode_into", nargs, 5, 7);
         const tb::element_format stored{output_dtype(args[2]), byte_order(args[3])};
         const bool widen = truth(args[4]);
         const bool base64 = nargs < 6 || truth(args[5]);
+        const unsigned threads = nargs < 7 ? 1 : thread_count(args[6]);
         input_text text;
         read_text(args[0], stored.type, base64, &text);
         held_buffer output;
@@ -147,13 +181,77 @@ PyObject* decode_into_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
         tb::decode_result result;
         {
             gil_released_if released(text.size >= release_gil_above_bytes);
-            result = base64 ? tb::decode_base64(text.data, text.size, stored, widen,
-                                                output.view.buf, out_bytes)
-                            : tb::convert_elements(text.data, text.size, stored, widen,
-                                                   output.view.buf, out_bytes);
+            const std::size_t size = tb::dtype_size(stored.type);
+            std::size_t elements = 0;
+            bool sized = false;
+            if (base64) {
+                sized = tb::decoded_elements(text.data, text.size, stored.type, &elements).status ==
+                        tb::decode_status::ok;
+            } else if (text.size % size == 0) {
+                sized = true;
+                elements = text.size / size;
+            }
+            bool done = false;
+            if (threads > 1 && sized && out_bytes == elements * (widen ? 4 : size)) {
+                // Split; where a part fails, the whole text alone below names the first error
+                // as the one-thread decoder names it.
+                const std::vector<tb::decode_task> parts = text_parts(
+                    text, stored, widen, base64, output.view.buf, threads, elements);
+                done = tb::decode_each(parts.data(), parts.size(), base64, widen, threads) ==
+                       parts.size();
+            }
+            if (!done) {
+                result = base64 ? tb::decode_base64(text.data, text.size, stored, widen,
+                                                    output.view.buf, out_bytes)
+                                : tb::convert_elements(text.data, text.size, stored, widen,
+                                                       output.view.buf, out_bytes);
+            }
         }
         if (result.status != tb::decode_status::ok) refuse(result);
         Py_RETURN_NONE;
+    });
+}
+
+// _decode_each(items, widen, base64, threads, /): items a list of (data, out, dtype, byteorder)
+// tuples, each decoded into its out as _decode_into does, `threads` splitting them. The index of
+// the first item that failed (to be run alone through _decode_into for its error), or None.
+PyObject* decode_each_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&]() -> PyObject* {
+        check_arguments("_decode_each", nargs, 4, 4);
+        if (!PyList_Check(args[0])) raise(PyExc_TypeError, "_decode_each takes a list of items");
+        const bool widen = truth(args[1]);
+        const bool base64 = truth(args[2]);
+        const unsigned threads = thread_count(args[3]);
+        const auto count = static_cast<std::size_t>(PyList_GET_SIZE(args[0]));
+        // The list is read (and every buffer held) before the GIL goes: items cannot change.
+        ref items(PySequence_Tuple(args[0]));
+        if (!items) throw python_error{};
+        std::unique_ptr<input_text[]> texts(new input_text[count]);
+        std::unique_ptr<held_buffer[]> outputs(new held_buffer[count]);
+        std::vector<tb::decode_task> tasks(count);
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            PyObject* item = PyTuple_GET_ITEM(items.get(), static_cast<Py_ssize_t>(i));
+            if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4)
+                raise(PyExc_TypeError, "each item is a (data, out, dtype, byteorder) tuple");
+            const tb::element_format stored{output_dtype(PyTuple_GET_ITEM(item, 2)),
+                                            byte_order(PyTuple_GET_ITEM(item, 3))};
+            read_text(PyTuple_GET_ITEM(item, 0), stored.type, base64, &texts[i]);
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &outputs[i].view,
+                                   PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0)
+                throw python_error{};
+            outputs[i].held = true;
+            tasks[i] = {texts[i].data, texts[i].size, stored, outputs[i].view.buf,
+                        static_cast<std::size_t>(outputs[i].view.len)};
+            total += texts[i].size;
+        }
+        std::size_t failed = count;
+        {
+            gil_released_if released(total >= release_gil_above_bytes);
+            failed = tb::decode_each(tasks.data(), count, base64, widen, threads);
+        }
+        if (failed == count) Py_RETURN_NONE;
+        return PyLong_FromSize_t(failed);
     });
 }
 
@@ -166,10 +264,16 @@ PyMethodDef decode_methods[] = {
      "(str or bytes), judged by its length and padding, or with base64=False raw stored bytes. "
      "ValueError naming what is wrong, and where."},
     {"_decode_into", as_method(decode_into_entry), METH_FASTCALL,
-     "_decode_into(data, out, dtype, byteorder, widen, base64=True, /)\n--\n\n"
+     "_decode_into(data, out, dtype, byteorder, widen, base64=True, threads=1, /)\n--\n\n"
      "Decodes data (strict base64, or with base64=False raw stored bytes) into the writable "
      "C-contiguous buffer out, which must hold exactly its values: the stored elements in host "
-     "byte order, or with widen their float32 values. ValueError naming what is wrong."},
+     "byte order, or with widen their float32 values, `threads` splitting the text. ValueError "
+     "naming what is wrong."},
+    {"_decode_each", as_method(decode_each_entry), METH_FASTCALL,
+     "_decode_each(items, widen, base64, threads, /)\n--\n\n"
+     "Decodes each (data, out, dtype, byteorder) of the list items as _decode_into does, "
+     "`threads` splitting them: None, or the index of the first item that failed (run it alone "
+     "through _decode_into for its error)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1,6 +1,7 @@
 // The entry points that write base64 text or raw bytes of rows: encode, encode_rows, and the
 // binary body's _row_bytes (with _row_shape, the rows an input has). METH_FASTCALL functions: a
 // slower calling convention would cost more than encoding a 384-value row.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -40,7 +41,8 @@ PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target
 }
 
 // The base64 str of all the rows' bytes end to end (C order).
-PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format target) {
+PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format target,
+                          unsigned threads) {
     check_convertible(source, target);
     const std::size_t size = tb::dtype_size(target.type);
     const std::size_t row_bytes = checked_total(source.row_length, size, "input's bytes", "values");
@@ -52,12 +54,33 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
     ref text(PyUnicode_New(static_cast<Py_ssize_t>(length), 127));
     if (!text) throw python_error{};
     char* out = static_cast<char*>(PyUnicode_DATA(text.get()));
-    if (source.rows <= 1 || row_bytes % 3 == 0) {
+    const std::size_t per_part = source.row_length / std::max(threads, 1U) / 3 * 3;
+    if (source.rows == 1 && threads > 1 && per_part > 0 && source.row_dims <= 1) {
+        // One row (a contiguous input) for several threads: cut into equal runs of whole groups
+        // of values (3 values: a whole number of base64 groups), the rest after them.
+        tb::strided_rows parts = source;
+        parts.rows = source.row_length / per_part;
+        parts.row_length = per_part;
+        parts.row_stride = source.element_stride * static_cast<std::ptrdiff_t>(per_part);
+        const std::size_t part_text = per_part * size / 3 * 4;
+        std::vector<char*> outputs(parts.rows);
+        for (std::size_t r = 0; r < parts.rows; ++r) outputs[r] = out + r * part_text;
+        run_kernel(parts, target, outputs.data(), threads, tb::row_output::base64, length);
+        const std::size_t done = parts.rows * per_part;
+        if (done < source.row_length) {
+            tb::strided_rows rest = source;
+            rest.data = static_cast<const unsigned char*>(source.data) +
+                        source.element_stride * static_cast<std::ptrdiff_t>(done);
+            rest.row_length = source.row_length - done;
+            char* const one[] = {out + parts.rows * part_text};
+            run_kernel(rest, target, one, 1, tb::row_output::base64, length);
+        }
+    } else if (source.rows <= 1 || row_bytes % 3 == 0) {
         // Every row but the last ends on a whole base64 group: the rows' texts simply concatenate.
         const std::size_t row_text = row_bytes / 3 * 4;
         std::vector<char*> outputs(source.rows);
         for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = out + r * row_text;
-        run_kernel(source, target, outputs.data(), 1, tb::row_output::base64, length);
+        run_kernel(source, target, outputs.data(), threads, tb::row_output::base64, length);
     } else {
         // Rows that end mid-group (a permuted N-D input whose rows are not a multiple of 3 bytes):
         // one temporary of the converted bytes, then their text. The only full-size temporary.
@@ -65,7 +88,7 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
         std::vector<char*> outputs(source.rows);
         for (std::size_t r = 0; r < source.rows; ++r)
             outputs[r] = reinterpret_cast<char*>(converted.data()) + r * row_bytes;
-        run_kernel(source, target, outputs.data(), 1, tb::row_output::bytes, bytes);
+        run_kernel(source, target, outputs.data(), threads, tb::row_output::bytes, bytes);
         tb::strided_rows flat{};
         flat.data = converted.data();
         flat.rows = 1;
@@ -96,11 +119,12 @@ PyObject* rows_to_bytes(const tb::strided_rows& source, tb::element_format targe
 
 PyObject* encode_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     return guarded([&] {
-        const call_args call = parse_call("encode", args, nargs, kwnames, false);
+        const call_args call = parse_call("encode", args, nargs, kwnames, true);
         const tb::element_format target{output_dtype(call.dtype), byte_order(call.byteorder)};
+        const unsigned threads = thread_count(call.threads);
         input_array in;
         if (!read_input(call.x, in)) return call_fallback("encode", args, nargs, kwnames);
-        return rows_to_one_str(as_one_row(in), target);
+        return rows_to_one_str(as_one_row(in), target, threads);
     });
 }
 
@@ -153,8 +177,9 @@ PyObject* row_shape_entry(PyObject*, PyObject* x) {
 
 PyMethodDef encode_methods[] = {
     {"encode", as_method(encode_entry), METH_FASTCALL | METH_KEYWORDS,
-     "encode(embeddings, /, *, dtype='float32', byteorder='little')\n--\n\n"
-     "The whole input, flattened in C order, as one base64 str."},
+     "encode(embeddings, /, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
+     "The whole input, flattened in C order, as one base64 str (threads: split its rows, where "
+     "it has several, across this many threads)."},
     {"encode_rows", as_method(encode_rows_entry), METH_FASTCALL | METH_KEYWORDS,
      "encode_rows(embeddings, /, *, dtype='float32', byteorder='little', threads=1)\n--\n\n"
      "One base64 str per row: a 1-D input is one row; an N-D input has all its leading dimensions "

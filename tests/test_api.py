@@ -119,3 +119,55 @@ print("ok")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "ok"
+
+
+SPLITTING = [tensorb64.encode, tensorb64.encode_rows, tensorb64.json_rows, tensorb64.encode_binary_body,
+             tensorb64.decode, tensorb64.decode_rows, tensorb64.decode_binary_body, openai.embedding_data,
+             openai.response_body, openai.iter_response_body] + BODY_READERS + CLIENT_CALLS
+
+
+@pytest.mark.parametrize("function", SPLITTING, ids=lambda f: f.__name__)
+def test_every_entry_point_whose_work_splits_takes_threads(function):
+    parameter = inspect.signature(function).parameters["threads"]
+    assert parameter.kind is inspect.Parameter.KEYWORD_ONLY and parameter.default == 1
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_threads_give_the_one_thread_results(threads):
+    g = np.random.default_rng(3)
+    a = g.standard_normal((37, 301)).astype(np.float32)  # 301 values: parts that end mid-row
+    for dtype in ("float32", "float16", "bfloat16"):
+        text = tensorb64.encode(a, dtype=dtype)
+        assert tensorb64.encode(a, dtype=dtype, threads=threads) == text
+        assert tensorb64.encode(a[:, ::2], dtype=dtype, threads=threads) == tensorb64.encode(a[:, ::2], dtype=dtype)
+        for widen in (True, False) if dtype != "bfloat16" else (True,):
+            one = tensorb64.decode(text, dtype=dtype, widen=widen)
+            assert np.array_equal(tensorb64.decode(text, dtype=dtype, widen=widen, threads=threads), one)
+            rows = tensorb64.encode_rows(a, dtype=dtype)
+            assert np.array_equal(tensorb64.decode_rows(rows, dtype=dtype, widen=widen, threads=threads),
+                                  tensorb64.decode_rows(rows, dtype=dtype, widen=widen))
+        body, metadata = tensorb64.encode_binary_body(a, dtype=dtype, byteorder="big", threads=threads)
+        assert (body, metadata) == tensorb64.encode_binary_body(a, dtype=dtype, byteorder="big")
+        for got, expected in zip(tensorb64.decode_binary_body(body, metadata, threads=threads),
+                                 tensorb64.decode_binary_body(body, metadata), strict=True):
+            assert np.array_equal(got, expected)
+    assert np.array_equal(tensorb64.decode(tensorb64.encode(a), threads=threads).reshape(a.shape), a)
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_threads_name_the_same_error(threads):
+    a = np.arange(3000, dtype=np.float32)
+    text = tensorb64.encode(a)
+    for bad in (text[:2100] + "!" + text[2101:], text[:-1] + "=", text[:-4] + "A==="):
+        with pytest.raises(ValueError) as one:
+            tensorb64.decode(bad)
+        with pytest.raises(ValueError) as split:
+            tensorb64.decode(bad, threads=threads)
+        assert str(split.value) == str(one.value)
+    rows = tensorb64.encode_rows(a.reshape(30, 100))
+    rows[17] = rows[17][:50] + "*" + rows[17][51:]
+    rows[23] = rows[23][:50] + "*" + rows[23][51:]
+    with pytest.raises(ValueError, match=r"^row 17: invalid base64: bad character '\*'"):
+        tensorb64.decode_rows(rows, threads=threads)
+    with pytest.raises(ValueError, match="threads must be an int from 1 to 256"):
+        tensorb64.decode_rows(rows, threads=0)

@@ -1204,6 +1204,32 @@ void test_decode() {
               st::ok);
     }
 
+    // decode_each: every task decoded as alone, whatever the threads; the lowest failure named.
+    {
+        const std::string good = "AACAPwAAAEA=";  // 1.0f, 2.0f
+        std::vector<std::string> texts(40, good);
+        texts[9] = "AACAPwAAAE!=";
+        texts[30] = "AACA";
+        for (unsigned threads : {1U, 3U, 8U}) {
+            std::vector<float> out(texts.size() * 2, -1.0f);
+            std::vector<tb::decode_task> tasks;
+            for (std::size_t i = 0; i < texts.size(); ++i)
+                tasks.push_back({texts[i].data(), texts[i].size(), le(tb::dtype::float32),
+                                 out.data() + 2 * i, 8});
+            CHECK(tb::decode_each(tasks.data(), tasks.size(), true, false, threads) == 9);
+            CHECK(out[0] == 1.0f && out[1] == 2.0f && out[16] == 1.0f && out[17] == 2.0f);
+            tasks[9] = {good.data(), good.size(), le(tb::dtype::float32), out.data() + 18, 8};
+            tasks[30] = {good.data(), good.size(), le(tb::dtype::float32), out.data() + 60, 8};
+            CHECK(tb::decode_each(tasks.data(), tasks.size(), true, false, threads) == tasks.size());
+            CHECK(out[18] == 1.0f && out[19] == 2.0f && out[60] == 1.0f && out[61] == 2.0f);
+            CHECK(tb::decode_each(tasks.data(), 0, true, false, threads) == 0);
+            const unsigned char raw[8] = {0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
+            tasks[5] = {reinterpret_cast<const char*>(raw), 8, le(tb::dtype::float32), out.data(), 8};
+            tasks[6] = {reinterpret_cast<const char*>(raw), 7, le(tb::dtype::float32), out.data(), 8};
+            CHECK(tb::decode_each(tasks.data() + 5, 2, false, false, threads) == 1);
+        }
+    }
+
     // Byte orders and widening, against independent references; the output is in host order.
     std::vector<std::uint64_t> f32_bits, f16_all, f16_wide, bf16_sample, bf16_wide, codes, e4_wide,
         e5_wide;

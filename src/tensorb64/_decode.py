@@ -39,7 +39,7 @@ def _check_text(text) -> None:
 
 
 def decode(text: str | bytes | bytearray | memoryview, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",
-           widen: bool = True) -> np.ndarray:
+           widen: bool = True, threads: int = 1) -> np.ndarray:
     """A 1-D array of the values in one base64 str (or bytes) made by ``encode``.
 
     dtype and byteorder must be those it was encoded with. The result is float32 (the exact
@@ -48,22 +48,38 @@ def decode(text: str | bytes | bytearray | memoryview, /, *, dtype: DType = "flo
     exactly as the last group needs, no non-zero bits past the data; whatever
     ``binascii.a2b_base64(s, strict_mode=True)`` refuses on Python 3.13 is a ValueError (naming
     what was wrong and at which offset), and so is a length that is not a whole number of values.
+    threads: split the text across this many threads inside the one call (default 1).
     """
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
+    _native._check_threads(threads)
     _check_text(text)
     out = np.empty(_native._decoded_length(text, dtype), result)
-    _native._decode_into(text, out, dtype, byteorder, widen)
+    _native._decode_into(text, out, dtype, byteorder, widen, True, threads)
     return out
 
 
+def _decode_each(items: list, wheres: list, widen: bool, base64: bool, threads: int) -> None:
+    """Each (data, out, dtype, byteorder) item decoded into its out by one core call, ``threads``
+    splitting them; the first that fails is run again alone, for the ValueError naming it as
+    ``wheres`` (its prefix) says."""
+    failed = _native._decode_each(items, widen, base64, threads)
+    if failed is not None:
+        try:
+            _native._decode_into(*items[failed], widen, base64)
+        except ValueError as e:
+            raise ValueError(f"{wheres[failed]}: {e}") from None
+
+
 def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dtype: DType = "float32",
-                byteorder: ByteOrder = "little", widen: bool = True) -> np.ndarray:
+                byteorder: ByteOrder = "little", widen: bool = True, threads: int = 1) -> np.ndarray:
     """A 2-D array with one row per base64 str (or bytes); rows must all have the same length.
 
-    Each row is decoded straight into its row of the result; an error names the row."""
+    Each row is decoded straight into its row of the result, ``threads`` splitting the rows in one
+    core call; an error names the row."""
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
+    _native._check_threads(threads)
     if isinstance(texts, (str, bytes, bytearray)):
         raise TypeError("decode_rows expects a list of base64 strings; use decode() for one string")
     texts = list(texts)
@@ -81,11 +97,8 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
                 f"rows of unequal length cannot form a 2-D array: row 0 has {lengths[0]} values, row {row} has {length}"
             )
     out = np.empty((len(texts), lengths[0] if lengths else 0), result)
-    for row, s in enumerate(texts):
-        try:
-            _native._decode_into(s, out[row], dtype, byteorder, widen)
-        except ValueError as e:
-            raise ValueError(f"row {row}: {e}") from None
+    _decode_each([(s, out[row], dtype, byteorder) for row, s in enumerate(texts)],
+                 [f"row {row}" for row in range(len(texts))], widen, True, threads)
     return out
 
 
@@ -135,7 +148,7 @@ def _shape(value, where: str) -> tuple:
 
 
 def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[BodyMetadata | Mapping[str, Any] | Any], /, *,
-                widen: bool = True) -> list[np.ndarray]:
+                       widen: bool = True, threads: int = 1) -> list[np.ndarray]:
     """The rows of a binary embeddings response (``encode_binary_body``'s, or vLLM's
     ``encoding_format="bytes"``), in ``index`` order: one array per metadata item, of its
     ``shape``, float32 (or with widen=False the stored dtype where numpy has one).
@@ -143,8 +156,9 @@ def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[
     Each metadata item is a mapping or an object with the fields ``index``, ``embed_dtype``,
     ``endianness``, ``start``, ``end`` and ``shape`` (vLLM's ``MetadataItem``); numpy integers are
     accepted. Every error names the row (by its index, and its position in ``metadata``) and the
-    field."""
+    field. threads: split the rows across this many threads inside one core call (default 1)."""
     widen = bool(widen)
+    _native._check_threads(threads)
     if not isinstance(body, (bytes, bytearray, memoryview)):
         raise TypeError(f"body must be bytes, got {type(body).__name__}")
     body = memoryview(body).cast("B")
@@ -161,6 +175,8 @@ def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[
         items.append((index, position, item))
     items.sort(key=lambda entry: entry[0])
     rows = []
+    tasks = []
+    wheres = []
     for index, position, item in items:
         where = f"row {index} (metadata item {position})"
         start = _integer(_field(item, "start", where), "start", where)
@@ -181,6 +197,8 @@ def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[
                 f"{end - start} bytes (start {start}, end {end})"
             )
         out = np.empty(shape, result)
-        _native._decode_into(body[start:end], out, dtype, endianness, widen, False)
+        tasks.append((body[start:end], out, dtype, endianness))
+        wheres.append(where)
         rows.append(out)
+    _decode_each(tasks, wheres, widen, False, threads)
     return rows

@@ -196,6 +196,22 @@ decode_result decode_base64(const char* text, std::size_t length, element_format
 decode_result convert_elements(const void* raw, std::size_t bytes, element_format stored,
                                bool widen, void* out, std::size_t out_bytes) noexcept;
 
+// One text (or raw bytes) to decode into its own output, for decode_each.
+struct decode_task {
+    const char* text;  // base64 text, or with base64 = false raw stored bytes
+    std::size_t length;
+    element_format stored;
+    void* out;
+    std::size_t out_bytes;
+};
+
+// decode_base64 (base64) or convert_elements (!base64) of each of tasks[0, count), `threads`
+// splitting them. Returns the number of the first task (lowest) that failed, or `count` when all
+// succeeded (run that one alone for its result). After a failure the outputs of the tasks from
+// it on are unspecified (a thread stops at its first failure); those before it are decoded.
+std::size_t decode_each(const decode_task* tasks, std::size_t count, bool base64, bool widen,
+                        unsigned threads);
+
 // ---- The /v1/embeddings response body ------------------------------------------------------
 //
 // The order of the keys inside each data entry. JSON readers see the same object either way; a

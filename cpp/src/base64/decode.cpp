@@ -18,10 +18,12 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "base64/alphabet.hpp"
 #include "dispatch/dispatch.hpp"
 #include "common/host.hpp"
+#include "common/thread_pool.hpp"
 #include "common/scalar_ops.hpp"
 #include "tensorb64/tensorb64.hpp"
 
@@ -257,6 +259,25 @@ decode_result convert_elements(const void* raw, std::size_t bytes, element_forma
         destination += n * 4;
     }
     return {};
+}
+
+std::size_t decode_each(const decode_task* tasks, std::size_t count, bool base64, bool widen,
+                        unsigned threads) {
+    const std::size_t parts = row_parts(threads, count);
+    std::vector<std::size_t> first_failed(parts, count);
+    run_row_parts(count, parts, [&](std::size_t part, std::size_t first, std::size_t n) {
+        for (std::size_t i = first; i < first + n; ++i) {
+            const decode_task& t = tasks[i];
+            const decode_result r =
+                base64 ? decode_base64(t.text, t.length, t.stored, widen, t.out, t.out_bytes)
+                       : convert_elements(t.text, t.length, t.stored, widen, t.out, t.out_bytes);
+            if (r.status != decode_status::ok) {
+                first_failed[part] = i;
+                return;
+            }
+        }
+    });
+    return *std::min_element(first_failed.begin(), first_failed.end());
 }
 
 }  // namespace tensorb64
