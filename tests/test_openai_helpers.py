@@ -226,14 +226,15 @@ def test_bad_inputs(batch):
 # ---- float_format: the floats of the core's text ------------------------------------------------------
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("key_order", ["openai", "vllm"])
-def test_float_entries_dump_to_exactly_the_shortest_body(key_order):
+def test_float_entries_dump_to_exactly_the_shortest_body(key_order, threads):
     """json.dumps of embedding_data's entries (float_format="shortest") is exactly the body
     response_body writes: each float's repr is the shortest text of its float32."""
     g = torch.Generator().manual_seed(11)
     t = torch.cat([torch.randn(5, 64, generator=g) * 0.05, torch.randn(1, 64, generator=g) * 1e30,
                    torch.tensor([[1e-45, -0.0, 0.1, 3.4028235e38] * 16])])
-    data = embedding_data(t, encoding_format="float", float_format="shortest", key_order=key_order, start_index=0)
+    data = embedding_data(t, encoding_format="float", float_format="shortest", key_order=key_order, threads=threads)
     body = {"object": "list", "data": data, "model": "m", "usage": {"prompt_tokens": 0, "total_tokens": 0}}
     text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
     assert text == tb_openai.response_body(t, model="m", encoding_format="float", float_format="shortest", key_order=key_order)
