@@ -84,6 +84,8 @@ def same(a, b) -> bool:
     fields set and extras."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, type):
+        return a is b
     if isinstance(a, float):
         return bits(a) == bits(b)
     if isinstance(a, (list, tuple)):
