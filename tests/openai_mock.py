@@ -89,7 +89,7 @@ def same(a, b) -> bool:
     if isinstance(a, float):
         return bits(a) == bits(b)
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if hasattr(a, "model_fields_set"):

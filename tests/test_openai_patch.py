@@ -21,7 +21,7 @@ import pytest
 
 from tensorb64 import _openai_patch
 from tensorb64._client import _read_rows_and_offsets
-from tensorb64.openai import is_patched, patch, response_body, unpatch
+from tensorb64.openai import is_patched, patch, unpatch
 
 # ---- the float64 read of float rows, against json.loads ----
 
@@ -34,7 +34,7 @@ def bits(value: float) -> bytes:
 
 def float_rows_body(rows_text: list[str], indexes: list[int] | None = None) -> bytes:
     indexes = list(range(len(rows_text))) if indexes is None else indexes
-    entries = ",".join(f'{{"object":"embedding","index":{i},"embedding":{t}}}' for i, t in zip(indexes, rows_text))
+    entries = ",".join(f'{{"object":"embedding","index":{i},"embedding":{t}}}' for i, t in zip(indexes, rows_text, strict=True))
     return f'{{"object":"list","data":[{entries}],"model":"m"}}'.encode()
 
 
