@@ -182,8 +182,10 @@ def _library_calls(mods: dict, x, bodies: dict) -> tuple[dict, list]:
     except ImportError as e:
         skipped.append(f"LangChain embed_documents not timed: {e}")
     else:
+        # One request for the batch (its default chunk_size, 1000, would split 1024 inputs in
+        # two); check_embedding_ctx_length=True would download a tiktoken file.
         lc = OpenAIEmbeddings(model=MODEL, api_key="bench", base_url=url, max_retries=0, http_client=http_client(),
-                              check_embedding_ctx_length=False)  # True downloads a tiktoken file
+                              check_embedding_ctx_length=False, chunk_size=B)
         calls["LangChain embed_documents"] = lambda: lc.embed_documents(inputs)
     try:
         from llama_index.embeddings.openai import OpenAIEmbedding
