@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "arguments.hpp"
 #include "entry_points.hpp"
@@ -120,14 +121,34 @@ PyObject* span_bytes(const body_bytes& body, const tb::byte_span& span) {
         PyBytes_FromStringAndSize(body.data + span.offset, static_cast<Py_ssize_t>(span.length)));
 }
 
-// _decode_response_body(body, dtype, byteorder, widen, threads, allocate, /)
-//   -> (result, model_json, usage_json)
+// Each row's embedding text as (offset, end) byte offsets into the body: a bytes object of
+// 2 * rows native int64s.
+PyObject* span_offsets(const std::vector<tb::byte_span>& spans) {
+    ref out(checked(PyBytes_FromStringAndSize(
+        nullptr, static_cast<Py_ssize_t>(spans.size() * 2 * sizeof(std::int64_t)))));
+    auto* offsets = reinterpret_cast<std::int64_t*>(PyBytes_AS_STRING(out.get()));
+    for (const tb::byte_span& span : spans) {
+        *offsets++ = static_cast<std::int64_t>(span.offset);
+        *offsets++ = static_cast<std::int64_t>(span.offset + span.length);
+    }
+    return out.release();
+}
+
+bool truth(PyObject* value) {
+    const int t = PyObject_IsTrue(value);
+    if (t < 0) throw python_error{};
+    return t != 0;
+}
+
+// _decode_response_body(body, dtype, byteorder, widen, threads, allocate
+//                       [, float_rows_as_double, embedding_offsets], /)
+//   -> (result, model_json, usage_json[, offsets])
 PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
-        if (nargs != 6) {
+        if (nargs != 6 && nargs != 8) {
             raise(PyExc_TypeError,
-                  "_decode_response_body takes (body, dtype, byteorder, widen, threads, allocate), "
-                  "got " +
+                  "_decode_response_body takes (body, dtype, byteorder, widen, threads, allocate"
+                  "[, float_rows_as_double, embedding_offsets]), got " +
                       std::to_string(nargs) + " arguments");
         }
         tb::body_options options;
@@ -136,6 +157,9 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
         if (widen < 0) throw python_error{};
         options.widen = widen != 0;
         options.threads = thread_count(args[4]);
+        const bool want_offsets = nargs == 8 && truth(args[7]);
+        if (nargs == 8) options.float_rows_as_double = truth(args[6]);
+        std::vector<tb::byte_span> embeddings;
         body_bytes body;
         body.read(args[0]);
         options.allow_bom = !body.is_str;  // json.loads skips a BOM in bytes, refuses one in a str
@@ -144,8 +168,9 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
         allocation.allocate = args[5];
         tb::body_layout layout;
         if (body.size >= release_gil_above_bytes) allocation.released = PyEval_SaveThread();
-        const tb::body_error error = tb::read_embeddings_body(
-            body.data, body.size, options, allocate_result, &allocation, &layout);
+        const tb::body_error error =
+            tb::read_embeddings_body(body.data, body.size, options, allocate_result, &allocation,
+                                     &layout, want_offsets ? &embeddings : nullptr);
         if (allocation.released != nullptr) PyEval_RestoreThread(allocation.released);
 
         if (error.status == tb::body_status::no_output) {
@@ -155,6 +180,11 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
         if (error.status != tb::body_status::ok) raise(PyExc_ValueError, tb::to_string(error));
         ref model(span_bytes(body, layout.model));
         ref usage(span_bytes(body, layout.usage));
+        if (want_offsets) {
+            ref offsets(span_offsets(embeddings));
+            return checked(PyTuple_Pack(4, allocation.result.get(), model.get(), usage.get(),
+                                        offsets.get()));
+        }
         return checked(PyTuple_Pack(3, allocation.result.get(), model.get(), usage.get()));
     });
 }
@@ -163,10 +193,13 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
 
 PyMethodDef body_reader_methods[] = {
     {"_decode_response_body", as_method(decode_response_body_entry), METH_FASTCALL,
-     "_decode_response_body(body, dtype, byteorder, widen, threads, allocate, /)\n--\n\n"
-     "(result, model_json, usage_json): the rows of a /v1/embeddings body in what "
-     "allocate(rows, row_length, float_rows) returns, and the JSON text of its model and usage "
-     "(None where the body has none)."},
+     "_decode_response_body(body, dtype, byteorder, widen, threads, allocate, "
+     "float_rows_as_double=False, embedding_offsets=False, /)\n--\n\n"
+     "(result, model_json, usage_json[, offsets]): the rows of a /v1/embeddings body in what "
+     "allocate(rows, row_length, float_rows) returns (float rows as float64, json.loads's "
+     "doubles, with float_rows_as_double), and the JSON text of its model and usage (None where "
+     "the body has none); with embedding_offsets, bytes of 2 * rows int64s: row i's embedding "
+     "text is body[offsets[2i]:offsets[2i+1]]."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -206,6 +206,46 @@ void test_float_rows() {
     CHECK(empty_rows.error.status == tb::body_status::ok && empty_rows.layout.row_length == 0);
 }
 
+// float_rows_as_double: each value the double itself (not rounded to float32); an integer text of
+// more than 15 digits refused; the embeddings' spans by row.
+void test_float_rows_as_double() {
+    tb::body_options options;
+    options.float_rows_as_double = true;
+    const std::string body =
+        "{\"data\":[{\"index\":1,\"embedding\":[0.1, -0, 3,1e400]},"
+        "{\"embedding\": [2.5e-324,-0.0,999999999999999,1e-400] ,\"index\":0}]}";
+    unsigned char* block = static_cast<unsigned char*>(std::malloc(body.size()));
+    if (block == nullptr) std::abort();
+    std::memcpy(block, body.data(), body.size());
+    result_buffer buffer;
+    tb::body_layout layout;
+    std::vector<tb::byte_span> spans;
+    const tb::body_error error = tb::read_embeddings_body(
+        reinterpret_cast<const char*>(block), body.size(), options, allocate, &buffer, &layout, &spans);
+    std::free(block);
+    CHECK(error.status == tb::body_status::ok && layout.element_size == 8 && layout.rows == 2 &&
+          layout.row_length == 4);
+    if (error.status == tb::body_status::ok) {
+        double v[8];
+        std::memcpy(v, buffer.bytes.data(), sizeof v);
+        CHECK(v[0] == 5e-324 && v[1] == 0.0 && std::signbit(v[1]) && v[2] == 999999999999999.0 &&
+              v[3] == 0.0 && !std::signbit(v[3]));
+        CHECK(v[4] == 0.1 && v[5] == 0.0 && !std::signbit(v[5]) && v[6] == 3.0 &&
+              std::isinf(v[7]));
+        CHECK(spans.size() == 2 && spans[0].present && spans[1].present);
+        if (spans.size() == 2) {
+            CHECK(body.substr(spans[0].offset, spans[0].length) ==
+                  "[2.5e-324,-0.0,999999999999999,1e-400]");
+            CHECK(body.substr(spans[1].offset, spans[1].length) == "[0.1, -0, 3,1e400]");
+        }
+    }
+    CHECK_ERROR(read("{\"data\":[{\"index\":0,\"embedding\":[1,1000000000000000]}]}", options),
+                tb::body_status::bad_number, 35);
+    // float32 rows are unchanged by the option's existence: 0.1 rounds to float32
+    const outcome narrow = read("{\"data\":[{\"index\":0,\"embedding\":[0.1]}]}");
+    CHECK(narrow.values.size() == 1 && narrow.values[0] == 0.1f);
+}
+
 void test_stored_formats() {
     // float16 big-endian rows, kept (widen=false) and widened.
     const unsigned char half_be[] = {0x3c, 0x00, 0xc0, 0x00};  // 1.0, -2.0
@@ -431,6 +471,7 @@ int main() {
         tb::force_simd_level(level);
         test_written_bodies();
         test_float_rows();
+        test_float_rows_as_double();
         test_stored_formats();
         test_errors();
         test_allocator_refusal();

@@ -33,11 +33,12 @@ class EmbeddingsResponse(NamedTuple):
     usage: Any  # a dict in a well-formed body
 
 
-def _allocator(result_dtype: Any, out: np.ndarray | None) -> Callable[[int, int, bool], np.ndarray]:
+def _allocator(result_dtype: Any, out: np.ndarray | None,
+               float_rows_dtype: Any = np.float32) -> Callable[[int, int, bool], np.ndarray]:
     """The core's allocator: a new array of the rows' shape, or ``out`` checked against it."""
 
     def allocate(rows: int, row_length: int, float_rows: bool) -> np.ndarray:
-        dtype = np.dtype(np.float32 if float_rows else result_dtype)
+        dtype = np.dtype(float_rows_dtype if float_rows else result_dtype)
         if out is None:
             return np.empty((rows, row_length), dtype)
         if out.shape != (rows, row_length) or out.dtype != dtype:
@@ -103,6 +104,17 @@ def decode_response(body: ResponseBody, /, *, dtype: DType = "float32", byteorde
     return EmbeddingsResponse(
         array, None if model is None else json.loads(model), None if usage is None else json.loads(usage)
     )
+
+
+def _read_rows_and_offsets(body: bytes, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """For a client that builds the rest of the response itself (tensorb64.openai.patch): the
+    rows of ``body`` (base64 rows as float32; float rows as float64, each exactly the double
+    ``json.loads`` gives, so its Python floats are the ones the client would have made) and a
+    ``[rows, 2]`` int64 array of where each row's embedding text lies, ``body[start:end]``."""
+    allocate = _allocator(np.float32, None, np.float64)
+    array, _, _, offsets = _native._decode_response_body(
+        body, "float32", "little", True, threads, allocate, True, True)
+    return array, np.frombuffer(offsets, np.int64).reshape(-1, 2)
 
 
 def _raw_create(embeddings: Any, input: EmbeddingInput, model: str, kwargs: dict[str, Any]) -> Any:

@@ -30,10 +30,12 @@ from . import _cuda, _native
 from ._client import EmbeddingsResponse, aembed, decode_response, decode_response_body, embed
 from ._encode import encode_rows
 from ._inputs import readable
+from ._openai_patch import is_patched, patch, unpatch
 from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat, KeyOrder
 
 __all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
+__all__ += ["patch", "unpatch", "is_patched"]  # the openai client's own create() read by the core
 
 
 def _is_index(value) -> bool:

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tensorb64/tensorb64.hpp"
 
@@ -38,7 +39,7 @@ struct body_layout {
     std::size_t rows = 0;
     std::size_t row_length = 0;
     row_encoding encoding = row_encoding::none;
-    std::size_t element_size = 4;  // bytes of one result element (float32, or the stored type)
+    std::size_t element_size = 4;  // bytes of one result element (float32, float64 or the stored type)
     byte_span model;
     byte_span usage;
 };
@@ -48,6 +49,10 @@ struct body_options {
     bool widen = true;     // base64 rows to float32 (else the stored elements); float rows: float32
     unsigned threads = 1;  // split the rows of a large body over this many threads
     bool allow_bom = false;  // skip a leading UTF-8 BOM (json.loads does for bytes, not for str)
+    // Float rows as float64, each value the Python float a client makes of json.loads's value
+    // (the double; for an integer text float(int), and an error for one of more than 15 digits,
+    // which the openai client may keep as an int), instead of that double rounded to float32.
+    bool float_rows_as_double = false;
 };
 
 // Why a body could not be read.
@@ -94,5 +99,12 @@ using body_allocator = void* (*)(void* context, const body_layout& layout);
 // read.
 body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
                                 body_allocator allocate, void* context, body_layout* layout);
+
+// The same, and where each row's embedding value lies: (*embeddings)[i] is the JSON text of the
+// embedding that row i was read from (resized to layout->rows). For a caller that builds the
+// rest of the response itself (the body with those values cut out is small to parse).
+body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
+                                body_allocator allocate, void* context, body_layout* layout,
+                                std::vector<byte_span>* embeddings);
 
 }  // namespace tensorb64

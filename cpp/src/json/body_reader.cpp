@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "json/scanner.hpp"
 #include "json/number_parser.hpp"
@@ -489,9 +490,11 @@ body_error structure_pass::run(body_layout* layout, data_scan* data) {
     layout->rows = data->rows;
     layout->row_length = data->row_length;
     layout->encoding = data->encoding;
-    layout->element_size = data->encoding == row_encoding::floats || options_.widen
-                               ? 4
-                               : dtype_size(options_.stored.type);
+    if (data->encoding == row_encoding::floats) {
+        layout->element_size = options_.float_rows_as_double ? 8 : 4;
+    } else {
+        layout->element_size = options_.widen ? 4 : dtype_size(options_.stored.type);
+    }
     return {};
 }
 
@@ -500,7 +503,7 @@ class decode_pass {
 public:
     decode_pass(const char* body, std::size_t size, const body_options& options,
                 const body_layout& layout, const data_scan& data, unsigned char* out,
-                std::atomic<std::uint64_t>* seen)
+                std::atomic<std::uint64_t>* seen, byte_span* embeddings)
         : body_(body),
           end_(body + size),
           options_(options),
@@ -508,7 +511,8 @@ public:
           repeated_keys_(data.repeated_keys),
           out_(out),
           row_bytes_(layout.row_length * layout.element_size),
-          seen_(seen) {
+          seen_(seen),
+          embeddings_(embeddings) {
         encoded_size(layout.row_length * dtype_size(options.stored.type), &text_length_);
     }
 
@@ -532,6 +536,7 @@ private:
     std::size_t row_bytes_;
     std::size_t text_length_ = 0;       // of a base64 row without escapes
     std::atomic<std::uint64_t>* seen_;  // a bit per row, where the indexes are not in order
+    byte_span* embeddings_;             // where each row's embedding text lies, if asked
 };
 
 const char* decode_pass::decode_row(const char* p, std::size_t index,
@@ -540,8 +545,12 @@ const char* decode_pass::decode_row(const char* p, std::size_t index,
         return fail(error, body_status::bad_index, p, "an index below the number of rows");
     unsigned char* row = out_ + index * row_bytes_;
     if (layout_.encoding == row_encoding::floats) {
-        const detail::number_row r = detail::parse_number_row(
-            p + 1, end_, reinterpret_cast<float*>(row), layout_.row_length);
+        const detail::number_row r =
+            options_.float_rows_as_double
+                ? detail::parse_number_row_double(p + 1, end_, reinterpret_cast<double*>(row),
+                                                  layout_.row_length)
+                : detail::parse_number_row(p + 1, end_, reinterpret_cast<float*>(row),
+                                           layout_.row_length);
         if (r.error_at != nullptr)
             return fail(error, body_status::bad_number, r.error_at, r.expected);
         if (r.count != layout_.row_length) {
@@ -601,9 +610,9 @@ bool decode_pass::run(const char* p, std::size_t count, body_error* error) const
             return fail(error, body_status::malformed_json, p, internal) != nullptr;
         ++p;
         const char* embedding = nullptr;
+        const char* embedding_end = nullptr;  // where decoded
         const char* index_at = nullptr;
         std::size_t index = no_index;
-        bool decoded = false;
         for (;;) {
             p = skip_space(p, end_);
             if (p >= end_ || *p != '"') break;
@@ -620,7 +629,7 @@ bool decode_pass::run(const char* p, std::size_t count, body_error* error) const
                 embedding = p;
                 if (index != no_index && !repeated_keys_) {
                     if ((p = decode_row(p, index, error)) == nullptr) return false;
-                    decoded = true;
+                    embedding_end = p;
                 } else {
                     p = json::skip_valid_value(p, end_);
                 }
@@ -640,7 +649,10 @@ bool decode_pass::run(const char* p, std::size_t count, body_error* error) const
             return fail(error, body_status::malformed_json, p, internal) != nullptr;
         }
         ++p;
-        if (!decoded && decode_row(embedding, index, error) == nullptr) return false;
+        if (embedding_end == nullptr &&
+            (embedding_end = decode_row(embedding, index, error)) == nullptr) {
+            return false;
+        }
         if (seen_ != nullptr) {
             const std::uint64_t bit = std::uint64_t{1} << (index % 64);
             if (seen_[index / 64].fetch_or(bit, std::memory_order_relaxed) & bit) {
@@ -649,6 +661,12 @@ bool decode_pass::run(const char* p, std::size_t count, body_error* error) const
                 error->length = layout_.rows;
                 return false;
             }
+        }
+        if (embeddings_ != nullptr) {  // after the index check: each row's span written once
+            byte_span& span = embeddings_[index];
+            span.offset = static_cast<std::size_t>(embedding - body_);
+            span.length = static_cast<std::size_t>(embedding_end - embedding);
+            span.present = true;
         }
     }
     return true;
@@ -691,7 +709,8 @@ namespace {
 
 // Pass 2 over the rows pass 1 found, split over the threads asked for.
 body_error decode_rows(const char* body, std::size_t size, const body_options& options,
-                       const body_layout& layout, const data_scan& data, void* out) {
+                       const body_layout& layout, const data_scan& data, void* out,
+                       std::vector<byte_span>* embeddings) {
     body_error error;
     std::unique_ptr<std::atomic<std::uint64_t>[]> seen;
     if (!data.indexes_in_order) {
@@ -704,8 +723,19 @@ body_error decode_rows(const char* body, std::size_t size, const body_options& o
         }
         for (std::size_t i = 0; i < words; ++i) seen[i].store(0, std::memory_order_relaxed);
     }
+    byte_span* spans = nullptr;
+    if (embeddings != nullptr) {
+        try {
+            embeddings->assign(layout.rows, byte_span());
+        } catch (const std::bad_alloc&) {
+            error.status = body_status::no_output;
+            error.expected = "memory for the embeddings' offsets";
+            return error;
+        }
+        spans = embeddings->data();
+    }
     const decode_pass pass(body, size, options, layout, data, static_cast<unsigned char*>(out),
-                           seen.get());
+                           seen.get(), spans);
 
     const std::size_t list_bytes = static_cast<std::size_t>(data.end - data.begin);
     const std::size_t parts =
@@ -741,6 +771,13 @@ bool same_shape(const body_layout& a, const body_layout& b) noexcept {
 
 body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
                                 body_allocator allocate, void* context, body_layout* layout) {
+    return read_embeddings_body(body, size, options, allocate, context, layout, nullptr);
+}
+
+body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
+                                body_allocator allocate, void* context, body_layout* layout,
+                                std::vector<byte_span>* embeddings) {
+    if (embeddings != nullptr) embeddings->clear();
     *layout = body_layout();
     data_scan data;
     structure_pass guessing(body, size, options, true);
@@ -753,7 +790,7 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
             return error;
         }
         if (layout->rows == 0) return error;
-        error = decode_rows(body, size, options, *layout, data, out);
+        error = decode_rows(body, size, options, *layout, data, out, embeddings);
     }
     if (error.status == body_status::ok || error.status == body_status::no_output ||
         !guessing.guessed()) {
@@ -773,7 +810,7 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
         }
     }
     if (layout->rows == 0) return error;
-    return decode_rows(body, size, options, *layout, data, out);
+    return decode_rows(body, size, options, *layout, data, out, embeddings);
 }
 
 }  // namespace tensorb64

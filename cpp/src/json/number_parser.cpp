@@ -508,9 +508,12 @@ inline std::uint32_t float_bits_of(std::uint64_t magnitude) noexcept {
 }
 
 // The number at p as the double json.loads + numpy's cast give (bits with the sign), or nullptr.
+// `text`, if given, receives the number's text as read.
 inline const char* read_double_bits(const char* p, const char* end, std::uint64_t* bits,
-                                    const char** error_at, const char** expected) noexcept {
-    decimal_text d;
+                                    const char** error_at, const char** expected,
+                                    decimal_text* text = nullptr) noexcept {
+    decimal_text local;
+    decimal_text& d = text != nullptr ? *text : local;
     const char* next = read_number_text(p, end, &d, error_at, expected);
     if (next == nullptr) return nullptr;
     const std::uint64_t magnitude = double_bits_of(d, p, next);
@@ -554,8 +557,13 @@ const char* parse_one_float32(const char* p, const char* end, float* out, const 
     return read_float32(p, end, out, error_at, expected);
 }
 
-number_row parse_number_row_scalar_from(const char* p, const char* end, float* out,
-                                        std::size_t capacity, std::size_t count) noexcept {
+namespace {
+
+// The row loop of both row parsers: `read_value` reads one number at p into a T (the read_float32
+// or read_double_bits signature).
+template <typename T, typename ReadValue>
+number_row parse_row_from(const char* p, const char* end, T* out, std::size_t capacity,
+                          std::size_t count, ReadValue read_value) noexcept {
     p = skip_space(p, end);
     if (count == 0 && p != end && *p == ']') {
         number_row row;
@@ -563,10 +571,10 @@ number_row parse_number_row_scalar_from(const char* p, const char* end, float* o
         return row;
     }
     for (;;) {
-        float value;
+        T value;
         const char* error_at;
         const char* expected;
-        const char* next = read_float32(p, end, &value, &error_at, &expected);
+        const char* next = read_value(p, end, &value, &error_at, &expected);
         if (next == nullptr) {
             if (count == 0 && error_at == p && expected == kExpectNumber) {
                 expected = "a number or ']'";
@@ -589,13 +597,50 @@ number_row parse_number_row_scalar_from(const char* p, const char* end, float* o
     }
 }
 
-const char* parse_number(const char* p, const char* end, double* out) noexcept {
+inline const char* read_double(const char* p, const char* end, double* out, const char** error_at,
+                               const char** expected) noexcept {
     std::uint64_t bits;
-    const char* error_at;
-    const char* expected;
-    const char* next = read_double_bits(p, end, &bits, &error_at, &expected);
+    const char* next = read_double_bits(p, end, &bits, error_at, expected);
     if (next != nullptr) std::memcpy(out, &bits, 8);
     return next;
+}
+
+// A float row's number as the Python float a client makes of json.loads's value: the double, and
+// for an integer text the same (float(int)), but only where the int is exactly that float, which
+// every integer of at most 15 digits is. A longer one is refused: the openai client keeps an int
+// that float() would change, and this row format has no int.
+inline const char* read_client_float(const char* p, const char* end, double* out,
+                                     const char** error_at, const char** expected) noexcept {
+    constexpr std::uint64_t kExactIntegerBound = 1000000000000000;  // 10^15 < 2^53
+    std::uint64_t bits;
+    decimal_text d;
+    const char* next = read_double_bits(p, end, &bits, error_at, expected, &d);
+    if (next == nullptr) return nullptr;
+    if (d.integer && (d.q != 0 || d.truncated || d.w >= kExactIntegerBound)) {
+        *error_at = p;
+        *expected = "an integer of at most 15 digits (in rows read as Python floats)";
+        return nullptr;
+    }
+    std::memcpy(out, &bits, 8);
+    return next;
+}
+
+}  // namespace
+
+number_row parse_number_row_scalar_from(const char* p, const char* end, float* out,
+                                        std::size_t capacity, std::size_t count) noexcept {
+    return parse_row_from(p, end, out, capacity, count, read_float32);
+}
+
+number_row parse_number_row_double(const char* p, const char* end, double* out,
+                                   std::size_t capacity) noexcept {
+    return parse_row_from(p, end, out, capacity, 0, read_client_float);
+}
+
+const char* parse_number(const char* p, const char* end, double* out) noexcept {
+    const char* error_at;
+    const char* expected;
+    return read_double(p, end, out, &error_at, &expected);
 }
 
 number_row parse_number_row_scalar(const char* p, const char* end, float* out,

@@ -55,6 +55,14 @@ number_row parse_number_row_scalar(const char* p, const char* end, float* out,
 number_row parse_number_row_scalar_from(const char* p, const char* end, float* out,
                                         std::size_t capacity, std::size_t count) noexcept;
 
+// parse_number_row's contract, each value kept as the double json.loads gives (parse_number's),
+// not cast to float32: for a client that hands Python floats on (the openai client's float rows,
+// which turn an int into a float only where float() keeps its value: so an integer text of more
+// than 15 digits, which may not, is refused here). Scalar at every level: the same
+// digits-to-double step the float32 rows take on their way.
+number_row parse_number_row_double(const char* p, const char* end, double* out,
+                                   std::size_t capacity) noexcept;
+
 // One number at `p` as float32 (the row's rule), for the SIMD levels' lanes that leave the fast
 // path: returns the end of its text, or nullptr with *error_at and *expected set.
 const char* parse_one_float32(const char* p, const char* end, float* out, const char** error_at,

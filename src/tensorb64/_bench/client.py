@@ -22,6 +22,16 @@ float32 array that is checked bit for bit against X before it is timed:
 and tensorb64's own routes (tensorb64_routes: decode_response_body, also with threads=2 on the
 1024x1024 bodies, and embed through the same mock for base64 bodies): ratios are each route's time over decode_response_body's. The allocator is pinned in the "raised" state
 (allocator.py: freed memory reused, as in a long-running client).
+
+The patched clients (tensorb64.openai.patch(), issue 27): each library's own call with the patch
+off against on, the two interleaved in the same rounds (each call sets the patch first), the
+mock answering each request in the format it asks for (base64 for openai's default, floats where
+none or "float" is asked), its results checked equal bit for bit before they are timed:
+
+  openai create() default      base64 body          openai create(encoding_format="float")
+  LangChain embed_documents    base64 (its default) LlamaIndex get_text_embedding_batch (base64)
+  litellm.embedding() default  float body (it posts no encoding_format; openai provider)
+A row whose library is not installed is skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -135,6 +145,131 @@ def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> dict:
     return paths
 
 
+PATCH_TARGETS = {  # issue 27's targets at 64x3072: patch off / patch on
+    "openai create() default": 2, 'openai create(encoding_format="float")': 20,
+    "LangChain embed_documents": 1.5, "LlamaIndex get_text_embedding_batch": 1.5, "litellm.embedding() default": 3,
+}
+
+
+def _library_calls(mods: dict, x, bodies: dict) -> tuple[dict, list]:
+    """({library call name: (call returning the rows as lists of Python floats)}, [skip reasons])
+    for the libraries installed, over one mock transport answering from `bodies`."""
+    import os
+
+    openai = mods["openai"]
+    http = _http_library(openai)
+    B = x.shape[0]
+
+    def answer(request):
+        asked = json.loads(request.content)
+        return http.Response(200, content=bodies[asked.get("encoding_format", "float")],
+                             headers={"content-type": "application/json"})
+
+    def http_client():
+        return openai.DefaultHttpxClient(transport=http.MockTransport(answer))
+
+    url = "http://bench.invalid/v1"
+    client = openai.OpenAI(api_key="bench", base_url=url, max_retries=0, http_client=http_client())
+    inputs = ["x"] * B
+    calls = {
+        "openai create() default": lambda: [e.embedding for e in client.embeddings.create(input=inputs, model=MODEL).data],
+        'openai create(encoding_format="float")': lambda: [
+            e.embedding for e in client.embeddings.create(input=inputs, model=MODEL, encoding_format="float").data],
+    }
+    skipped = []
+    try:
+        from langchain_openai import OpenAIEmbeddings
+    except ImportError as e:
+        skipped.append(f"LangChain embed_documents not timed: {e}")
+    else:
+        # One request for the batch (its default chunk_size, 1000, would split 1024 inputs in
+        # two); check_embedding_ctx_length=True would download a tiktoken file.
+        lc = OpenAIEmbeddings(model=MODEL, api_key="bench", base_url=url, max_retries=0, http_client=http_client(),
+                              check_embedding_ctx_length=False, chunk_size=B)
+        calls["LangChain embed_documents"] = lambda: lc.embed_documents(inputs)
+    try:
+        from llama_index.embeddings.openai import OpenAIEmbedding
+    except ImportError as e:
+        skipped.append(f"LlamaIndex get_text_embedding_batch not timed: {e}")
+    else:
+        li = OpenAIEmbedding(model=MODEL, api_key="bench", api_base=url, max_retries=0, http_client=http_client(),
+                             embed_batch_size=B)
+        calls["LlamaIndex get_text_embedding_batch"] = lambda: li.get_text_embedding_batch(inputs)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of its cost map
+    try:
+        import litellm
+    except ImportError as e:
+        skipped.append(f"litellm.embedding() not timed: {e}")
+    else:
+        calls["litellm.embedding() default"] = lambda: [
+            d["embedding"] for d in litellm.embedding(model=f"openai/{MODEL}", input=inputs, client=client, api_base=url,
+                                                      api_key="bench").model_dump()["data"]]
+    return calls, skipped
+
+
+def _with_patch(on: bool, call):
+    patch, unpatch = tensorb64.openai.patch, tensorb64.openai.unpatch
+
+    def run():
+        (patch if on else unpatch)()
+        return call()
+
+    return run
+
+
+def patch_cases(mods: dict, cfg: dict, log) -> tuple[list, list]:
+    """Each library call with the patch off and on, at each shape: (cases, skip reasons)."""
+    cases, skipped = [], []
+    try:
+        for B, D in ((3, 8), (2, 5)) if cfg["mode"] == "smoke" else SHAPES:
+            x = np.random.default_rng(B * D).normal(0, 0.05, (B, D)).astype(np.float32)
+            bodies = {kind: _body(kind if kind == "base64" else "float shortest", x) for kind in ("base64", "float")}
+            calls, skipped = _library_calls(mods, x, bodies)
+            for name, call in calls.items():
+                off, on = _with_patch(False, call), _with_patch(True, call)
+                # Bit for bit the unpatched call's floats (a float body's shortest float32 text
+                # reads to doubles near, not at, X's values: they round back to X).
+                got_off, got_on = np.array(off(), np.float64), np.array(on(), np.float64)
+                errors = [] if (np.array_equal(got_off.view(np.uint64), got_on.view(np.uint64))
+                                and np.array_equal(got_on.astype(np.float32), x)) else \
+                    [f"{name}: patched values differ from unpatched (or from the embeddings)"]
+                paths = {f"{name}, patch off": (off, None), f"{name}, patch on": (on, None)}
+                results = measure_paths(paths, cfg, checked=not errors, ref=f"{name}, patch on", ratio_key="vs_patched")
+                for e in errors:
+                    log(f"  ERROR client patch B={B} D={D}: {e}")
+                cases.append({"library": name, "B": B, "D": D, "results": results, "errors": errors})
+                if cfg["mode"] != "smoke" and not errors:
+                    log(f"  done client patch {name:<40} B={B:<4} D={D:<4} " +
+                        ", ".join(f"{r['path'].rpartition(', ')[2]} {r['us']:.0f} µs" for r in results if "us" in r))
+    finally:
+        tensorb64.openai.unpatch()
+    return cases, skipped
+
+
+def patch_rows(cases):
+    for c in cases:
+        for r in c["results"]:
+            cells = (fmt_us(r["us"]), spread_text(r), f"{r['vs_patched']:.2f}×" if "vs_patched" in r else "") \
+                if "us" in r else ("error", "", "")
+            yield (r["path"], str(c["B"]), str(c["D"]), *cells)
+
+
+def patch_target_lines(cases) -> list:
+    lines = []
+    for c in cases:
+        if (c["B"], c["D"]) != (64, 3072) or c["library"] not in PATCH_TARGETS:
+            continue
+        ratio = next((r["vs_patched"] for r in c["results"] if "vs_patched" in r and r["path"].endswith("off")), None)
+        if ratio is not None:
+            target = PATCH_TARGETS[c["library"]]
+            lines.append(f"  {c['library']} 64x3072: patch off / on = {ratio:.2f} (target >= {target})  "
+                         f"{'met' if ratio >= target else 'NOT met'}")
+    return lines
+
+
+PATCH_COLUMNS = ("library call", "B", "D", "µs/call", "spread", "× patch on")
+
+
 def _check(paths: dict, x) -> list:
     """Problems found comparing each route's array with X bit for bit (empty when all agree)."""
     problems = []
@@ -172,11 +307,15 @@ def run(mods: dict, cfg: dict, log) -> dict:
                 log(f"  done client {kind:<14} B={B:<4} D={D:<4} " + ", ".join(f"{r['path']} {r['us']:.1f} µs" for r in results[-2:] if "us" in r))
     versions = {m: getattr(mods[m], "__version__", None) for m in ("openai", "orjson")}
     versions["http"] = f"{_http_library(mods['openai']).__name__} {_http_library(mods['openai']).__version__}"
-    return {"client_cases": cases, "client_versions": versions, "client_allocator": allocator}
+    patched, skipped = patch_cases(mods, cfg, log)
+    for reason in skipped:
+        log(f"  skipped: {reason}")
+    return {"client_cases": cases, "client_versions": versions, "client_allocator": allocator,
+            "client_patch_cases": patched, "client_patch_skipped": skipped}
 
 
 def errors(report: dict) -> list:
-    return [e for c in report["client_cases"] for e in c["errors"]]
+    return [e for c in report["client_cases"] + report.get("client_patch_cases", []) for e in c["errors"]]
 
 
 def summary(report: dict) -> str:
@@ -239,12 +378,30 @@ def _notes(report: dict) -> list:
     return notes
 
 
+def _patch_notes(report: dict) -> list:
+    notes = list(report.get("client_patch_skipped", []))
+    targets = patch_target_lines(report.get("client_patch_cases", []))
+    if targets:
+        notes += ["targets (issue 27, one thread):", *targets]
+    return notes
+
+
 def text(report: dict) -> list:
-    return ["", "A response body back to one float32 array (µs/call: median of interleaved rounds; × decode_response_body: "
-            f"the route's time over decode_response_body's, same body; allocator {report['client_allocator']}):",
-            text_table(COLUMNS, table_rows(report["client_cases"]), _RIGHT), *("note: " + n for n in _notes(report))]
+    out = ["", "A response body back to one float32 array (µs/call: median of interleaved rounds; × decode_response_body: "
+           f"the route's time over decode_response_body's, same body; allocator {report['client_allocator']}):",
+           text_table(COLUMNS, table_rows(report["client_cases"]), _RIGHT), *("note: " + n for n in _notes(report))]
+    if report.get("client_patch_cases"):
+        out += ["", "The clients' own calls, tensorb64.openai.patch() off against on (× patch on: the row's time over the "
+                "patched call's):", text_table(PATCH_COLUMNS, patch_rows(report["client_patch_cases"]), {1, 2, 3, 4, 5}),
+                *("note: " + n for n in _patch_notes(report))]
+    return out
 
 
 def markdown(report: dict) -> str:
-    return ("\n## A response body back to an array (the client)\n\n" + markdown_table(COLUMNS, table_rows(report["client_cases"]), _RIGHT)
-            + "\n\n" + "".join(f"* {n}\n" for n in _notes(report)))
+    out = ("\n## A response body back to an array (the client)\n\n" + markdown_table(COLUMNS, table_rows(report["client_cases"]), _RIGHT)
+           + "\n\n" + "".join(f"* {n}\n" for n in _notes(report)))
+    if report.get("client_patch_cases"):
+        out += ("\n### The clients' own calls, `tensorb64.openai.patch()` off against on\n\n"
+                + markdown_table(PATCH_COLUMNS, patch_rows(report["client_patch_cases"]), {1, 2, 3, 4, 5})
+                + "\n\n" + "".join(f"* {n}\n" for n in _patch_notes(report)))
+    return out
