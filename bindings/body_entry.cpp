@@ -149,20 +149,30 @@ PyObject* body_envelope_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs
         const tb::response_layout& layout = response_layout(args[0]);
         ref members(PySequence_Fast(args[1], "the envelope's members must be a sequence"));
         if (!members) throw python_error{};
-        const Py_ssize_t count = PySequence_Fast_GET_SIZE(members.get());
-        std::vector<tb::json_member> texts;
-        texts.reserve(static_cast<std::size_t>(count));
-        for (Py_ssize_t i = 0; i < count; ++i) {
-            PyObject* pair = PySequence_Fast_GET_ITEM(members.get(), i);
+        const auto count = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(members.get()));
+        // (no allocation for an envelope of a few members: the common call)
+        tb::json_member few[8];
+        std::vector<tb::json_member> many(count > 8 ? count : 0);
+        tb::json_member* texts = count > 8 ? many.data() : few;
+        for (std::size_t i = 0; i < count; ++i) {
+            PyObject* pair = PySequence_Fast_GET_ITEM(members.get(), static_cast<Py_ssize_t>(i));
             if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2)
                 raise(PyExc_TypeError, "each member must be a (key, value) tuple of JSON texts");
-            texts.push_back({json_text(PyTuple_GET_ITEM(pair, 0), "a member's key"),
-                             json_text(PyTuple_GET_ITEM(pair, 1), "a member's value")});
+            texts[i] = {json_text(PyTuple_GET_ITEM(pair, 0), "a member's key"),
+                        json_text(PyTuple_GET_ITEM(pair, 1), "a member's value")};
         }
-        const tb::body_envelope envelope = tb::write_body_envelope(layout, texts.data(), texts.size());
-        return Py_BuildValue("(y#y#)", envelope.head.data(),
-                             static_cast<Py_ssize_t>(envelope.head.size()), envelope.tail.data(),
-                             static_cast<Py_ssize_t>(envelope.tail.size()));
+        std::size_t head_size = 0, tail_size = 0;
+        tb::body_envelope_sizes(layout, texts, count, &head_size, &tail_size);
+        ref head(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(head_size)));
+        ref tail(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(tail_size)));
+        if (!head || !tail) throw python_error{};
+        tb::write_body_envelope(layout, texts, count, PyBytes_AS_STRING(head.get()),
+                                PyBytes_AS_STRING(tail.get()));
+        PyObject* pair = PyTuple_New(2);
+        if (pair == nullptr) throw python_error{};
+        PyTuple_SET_ITEM(pair, 0, head.release());
+        PyTuple_SET_ITEM(pair, 1, tail.release());
+        return pair;
     });
 }
 

@@ -1335,6 +1335,16 @@ std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
 
 // The envelope of each layout, an extra taking a field's place, "data" refused; entries written
 // with a leading comma concatenating to the whole.
+// head + "|" + tail, as write_body_envelope writes them at body_envelope_sizes.
+std::string envelope(const tb::response_layout& layout, const tb::json_member* members,
+                     std::size_t count) {
+    std::size_t head = 0, tail = 0;
+    tb::body_envelope_sizes(layout, members, count, &head, &tail);
+    std::string text(head + 1 + tail, '|');
+    tb::write_body_envelope(layout, members, count, &text[0], &text[head + 1]);
+    return text;
+}
+
 void test_body_layout() {
     for (std::size_t i = 0; i < tb::response_layout_count; ++i) {
         const tb::response_layout& layout = tb::response_layouts[i];
@@ -1357,34 +1367,31 @@ void test_body_layout() {
     const tb::response_layout& vllm = *tb::find_response_layout("vllm");
     const tb::json_member openai_members[] = {
         {"\"object\"", "\"list\""}, {"\"model\"", "\"m\""}, {"\"usage\"", "{\"prompt_tokens\":1}"}};
-    tb::body_envelope e = tb::write_body_envelope(openai, openai_members, 3);
-    CHECK_EQ_STR(e.head, "{\"object\":\"list\",\"data\":[", "openai head");
-    CHECK_EQ_STR(e.tail, "],\"model\":\"m\",\"usage\":{\"prompt_tokens\":1}}", "openai tail");
+    CHECK_EQ_STR(envelope(openai, openai_members, 3),
+                 "{\"object\":\"list\",\"data\":[|],\"model\":\"m\",\"usage\":{\"prompt_tokens\":1}}",
+                 "openai");
     const tb::json_member with_extras[] = {openai_members[0], openai_members[1], openai_members[2],
                                            {"\"id\"", "7"}, {"\"model\"", "\"n\""},
                                            {"\"x\"", "[]"}};
-    e = tb::write_body_envelope(openai, with_extras, 6);
-    CHECK_EQ_STR(e.head, "{\"object\":\"list\",\"data\":[", "openai head with extras");
-    CHECK_EQ_STR(e.tail, "],\"model\":\"n\",\"usage\":{\"prompt_tokens\":1},\"id\":7,\"x\":[]}",
-                 "openai tail with extras, one of them a field");
+    CHECK_EQ_STR(envelope(openai, with_extras, 6),
+                 "{\"object\":\"list\",\"data\":[|],\"model\":\"n\",\"usage\":{\"prompt_tokens\":1},"
+                 "\"id\":7,\"x\":[]}",
+                 "openai with extras, one of them a field");
     // vLLM's fields given in another order still go to their places; an unknown one goes last.
     const tb::json_member vllm_members[] = {{"\"model\"", "\"m\""},   {"\"x\"", "1"},
                                             {"\"usage\"", "{}"},      {"\"created\"", "12"},
                                             {"\"object\"", "\"list\""}, {"\"id\"", "\"embd-1\""}};
-    e = tb::write_body_envelope(vllm, vllm_members, 6);
-    CHECK_EQ_STR(e.head,
-                 "{\"id\":\"embd-1\",\"object\":\"list\",\"created\":12,\"model\":\"m\",\"data\":[",
-                 "vllm head");
-    CHECK_EQ_STR(e.tail, "],\"usage\":{},\"x\":1}", "vllm tail");
+    CHECK_EQ_STR(envelope(vllm, vllm_members, 6),
+                 "{\"id\":\"embd-1\",\"object\":\"list\",\"created\":12,\"model\":\"m\",\"data\":[|],"
+                 "\"usage\":{},\"x\":1}",
+                 "vllm");
     // A field without a member is left out; with no members at all, "data" alone.
-    e = tb::write_body_envelope(vllm, vllm_members, 1);
-    CHECK_EQ_STR(e.head + e.tail, "{\"model\":\"m\",\"data\":[]}", "vllm, model alone");
-    e = tb::write_body_envelope(openai, nullptr, 0);
-    CHECK_EQ_STR(e.head + e.tail, "{\"data\":[]}", "no members");
+    CHECK_EQ_STR(envelope(vllm, vllm_members, 1), "{\"model\":\"m\",\"data\":[|]}", "vllm, model alone");
+    CHECK_EQ_STR(envelope(openai, nullptr, 0), "{\"data\":[|]}", "no members");
     const tb::json_member data_member[] = {openai_members[0], {"\"data\"", "[]"}};
     bool threw = false;
     try {
-        tb::write_body_envelope(openai, data_member, 2);
+        envelope(openai, data_member, 2);
     } catch (const std::invalid_argument&) {
         threw = true;
     }

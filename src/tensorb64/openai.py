@@ -154,6 +154,7 @@ def _embedding_data(embeddings, encoding_format, dimensions, start_index, stagin
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 # A str as that encoder writes it (the function it calls itself for ensure_ascii=False).
 _encode_str = json.encoder.encode_basestring
+_LIST_MEMBER = ('"object"', '"list"')
 
 # The chunk size of iter_response_body when none is given.
 DEFAULT_CHUNK_SIZE = 1 << 20
@@ -180,8 +181,9 @@ def _envelope(model, usage, extra, layout: str) -> tuple:
     elif not isinstance(extra, Mapping):
         raise TypeError(f"extra must be a dict of top-level fields (or None), got {type(extra).__name__}")
     try:
-        members = [('"object"', '"list"'), ('"model"', _encode_str(model)), ('"usage"', _encode_usage(usage))]
-        members += [(_key_text(key), _JSON.encode(value)) for key, value in extra.items()]
+        members = [_LIST_MEMBER, ('"model"', _encode_str(model)), ('"usage"', _encode_usage(usage))]
+        if extra:
+            members += [(_key_text(key), _JSON.encode(value)) for key, value in extra.items()]
         return _native._body_envelope(layout, members)
     except (TypeError, ValueError, RecursionError) as e:  # UnicodeEncodeError is a ValueError
         if "data" in extra:

@@ -269,19 +269,20 @@ struct json_member {
     std::string_view key, value;
 };
 
-// A body's envelope: the text before the data entries (up to and including `"data":[`) and after
-// them (from `]` on).
-struct body_envelope {
-    std::string head, tail;
-};
+// A body's envelope is the text before the data entries (up to and including `"data":[`), its
+// head, and after them (from `]` on), its tail. Laid out from its members, in the order given:
+// one whose key names a field of the layout (`"model"`) goes in that field's place (a later one
+// for the same field replaces it, as a dict's update does), the others after the layout's last
+// field, in their order; a field given no member is left out.
 
-// Lays out `layout`'s envelope from its members, in the order given: one whose key names a field
-// of the layout (`"model"`) goes in that field's place (a later one for the same field replaces
-// it, as a dict's update does), the others after the layout's last field, in their order; a
-// field given no member is left out. Throws std::invalid_argument for a member whose key is
-// `"data"` (the entries' place).
-body_envelope write_body_envelope(const response_layout& layout, const json_member* members,
-                                  std::size_t member_count);
+// The lengths of the head and the tail. Throws std::invalid_argument for a member whose key is
+// `"data"` (the entries' place), std::length_error if a length does not fit in a size_t.
+void body_envelope_sizes(const response_layout& layout, const json_member* members,
+                         std::size_t member_count, std::size_t* head_size, std::size_t* tail_size);
+
+// Writes the head to `head` and the tail to `tail` (body_envelope_sizes chars each).
+void write_body_envelope(const response_layout& layout, const json_member* members,
+                         std::size_t member_count, char* head, char* tail) noexcept;
 
 // What a data entry's row is written as.
 struct entry_format {

@@ -165,46 +165,74 @@ const response_layout* find_response_layout(std::string_view name) noexcept {
     return nullptr;
 }
 
-body_envelope write_body_envelope(const response_layout& layout, const json_member* members,
-                                  std::size_t member_count) {
-    // Each field's member (the last one naming it), and whether each member went to a field.
-    std::vector<const json_member*> field_members(layout.envelope_field_count, nullptr);
-    std::vector<bool> placed(member_count, false);
+namespace {
+
+// The member that gives field `f` its value: the last one naming it, or nullptr.
+const json_member* member_of(const response_layout& layout, std::size_t f,
+                             const json_member* members, std::size_t member_count) noexcept {
+    for (std::size_t m = member_count; m-- > 0;)
+        if (names_field(members[m].key, layout.envelope_fields[f])) return &members[m];
+    return nullptr;
+}
+
+bool names_a_field(const response_layout& layout, std::string_view key) noexcept {
+    for (std::size_t f = 0; f < layout.envelope_field_count; ++f)
+        if (names_field(key, layout.envelope_fields[f])) return true;
+    return false;
+}
+
+// Hands each piece of the envelope's text, in order, to `piece(text, in_tail)`.
+template <class Piece>
+void lay_out_envelope(const response_layout& layout, const json_member* members,
+                      std::size_t member_count, Piece&& piece) {
+    bool in_tail = false, first = true;
+    const auto member = [&](std::string_view key, std::string_view value) {
+        piece(first ? std::string_view("{") : std::string_view(","), in_tail);
+        first = false;
+        piece(key, in_tail);
+        piece(":", in_tail);
+        piece(value, in_tail);
+    };
+    for (std::size_t f = 0; f < layout.envelope_field_count; ++f) {
+        if (layout.envelope_fields[f] == "data") {
+            member("\"data\"", "[");
+            in_tail = true;
+            piece("]", in_tail);
+        } else if (const json_member* given = member_of(layout, f, members, member_count)) {
+            member(given->key, given->value);
+        }
+    }
+    for (std::size_t m = 0; m < member_count; ++m)
+        if (!names_a_field(layout, members[m].key)) member(members[m].key, members[m].value);
+    piece("}", in_tail);
+}
+
+}  // namespace
+
+void body_envelope_sizes(const response_layout& layout, const json_member* members,
+                         std::size_t member_count, std::size_t* head_size, std::size_t* tail_size) {
     for (std::size_t m = 0; m < member_count; ++m) {
         if (names_field(members[m].key, "data")) {
             throw std::invalid_argument(
                 "the envelope cannot set \"data\": the data entries are the embeddings");
         }
-        for (std::size_t f = 0; f < layout.envelope_field_count; ++f) {
-            if (names_field(members[m].key, layout.envelope_fields[f])) {
-                field_members[f] = &members[m];
-                placed[m] = true;
-            }
-        }
     }
-    body_envelope envelope;
-    std::string* part = &envelope.head;
-    bool first = true;
-    const auto append = [&](std::string_view key, std::string_view value) {
-        *part += first ? '{' : ',';
-        first = false;
-        *part += key;
-        *part += ':';
-        *part += value;
-    };
-    for (std::size_t f = 0; f < layout.envelope_field_count; ++f) {
-        if (layout.envelope_fields[f] == "data") {
-            append("\"data\"", "[");
-            part = &envelope.tail;
-            *part += ']';
-        } else if (field_members[f] != nullptr) {
-            append(field_members[f]->key, field_members[f]->value);
-        }
-    }
-    for (std::size_t m = 0; m < member_count; ++m)
-        if (!placed[m]) append(members[m].key, members[m].value);
-    *part += '}';
-    return envelope;
+    std::size_t sizes[2] = {0, 0};
+    bool fits = true;
+    lay_out_envelope(layout, members, member_count, [&](std::string_view text, bool in_tail) {
+        fits = fits && add(sizes[in_tail], text.size(), &sizes[in_tail]);
+    });
+    if (!fits) throw std::length_error("the envelope's size does not fit in a size_t");
+    *head_size = sizes[0];
+    *tail_size = sizes[1];
+}
+
+void write_body_envelope(const response_layout& layout, const json_member* members,
+                         std::size_t member_count, char* head, char* tail) noexcept {
+    char* at[2] = {head, tail};
+    lay_out_envelope(layout, members, member_count, [&](std::string_view text, bool in_tail) {
+        at[in_tail] = copy(text, at[in_tail]);
+    });
 }
 
 bool data_entry_bound(std::size_t row_length, std::size_t last_index, const entry_format& format,
