@@ -38,7 +38,7 @@ def test_entries_are_numbered_openai_embedding_objects(batch, encoding_format):
 
 
 @pytest.mark.parametrize("encoding_format", ["float", "base64"])
-def test_vllm_key_order_puts_index_first(batch, encoding_format):
+def test_vllm_layout_puts_index_first(batch, encoding_format):
     """layout="vllm": the same entries, their keys in vLLM's order (index, object, embedding)."""
     openai_order = embedding_data(batch, encoding_format=encoding_format, start_index=3)
     vllm_order = embedding_data(batch, encoding_format=encoding_format, start_index=3, layout="vllm")
