@@ -30,8 +30,8 @@ enum class name_kind { dtype, byteorder, float_format, encoding_format, layout }
 inline constexpr int name_kind_count = static_cast<int>(name_kind::layout) + 1;  // the last, + 1
 
 // The code of `name` (a core dtype, 0/1 for little/big, the core's float_format, 0/1 for
-// float/base64, the row of the core's response_layouts), or ValueError "unknown <kind> <name>; expected 'a', 'b' or
-// 'c'".
+// float/base64, the row of the core's response_layouts), or ValueError "unknown <kind> <name>;
+// expected 'a', 'b' or 'c'".
 int resolve(name_kind kind, PyObject* name);
 
 // The resolver with each kind's default where `name` is null (an argument not given).

@@ -701,9 +701,9 @@ void test_float_rows() {
             std::string one(bound, '\0'), three(bound, '\0');
             char* end_one = nullptr;
             char* end_three = nullptr;
-            CHECK(tb::write_float_data(rows, format, 7, &one[0], &end_one, 1, *both_layouts[keys]).finite);
-            CHECK(tb::write_float_data(rows, format, 7, &three[0], &end_three, 3, *both_layouts[keys])
-                      .finite);
+            const tb::response_layout& layout = *both_layouts[keys];
+            CHECK(tb::write_float_data(rows, format, 7, &one[0], &end_one, 1, layout).finite);
+            CHECK(tb::write_float_data(rows, format, 7, &three[0], &end_three, 3, layout).finite);
             one.resize(static_cast<std::size_t>(end_one - one.data()));
             three.resize(static_cast<std::size_t>(end_three - three.data()));
             CHECK_EQ_STR(one, three, "float data, threads 3 against 1");
@@ -1368,13 +1368,15 @@ void test_body_layout() {
     const tb::json_member openai_members[] = {
         {"\"object\"", "\"list\""}, {"\"model\"", "\"m\""}, {"\"usage\"", "{\"prompt_tokens\":1}"}};
     CHECK_EQ_STR(envelope(openai, openai_members, 3),
-                 "{\"object\":\"list\",\"data\":[|],\"model\":\"m\",\"usage\":{\"prompt_tokens\":1}}",
+                 "{\"object\":\"list\",\"data\":[|],\"model\":\"m\","
+                 "\"usage\":{\"prompt_tokens\":1}}",
                  "openai");
     const tb::json_member with_extras[] = {openai_members[0], openai_members[1], openai_members[2],
                                            {"\"id\"", "7"}, {"\"model\"", "\"n\""},
                                            {"\"x\"", "[]"}};
     CHECK_EQ_STR(envelope(openai, with_extras, 6),
-                 "{\"object\":\"list\",\"data\":[|],\"model\":\"n\",\"usage\":{\"prompt_tokens\":1},"
+                 "{\"object\":\"list\",\"data\":[|],\"model\":\"n\","
+                 "\"usage\":{\"prompt_tokens\":1},"
                  "\"id\":7,\"x\":[]}",
                  "openai with extras, one of them a field");
     // vLLM's fields given in another order still go to their places; an unknown one goes last.
@@ -1382,11 +1384,13 @@ void test_body_layout() {
                                             {"\"usage\"", "{}"},      {"\"created\"", "12"},
                                             {"\"object\"", "\"list\""}, {"\"id\"", "\"embd-1\""}};
     CHECK_EQ_STR(envelope(vllm, vllm_members, 6),
-                 "{\"id\":\"embd-1\",\"object\":\"list\",\"created\":12,\"model\":\"m\",\"data\":[|],"
+                 "{\"id\":\"embd-1\",\"object\":\"list\",\"created\":12,\"model\":\"m\","
+                 "\"data\":[|],"
                  "\"usage\":{},\"x\":1}",
                  "vllm");
     // A field without a member is left out; with no members at all, "data" alone.
-    CHECK_EQ_STR(envelope(vllm, vllm_members, 1), "{\"model\":\"m\",\"data\":[|]}", "vllm, model alone");
+    CHECK_EQ_STR(envelope(vllm, vllm_members, 1), "{\"model\":\"m\",\"data\":[|]}",
+                 "vllm, model alone");
     CHECK_EQ_STR(envelope(openai, nullptr, 0), "{\"data\":[|]}", "no members");
     const tb::json_member data_member[] = {openai_members[0], {"\"data\"", "[]"}};
     bool threw = false;
@@ -1400,7 +1404,8 @@ void test_body_layout() {
     // Rows [0, 2) and [2, 5), the second with its leading comma, concatenate to rows [0, 5).
     std::vector<float> values(5 * 3);
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i);
-    const tb::strided_rows all{values.data(), 5, 3, 12, 4, {tb::dtype::float32, tb::host_byte_order}};
+    const tb::strided_rows all{values.data(), 5, 3, 12, 4,
+                               {tb::dtype::float32, tb::host_byte_order}};
     for (const tb::response_layout* layout : both_layouts) {
         std::size_t whole_size = 0, first_size = 0, rest_size = 0;
         CHECK(tb::base64_data_size(5, 3, tb::dtype::float32, 0, &whole_size));

@@ -233,8 +233,8 @@ float_text_result find_non_finite(const strided_rows& source) noexcept;
 
 // ---- The /v1/embeddings response body ------------------------------------------------------
 //
-// Each server's JSON body, as data: a response_layout names the keys of a data entry in the order the
-// server writes them and the fields of its envelope in order, "data" (the entries) among them.
+// Each server's JSON body, as data: a response_layout names the keys of a data entry in the order
+// the server writes them and the fields of its envelope in order, "data" (the entries) among them.
 // Writing another server's body is another row of response_layouts, not another code path. Every
 // layout's entries hold the same three keys rearranged ("object":"embedding", "index":I,
 // "embedding":<row>), so every size and bound below holds for all of them.

@@ -128,7 +128,8 @@ char* copy(std::string_view text, char* out) noexcept {
 // Writes row `index`'s entry, its keys in `layout`'s order, `write_row(out)` writing the row's
 // text where its embedding goes; returns the end, or nullptr where write_row returned nullptr.
 template <class WriteRow>
-char* write_entry(const response_layout& layout, std::size_t index, char* out, WriteRow&& write_row) {
+char* write_entry(const response_layout& layout, std::size_t index, char* out,
+                  WriteRow&& write_row) {
     *out++ = '{';
     for (std::size_t k = 0; k < entry_key_count; ++k) {
         if (k != 0) *out++ = ',';
@@ -372,7 +373,9 @@ body_chunk envelope_piece(const body_chunk_rule& rule, std::size_t offset, std::
                           std::size_t row) {
     const std::size_t end = offset + std::min(rule.chunk_size, limit - offset);
     const auto in_head = [&](std::size_t at) { return std::min(at, rule.head_size); };
-    const auto in_tail = [&](std::size_t at) { return at > rule.head_size ? at - rule.head_size : 0; };
+    const auto in_tail = [&](std::size_t at) {
+        return at > rule.head_size ? at - rule.head_size : 0;
+    };
     return {in_head(offset), in_head(end), row, row, false, in_tail(offset), in_tail(end)};
 }
 
@@ -397,9 +400,11 @@ body_chunk rows_chunk(const body_chunk_rule& rule, std::size_t start, bool with_
 bool next_body_chunk(const body_chunk_rule& rule, const body_chunk* previous,
                      body_chunk* next) noexcept {
     const std::size_t chunk_size = rule.chunk_size == 0 ? 1 : rule.chunk_size;
-    const body_chunk_rule r{rule.head_size, rule.tail_size, rule.rows, rule.entry_bound, chunk_size};
+    const body_chunk_rule r{rule.head_size, rule.tail_size, rule.rows, rule.entry_bound,
+                            chunk_size};
     if (r.rows == 0) {  // head and tail alone, cut together
-        const std::size_t offset = previous == nullptr ? 0 : previous->head_end + previous->tail_end;
+        const std::size_t offset =
+            previous == nullptr ? 0 : previous->head_end + previous->tail_end;
         if (offset >= r.head_size + r.tail_size) return false;
         *next = envelope_piece(r, offset, r.head_size + r.tail_size, 0);
         return true;
@@ -420,8 +425,9 @@ bool next_body_chunk(const body_chunk_rule& rule, const body_chunk* previous,
         return true;
     }
     if (previous->head_end > previous->head_begin) {  // a piece of the head alone
-        *next = previous->head_end < r.head_size ? envelope_piece(r, previous->head_end, r.head_size, 0)
-                                                 : rows_chunk(r, 0, false);
+        *next = previous->head_end < r.head_size
+                    ? envelope_piece(r, previous->head_end, r.head_size, 0)
+                    : rows_chunk(r, 0, false);
         return true;
     }
     if (previous->tail_end >= r.tail_size) return false;  // the tail's last piece
