@@ -78,20 +78,22 @@ unsigned thread_count(PyObject* value) {
 
 body_args parse_body_args(const char* function, PyObject* const* args, Py_ssize_t nargs,
                           Py_ssize_t expected) {
-    if (nargs != expected && nargs != expected + 1) {
-        raise(PyExc_TypeError, function + " takes "s + std::to_string(expected) + " or " +
-                                   std::to_string(expected + 1) + " arguments, got " +
-                                   std::to_string(nargs));
+    if (nargs != expected) {
+        raise(PyExc_TypeError, function + " takes "s + std::to_string(expected) +
+                                   " arguments, got " + std::to_string(nargs));
     }
+    const int leading_comma = PyObject_IsTrue(args[expected - 1]);
+    if (leading_comma < 0) throw python_error{};
     body_args parsed{args[0],
-                     args[expected - 4],
-                     args[expected - 3],
+                     args[expected - 6],
+                     args[expected - 5],
                      0,
-                     thread_count(args[expected - 1]),
-                     key_order(nargs > expected ? args[expected] : nullptr)};
+                     thread_count(args[expected - 3]),
+                     &response_layout(args[expected - 2]),
+                     leading_comma != 0};
     if (!PyBytes_Check(parsed.head) || !PyBytes_Check(parsed.tail))
         raise(PyExc_TypeError, "head and tail must be bytes");
-    parsed.first_index = PyLong_AsSize_t(args[expected - 2]);
+    parsed.first_index = PyLong_AsSize_t(args[expected - 4]);
     if (parsed.first_index == static_cast<std::size_t>(-1) && PyErr_Occurred())
         throw python_error{};
     return parsed;

@@ -30,17 +30,18 @@ call_args parse_call(const char* function, PyObject* const* args, Py_ssize_t nar
 unsigned thread_count(PyObject* value);
 
 // The positional arguments of the response-body entry points:
-// (x, <format arguments>..., head, tail, first_index, threads[, key_order]).
+// (x, <format arguments>..., head, tail, first_index, threads, layout, leading_comma).
 struct body_args {
     PyObject* x;
     PyObject* head;
     PyObject* tail;
     std::size_t first_index;
     unsigned threads;
-    tb::key_order keys;  // "openai" where not given
+    const tb::response_layout* layout;
+    bool leading_comma;
 };
 
-// `expected`: the number of arguments up to threads (key_order may follow).
+// `expected`: the number of arguments, all of them.
 body_args parse_body_args(const char* function, PyObject* const* args, Py_ssize_t nargs,
                           Py_ssize_t expected);
 

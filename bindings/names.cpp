@@ -80,10 +80,10 @@ bool intern_names() {
         {}};
     table(name_kind::encoding_format) = {
         "encoding_format", {{"float", 0, nullptr}, {"base64", 1, nullptr}}, {}};
-    table(name_kind::key_order) = {"key_order",
-                                   {{"openai", static_cast<int>(tb::key_order::openai), nullptr},
-                                    {"vllm", static_cast<int>(tb::key_order::vllm), nullptr}},
-                                   {}};
+    std::vector<named_code> layouts;  // the core's table of layouts, in its order
+    for (std::size_t i = 0; i < tb::response_layout_count; ++i)
+        layouts.push_back({tb::response_layouts[i].name, static_cast<int>(i), nullptr});
+    table(name_kind::layout) = {"layout", layouts, {}};
     for (kind_table& t : tables) {
         for (std::size_t i = 0; i < t.names.size(); ++i) {
             named_code& n = t.names[i];
@@ -122,9 +122,9 @@ tb::float_format float_format(PyObject* name) {
                            : static_cast<tb::float_format>(resolve(name_kind::float_format, name));
 }
 
-tb::key_order key_order(PyObject* name) {
-    return name == nullptr ? tb::key_order::openai
-                           : static_cast<tb::key_order>(resolve(name_kind::key_order, name));
+const tb::response_layout& response_layout(PyObject* name) {
+    return name == nullptr ? tb::openai_response_layout()
+                           : tb::response_layouts[resolve(name_kind::layout, name)];
 }
 
 PyObject* element_types_tuple() {
@@ -156,7 +156,7 @@ PyObject* resolve_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     });
 }
 
-// _check_names(*, encoding_format=, float_format=, dtype=, byteorder=, key_order=): each name
+// _check_names(*, encoding_format=, float_format=, dtype=, byteorder=, layout=): each name
 // given resolved as its keyword's kind, in the order given (one call where a function checks
 // several).
 PyObject* check_names_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -182,11 +182,11 @@ PyObject* check_names_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
 PyMethodDef name_methods[] = {
     {"_resolve", as_method(resolve_entry), METH_FASTCALL,
      "_resolve(kind, name, /)\n--\n\n"
-     "The code of a dtype, byteorder, float_format, encoding_format or key_order name (kind), as "
+     "The code of a dtype, byteorder, float_format, encoding_format or layout name (kind), as "
      "every entry point resolves it; ValueError naming the accepted names otherwise."},
     {"_check_names", as_method(check_names_entry), METH_FASTCALL | METH_KEYWORDS,
      "_check_names(*, encoding_format=None, float_format=None, dtype=None, byteorder=None, "
-     "key_order=None)\n--\n\n"
+     "layout=None)\n--\n\n"
      "Resolves each name given, as its keyword's kind, in order; ValueError for the first unknown "
      "one."},
     {nullptr, nullptr, 0, nullptr},

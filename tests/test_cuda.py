@@ -59,7 +59,7 @@ def test_every_entry_point_equals_the_cpu_copy(source, shape):
             assert tensorb64.encode_rows(x, dtype=output) == tensorb64.encode_rows(cx, dtype=output), output
             assert tensorb64.encode_binary_body(x, dtype=output, byteorder="big") == tensorb64.encode_binary_body(cx, dtype=output, byteorder="big"), output
             assert response_body(x, model="m", encoding_format="base64", dtype=output) == response_body(cx, model="m", encoding_format="base64", dtype=output), output
-        vllm = {"model": "m", "encoding_format": "base64", "dtype": output, "key_order": "vllm"}
+        vllm = {"model": "m", "encoding_format": "base64", "dtype": output, "layout": "vllm"}
         assert response_body(t, **vllm) == response_body(c, **vllm), output
         assert tensorb64.encode(t, dtype=output) == tensorb64.encode(c, dtype=output)
     assert embedding_data(view, encoding_format="base64") == embedding_data(cview, encoding_format="base64")

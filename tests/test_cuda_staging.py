@@ -213,14 +213,14 @@ def test_encode_body_and_response_body_equal_the_host_path(routed, source, outpu
     assert b"".join(routed.iter_response_body(t, chunk_size=700, **kwargs)) == expected
 
 
-def test_vllm_key_order_bodies_equal_the_host_path(routed):
-    """key_order="vllm" through the pipeline (chunk by chunk): the host path's bytes, whole and in
+def test_vllm_layout_bodies_equal_the_host_path(routed):
+    """layout="vllm" through the pipeline (chunk by chunk): the host path's bytes, whole and in
     chunks."""
     t = values(40, 37, torch.float32, specials=False)
     for options in ({"encoding_format": "base64", "dtype": "float16"}, {"encoding_format": "float", "float_format": "orjson"}):
-        kwargs = {"model": "m", "key_order": "vllm", **options}
+        kwargs = {"model": "m", "layout": "vllm", "extra": {"id": "embd-1", "created": 3}, **options}
         expected = response_body(t, **kwargs)
-        assert expected.startswith(b'{"object":"list","data":[{"index":0,"object":"embedding",')
+        assert expected.startswith(b'{"id":"embd-1","object":"list","created":3,"model":"m","data":[{"index":0,"object":"embedding",')
         routed.copier.log.clear()
         assert routed.response_body(t, **kwargs) == expected
         assert sum(1 for entry in routed.copier.log if entry[0] == "copy") > 2  # staged in chunks

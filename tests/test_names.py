@@ -42,11 +42,11 @@ TAKERS = {
         "response_body": lambda v: openai.response_body(X, model="m", encoding_format=v),
         "iter_response_body": lambda v: openai.iter_response_body(X, model="m", encoding_format=v),
     },
-    "key_order": {
-        "embedding_data": lambda v: openai.embedding_data(X, key_order=v),
-        "response_body": lambda v: openai.response_body(X, model="m", encoding_format="base64", key_order=v),
-        "response_body float": lambda v: openai.response_body(X, model="m", encoding_format="float", key_order=v),
-        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", key_order=v),
+    "layout": {
+        "embedding_data": lambda v: openai.embedding_data(X, layout=v),
+        "response_body": lambda v: openai.response_body(X, model="m", encoding_format="base64", layout=v),
+        "response_body float": lambda v: openai.response_body(X, model="m", encoding_format="float", layout=v),
+        "iter_response_body": lambda v: openai.iter_response_body(X, model="m", layout=v),
     },
 }
 ACCEPTED = {
@@ -54,7 +54,7 @@ ACCEPTED = {
     "byteorder": "'little', 'big' or 'native'",
     "float_format": "'repr', 'shortest' or 'orjson'",
     "encoding_format": "'float' or 'base64'",
-    "key_order": "'openai' or 'vllm'",
+    "layout": "'openai' or 'vllm'",
 }
 
 
@@ -77,7 +77,7 @@ def test_the_resolver_gives_each_name_its_code():
     assert [_native._resolve("byteorder", b) for b in ("little", "big")] == [0, 1]
     assert _native._resolve("byteorder", "native") == ("little", "big").index(_native.HOST_BYTE_ORDER)
     assert _native._resolve("encoding_format", "base64") == 1
-    assert [_native._resolve("key_order", k) for k in ("openai", "vllm")] == [0, 1]
+    assert [_native._resolve("layout", k) for k in ("openai", "vllm")] == [0, 1]
     assert _native._resolve("dtype", np.str_("float16")) == types["float16"]  # a str subclass
 
 

@@ -38,13 +38,13 @@ def test_entries_are_numbered_openai_embedding_objects(batch, encoding_format):
 
 
 @pytest.mark.parametrize("encoding_format", ["float", "base64"])
-def test_vllm_key_order_puts_index_first(batch, encoding_format):
-    """key_order="vllm": the same entries, their keys in vLLM's order (index, object, embedding)."""
+def test_vllm_layout_puts_index_first(batch, encoding_format):
+    """layout="vllm": the same entries, their keys in vLLM's order (index, object, embedding)."""
     openai_order = embedding_data(batch, encoding_format=encoding_format, start_index=3)
-    vllm_order = embedding_data(batch, encoding_format=encoding_format, start_index=3, key_order="vllm")
+    vllm_order = embedding_data(batch, encoding_format=encoding_format, start_index=3, layout="vllm")
     assert [list(entry) for entry in vllm_order] == [["index", "object", "embedding"]] * len(batch)
     assert vllm_order == openai_order  # (dicts compare without their order)
-    assert embedding_data(batch, key_order="openai") == embedding_data(batch)
+    assert embedding_data(batch, layout="openai") == embedding_data(batch)
 
 
 def test_default_format_is_float(batch):

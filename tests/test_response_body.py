@@ -50,28 +50,35 @@ def reference_b64_rows(rows: torch.Tensor, dtype: str = "float32", byteorder: st
     return [base64.b64encode(np.ascontiguousarray(r).tobytes()).decode() for r in raw]
 
 
-# The keys of a data entry in each key_order, as the dict a server builds writes them.
+# The keys of a data entry in each layout, as the dict a server builds writes them.
 ENTRY_KEYS = {"openai": ("object", "index", "embedding"), "vllm": ("index", "object", "embedding")}
+# vLLM's EmbeddingResponse's fields, in the order its model_dump writes them.
+VLLM_FIELDS = ("id", "object", "created", "model", "data", "usage")
 
 
-def entries(values, key_order="openai") -> list:
-    """The data entries of `values` (one per row), as dicts with their keys in key_order's order."""
+def entries(values, layout="openai") -> list:
+    """The data entries of `values` (one per row), as dicts with their keys in layout's order."""
     fields = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(values)]
-    return [{key: entry[key] for key in ENTRY_KEYS[key_order]} for entry in fields]
+    return [{key: entry[key] for key in ENTRY_KEYS[layout]} for entry in fields]
 
 
-def envelope(data, model=MODEL, usage=None, extra=None) -> dict:
-    return {"object": "list", "data": data, "model": model, "usage": DEFAULT_USAGE if usage is None else usage, **(extra or {})}
+def envelope(data, model=MODEL, usage=None, extra=None, layout="openai") -> dict:
+    """The dict a server builds: OpenAI's order, or vLLM's fields in vLLM's order (those not given
+    left out) and any others after them."""
+    body = {"object": "list", "data": data, "model": model, "usage": DEFAULT_USAGE if usage is None else usage, **(extra or {})}
+    if layout == "vllm":
+        return {**{key: body[key] for key in VLLM_FIELDS if key in body}, **{k: v for k, v in body.items() if k not in VLLM_FIELDS}}
+    return body
 
 
 def reference_body(rows: torch.Tensor, encoding_format: str, *, model=MODEL, usage=None, extra=None, dtype="float32", byteorder="little",
-                   key_order="openai") -> bytes:
+                   layout="openai") -> bytes:
     """Starlette's bytes for the dict a server builds today."""
     if encoding_format == "base64":
         values = reference_b64_rows(rows, dtype, byteorder)
     else:
         values = rows.to(torch.float32).tolist()
-    return starlette_body(envelope(entries(values, key_order), model, usage, extra))
+    return starlette_body(envelope(entries(values, layout), model, usage, extra, layout))
 
 
 def as_torch(x) -> torch.Tensor:
@@ -134,42 +141,46 @@ def test_float_body_equals_starlettes(batch, source, dimensions):
     assert response_body(x, model=MODEL, encoding_format="float", dimensions=dimensions, dtype="float16", byteorder="big") == expected
 
 
-@pytest.mark.parametrize("key_order", list(ENTRY_KEYS))
-def test_equals_the_body_of_embedding_data(batch, key_order):
+@pytest.mark.parametrize("layout", list(ENTRY_KEYS))
+def test_equals_the_body_of_embedding_data(batch, layout):
     """response_body is what a server answering JSONResponse with embedding_data sends."""
     for encoding_format in ("float", "base64"):
-        data = embedding_data(batch, encoding_format=encoding_format, dimensions=20, key_order=key_order)
-        got = response_body(batch, model=MODEL, encoding_format=encoding_format, dimensions=20, key_order=key_order)
-        assert got == starlette_body(envelope(data))
+        data = embedding_data(batch, encoding_format=encoding_format, dimensions=20, layout=layout)
+        got = response_body(batch, model=MODEL, encoding_format=encoding_format, dimensions=20, layout=layout)
+        assert got == starlette_body(envelope(data, layout=layout))
 
 
-# ---- key_order="vllm": each entry's keys in vLLM's order -------------------------------------------
+# ---- layout="vllm": vLLM's envelope, each entry's keys in vLLM's order -------------------------------
+
+VLLM_EXTRA = {"id": "embd-7f3a", "created": 1764547200}
 
 
 @pytest.mark.parametrize("source", ["torch float32", "torch bfloat16", "numpy big-endian float32", "torch column-major"])
 @pytest.mark.parametrize("dimensions", [None, 17])
 @pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
 @pytest.mark.parametrize("byteorder", ["little", "big", "native"])
-def test_vllm_key_order_base64_body_equals_starlettes(batch, source, dimensions, dtype, byteorder):
+def test_vllm_layout_base64_body_equals_starlettes(batch, source, dimensions, dtype, byteorder):
     x = sources(batch)[source]
     cut = as_torch(x) if dimensions is None else as_torch(x)[:, :dimensions]
-    got = response_body(x, model=MODEL, encoding_format="base64", dimensions=dimensions, dtype=dtype, byteorder=byteorder, key_order="vllm")
-    assert got == reference_body(cut, "base64", dtype=dtype, byteorder=byteorder, key_order="vllm")
-    assert got.startswith(b'{"object":"list","data":[{"index":0,"object":"embedding","embedding":"')
+    got = response_body(x, model=MODEL, encoding_format="base64", dimensions=dimensions, dtype=dtype, byteorder=byteorder, layout="vllm",
+                        extra=VLLM_EXTRA)
+    assert got == reference_body(cut, "base64", dtype=dtype, byteorder=byteorder, layout="vllm", extra=VLLM_EXTRA)
+    assert got.startswith(b'{"id":"embd-7f3a","object":"list","created":1764547200,"model":')
+    assert b',"data":[{"index":0,"object":"embedding","embedding":"' in got
 
 
 @pytest.mark.parametrize("source", SOURCE_NAMES)
 @pytest.mark.parametrize("dimensions", [None, 17])
-def test_vllm_key_order_float_body_equals_starlettes(batch, source, dimensions):
+def test_vllm_layout_float_body_equals_starlettes(batch, source, dimensions):
     x = sources(batch)[source]
     cut = as_torch(x) if dimensions is None else as_torch(x)[:, :dimensions]
-    got = response_body(x, model=MODEL, encoding_format="float", dimensions=dimensions, key_order="vllm")
-    assert got == reference_body(cut, "float", key_order="vllm")
+    got = response_body(x, model=MODEL, encoding_format="float", dimensions=dimensions, layout="vllm")
+    assert got == reference_body(cut, "float", layout="vllm")  # (no id, no created: left out)
     assert len(got) == len(response_body(x, model=MODEL, encoding_format="float", dimensions=dimensions))
 
 
-@pytest.mark.parametrize("key_order", list(ENTRY_KEYS))
-def test_bodies_equal_orjsons(key_order):
+@pytest.mark.parametrize("layout", list(ENTRY_KEYS))
+def test_bodies_equal_orjsons(layout):
     """Every format in both key orders, byte for byte as orjson writes the same dict: float32 rows
     as numpy arrays (OPT_SERIALIZE_NUMPY, vLLM's float route) for float_format="orjson", base64
     rows as their strings."""
@@ -182,8 +193,8 @@ def test_bodies_equal_orjsons(key_order):
             cases[f"base64 {dtype} {byteorder}"] = ({"encoding_format": "base64", "dtype": dtype, "byteorder": byteorder},
                                                     reference_b64_rows(x, dtype, byteorder))
     for name, (options, values) in cases.items():
-        got = response_body(x, model=MODEL, key_order=key_order, **options)
-        assert got == orjson.dumps(envelope(entries(values, key_order)), option=orjson.OPT_SERIALIZE_NUMPY), name
+        got = response_body(x, model=MODEL, layout=layout, **options)
+        assert got == orjson.dumps(envelope(entries(values, layout), layout=layout), option=orjson.OPT_SERIALIZE_NUMPY), name
 
 
 @pytest.mark.usefixtures("each_simd_level")
@@ -406,15 +417,15 @@ def test_a_body_that_cannot_exist_is_refused_before_any_allocation():
 # ---- iter_response_body ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key_order", list(ENTRY_KEYS))
+@pytest.mark.parametrize("layout", list(ENTRY_KEYS))
 @pytest.mark.parametrize("encoding_format", ["float", "base64"])
 @pytest.mark.parametrize("chunk_size", [1, 7, 100, 350, 1000, 4096, 1 << 20])
-def test_chunks_concatenate_to_the_body(encoding_format, chunk_size, key_order):
+def test_chunks_concatenate_to_the_body(encoding_format, chunk_size, layout):
     x = torch.randn(37, 24, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
     extra = {"id": "embd-1", "pad": "z" * 150}
-    whole = response_body(x, model=MODEL, encoding_format=encoding_format, extra=extra, dimensions=20, key_order=key_order)
+    whole = response_body(x, model=MODEL, encoding_format=encoding_format, extra=extra, dimensions=20, layout=layout)
     chunks = list(iter_response_body(x, model=MODEL, encoding_format=encoding_format, extra=extra, dimensions=20, chunk_size=chunk_size,
-                                     key_order=key_order))
+                                     layout=layout))
     assert all(isinstance(c, bytes) and c for c in chunks)
     assert b"".join(chunks) == whole
     # Each chunk fits, except one that holds a single row's entry larger than chunk_size alone.

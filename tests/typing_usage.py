@@ -28,8 +28,8 @@ decoded: list[np.ndarray] = tensorb64.decode_binary_body(body, metadata, threads
 data: list[openai.EmbeddingEntry] = openai.embedding_data(x, encoding_format="base64", dimensions=2, start_index=3)
 index: int = data[0]["index"]
 whole: bytes = openai.response_body(x, model="m", encoding_format="float", float_format="shortest", threads=2)
-as_vllm: bytes = openai.response_body(x, model="m", encoding_format="base64", key_order="vllm")
-vllm_data: list[openai.EmbeddingEntry] = openai.embedding_data(x, key_order="vllm", float_format="shortest", threads=2)
+as_vllm: bytes = openai.response_body(x, model="m", encoding_format="base64", layout="vllm")
+vllm_data: list[openai.EmbeddingEntry] = openai.embedding_data(x, layout="vllm", float_format="shortest", threads=2)
 chunks: Iterator[bytes] = openai.iter_response_body(x, model="m", chunk_size=1 << 16)
 array: np.ndarray = openai.decode_response_body(whole, dtype="float16", byteorder="big", widen=False, threads=2)
 read: openai.EmbeddingsResponse = openai.decode_response(bytearray(whole), out=np.empty((2, 4), np.float32))
@@ -56,7 +56,7 @@ openai.embedding_data(x, encoding_format="float16")  # type: ignore[arg-type]
 openai.embedding_data(x, float_format="short")  # type: ignore[arg-type]
 tensorb64.decode_rows(rows, threads="2")  # type: ignore[arg-type]
 openai.response_body(x, model="m", dtype="int8")  # type: ignore[arg-type]
-openai.iter_response_body(x, model="m", key_order="index_first")  # type: ignore[arg-type]
+openai.iter_response_body(x, model="m", layout="index_first")  # type: ignore[arg-type]
 tensorb64.decode(one, dtype="fp8")  # type: ignore[arg-type]
 openai.decode_response_body(whole, dtype="float64")  # type: ignore[arg-type]
 openai.decode_response(whole, byteorder="network")  # type: ignore[arg-type]

@@ -64,7 +64,9 @@ const tb::dtype all_dtypes[] = {
     tb::dtype::int16,         tb::dtype::uint16,      tb::dtype::int32,    tb::dtype::uint32,
     tb::dtype::int64,         tb::dtype::uint64,      tb::dtype::bool8};
 const tb::byte_order both_orders[] = {tb::byte_order::little, tb::byte_order::big};
-const tb::key_order both_key_orders[] = {tb::key_order::openai, tb::key_order::vllm};
+// The openai and vllm rows of the layout table.
+const tb::response_layout* const both_layouts[] = {tb::find_response_layout("openai"),
+                                                   tb::find_response_layout("vllm")};
 
 const char* name(tb::dtype t) {
     switch (t) {
@@ -695,17 +697,18 @@ void test_float_rows() {
         std::size_t bound = 0;
         CHECK(tb::float_data_bound(n_rows, n, tb::dtype::float32, format, 7, &bound));
         std::string texts[2];  // in each key order
-        for (tb::key_order keys : both_key_orders) {
+        for (std::size_t keys = 0; keys < 2; ++keys) {
             std::string one(bound, '\0'), three(bound, '\0');
             char* end_one = nullptr;
             char* end_three = nullptr;
-            CHECK(tb::write_float_data(rows, format, 7, &one[0], &end_one, 1, keys).finite);
-            CHECK(tb::write_float_data(rows, format, 7, &three[0], &end_three, 3, keys).finite);
+            const tb::response_layout& layout = *both_layouts[keys];
+            CHECK(tb::write_float_data(rows, format, 7, &one[0], &end_one, 1, layout).finite);
+            CHECK(tb::write_float_data(rows, format, 7, &three[0], &end_three, 3, layout).finite);
             one.resize(static_cast<std::size_t>(end_one - one.data()));
             three.resize(static_cast<std::size_t>(end_three - three.data()));
             CHECK_EQ_STR(one, three, "float data, threads 3 against 1");
             CHECK(one.back() == '}');
-            texts[static_cast<int>(keys)] = one;
+            texts[keys] = one;
         }
         CHECK(texts[0].rfind("{\"object\":\"embedding\",\"index\":7,\"embedding\":[", 0) == 0);
         // vLLM's order: the same entries, each with "index" moved before "object".
@@ -1313,13 +1316,13 @@ void test_decode() {
 
 // The entries as json.dumps writes them, from each row's reference base64, keys in `keys` order.
 std::string reference_data(const std::vector<std::string>& texts, std::size_t first_index,
-                           tb::key_order keys = tb::key_order::openai) {
+                           std::size_t keys = 0) {
     std::string out;
     for (std::size_t r = 0; r < texts.size(); ++r) {
         if (r != 0) out += ',';
         const std::string index = "\"index\":" + std::to_string(first_index + r);
         const std::string object = "\"object\":\"embedding\"";
-        out += "{" + (keys == tb::key_order::vllm ? index + "," + object : object + "," + index) +
+        out += "{" + (keys == 1 ? index + "," + object : object + "," + index) +
                ",\"embedding\":\"" + texts[r] + "\"}";
     }
     return out;
@@ -1329,7 +1332,7 @@ std::string reference_data(const std::vector<std::string>& texts, std::size_t fi
 // converted to `target`, checking the size, the returned end and the bytes past it.
 std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
                        tb::element_format target, unsigned threads, std::vector<std::string>* texts,
-                       tb::key_order keys = tb::key_order::openai) {
+                       std::size_t keys = 0) {
     std::vector<std::uint64_t> values(rows * n);
     for (std::size_t i = 0; i < values.size(); ++i)
         values[i] = (i / (n ? n : 1)) * 1000003u + i * 2654435761u;
@@ -1342,7 +1345,7 @@ std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
     std::vector<char> buffer(size + slack, '\x7f');
     char* end = tb::write_base64_data(
         {source.data, rows, n, source.row_stride, 4, {tb::dtype::float32, tb::host_byte_order}},
-        target, first_index, buffer.data(), threads, keys);
+        target, first_index, buffer.data(), threads, *both_layouts[keys]);
     CHECK(end == buffer.data() + size);
     bool untouched = true;
     for (std::size_t i = size; i < buffer.size(); ++i) untouched &= buffer[i] == '\x7f';
@@ -1354,6 +1357,110 @@ std::string write_data(std::size_t rows, std::size_t n, std::size_t first_index,
                                       {tb::dtype::float32, tb::host_byte_order}, target);
     }
     return std::string(buffer.data(), size);
+}
+
+// The envelope of each layout, an extra taking a field's place, "data" refused; entries written
+// with a leading comma concatenating to the whole.
+// head + "|" + tail, as write_body_envelope writes them at body_envelope_sizes.
+std::string envelope(const tb::response_layout& layout, const tb::json_member* members,
+                     std::size_t count) {
+    std::size_t head = 0, tail = 0;
+    tb::body_envelope_sizes(layout, members, count, &head, &tail);
+    std::string text(head + 1 + tail, '|');
+    tb::write_body_envelope(layout, members, count, &text[0], &text[head + 1]);
+    return text;
+}
+
+void test_body_layout() {
+    for (std::size_t i = 0; i < tb::response_layout_count; ++i) {
+        const tb::response_layout& layout = tb::response_layouts[i];
+        CHECK(tb::find_response_layout(layout.name) == &layout);
+        bool each_once = true;
+        for (tb::entry_key key :
+             {tb::entry_key::object, tb::entry_key::index, tb::entry_key::embedding}) {
+            int seen = 0;
+            for (tb::entry_key k : layout.entry_keys) seen += k == key;
+            each_once &= seen == 1;
+        }
+        CHECK(each_once);
+        int data_fields = 0;
+        for (std::size_t f = 0; f < layout.envelope_field_count; ++f)
+            data_fields += layout.envelope_fields[f] == "data";
+        CHECK(data_fields == 1);
+    }
+    CHECK(tb::find_response_layout("sglang ") == nullptr);
+    const tb::response_layout& openai = *tb::find_response_layout("openai");
+    const tb::response_layout& vllm = *tb::find_response_layout("vllm");
+    const tb::json_member openai_members[] = {
+        {"\"object\"", "\"list\""}, {"\"model\"", "\"m\""}, {"\"usage\"", "{\"prompt_tokens\":1}"}};
+    CHECK_EQ_STR(envelope(openai, openai_members, 3),
+                 "{\"object\":\"list\",\"data\":[|],\"model\":\"m\","
+                 "\"usage\":{\"prompt_tokens\":1}}",
+                 "openai");
+    const tb::json_member with_extras[] = {openai_members[0], openai_members[1], openai_members[2],
+                                           {"\"id\"", "7"}, {"\"model\"", "\"n\""},
+                                           {"\"x\"", "[]"}};
+    CHECK_EQ_STR(envelope(openai, with_extras, 6),
+                 "{\"object\":\"list\",\"data\":[|],\"model\":\"n\","
+                 "\"usage\":{\"prompt_tokens\":1},"
+                 "\"id\":7,\"x\":[]}",
+                 "openai with extras, one of them a field");
+    // vLLM's fields given in another order still go to their places; an unknown one goes last.
+    const tb::json_member vllm_members[] = {{"\"model\"", "\"m\""},   {"\"x\"", "1"},
+                                            {"\"usage\"", "{}"},      {"\"created\"", "12"},
+                                            {"\"object\"", "\"list\""}, {"\"id\"", "\"embd-1\""}};
+    CHECK_EQ_STR(envelope(vllm, vllm_members, 6),
+                 "{\"id\":\"embd-1\",\"object\":\"list\",\"created\":12,\"model\":\"m\","
+                 "\"data\":[|],"
+                 "\"usage\":{},\"x\":1}",
+                 "vllm");
+    // A field without a member is left out; with no members at all, "data" alone.
+    CHECK_EQ_STR(envelope(vllm, vllm_members, 1), "{\"model\":\"m\",\"data\":[|]}",
+                 "vllm, model alone");
+    CHECK_EQ_STR(envelope(openai, nullptr, 0), "{\"data\":[|]}", "no members");
+    const tb::json_member data_member[] = {openai_members[0], {"\"data\"", "[]"}};
+    bool threw = false;
+    try {
+        envelope(openai, data_member, 2);
+    } catch (const std::invalid_argument&) {
+        threw = true;
+    }
+    CHECK(threw);
+
+    // Rows [0, 2) and [2, 5), the second with its leading comma, concatenate to rows [0, 5).
+    std::vector<float> values(5 * 3);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i);
+    const tb::strided_rows all{values.data(), 5, 3, 12, 4,
+                               {tb::dtype::float32, tb::host_byte_order}};
+    for (const tb::response_layout* layout : both_layouts) {
+        std::size_t whole_size = 0, first_size = 0, rest_size = 0;
+        CHECK(tb::base64_data_size(5, 3, tb::dtype::float32, 0, &whole_size));
+        CHECK(tb::base64_data_size(2, 3, tb::dtype::float32, 0, &first_size));
+        CHECK(tb::base64_data_size(3, 3, tb::dtype::float32, 2, &rest_size, true));
+        CHECK(first_size + rest_size == whole_size);
+        std::string whole(whole_size, '\0'), parts(whole_size, '\0');
+        tb::write_base64_data(all, le(tb::dtype::float32), 0, &whole[0], 1, *layout);
+        char* end = tb::write_base64_data(tb::slice_rows(all, 0, 2), le(tb::dtype::float32), 0,
+                                          &parts[0], 1, *layout);
+        end = tb::write_base64_data(tb::slice_rows(all, 2, 3), le(tb::dtype::float32), 2, end, 1,
+                                    *layout, true);
+        CHECK(end == parts.data() + whole_size);
+        CHECK_EQ_STR(parts, whole, "base64 entries with a leading comma");
+        std::size_t bound = 0;
+        CHECK(tb::float_data_bound(5, 3, tb::dtype::float32, tb::float_format::repr, 0, &bound));
+        std::string float_whole(bound, '\0'), float_parts(2 * bound, '\0');
+        char* whole_end = nullptr;
+        char* parts_end = nullptr;
+        CHECK(tb::write_float_data(all, tb::float_format::repr, 0, &float_whole[0], &whole_end, 1,
+                                   *layout).finite);
+        float_whole.resize(static_cast<std::size_t>(whole_end - float_whole.data()));
+        CHECK(tb::write_float_data(tb::slice_rows(all, 0, 2), tb::float_format::repr, 0,
+                                   &float_parts[0], &parts_end, 1, *layout).finite);
+        CHECK(tb::write_float_data(tb::slice_rows(all, 2, 3), tb::float_format::repr, 2, parts_end,
+                                   &parts_end, 2, *layout, true).finite);
+        float_parts.resize(static_cast<std::size_t>(parts_end - float_parts.data()));
+        CHECK_EQ_STR(float_parts, float_whole, "float entries with a leading comma");
+    }
 }
 
 void test_response_body() {
@@ -1370,7 +1477,7 @@ void test_response_body() {
     for (std::size_t first : firsts) {
         for (std::size_t n :
              {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}}) {
-            for (tb::key_order keys : both_key_orders) {
+            for (std::size_t keys = 0; keys < 2; ++keys) {
                 const std::string got = write_data(5, n, first, f32, 1, &texts, keys);
                 CHECK_EQ_STR(got, reference_data(texts, first, keys),
                              "data entries from index " + std::to_string(first));
@@ -1384,7 +1491,7 @@ void test_response_body() {
                  "{\"object\":\"embedding\",\"index\":1,\"embedding\":\"\"},"
                  "{\"object\":\"embedding\",\"index\":2,\"embedding\":\"\"}",
                  "empty rows");
-    CHECK_EQ_STR(write_data(2, 0, 9, f32, 1, &texts, tb::key_order::vllm),
+    CHECK_EQ_STR(write_data(2, 0, 9, f32, 1, &texts, 1),
                  "{\"index\":9,\"object\":\"embedding\",\"embedding\":\"\"},"
                  "{\"index\":10,\"object\":\"embedding\",\"embedding\":\"\"}",
                  "empty rows, vLLM's key order");
@@ -1393,7 +1500,7 @@ void test_response_body() {
     for (tb::dtype to : {tb::dtype::float32, tb::dtype::float16, tb::dtype::bfloat16,
                          tb::dtype::float8_e4m3fn, tb::dtype::float8_e5m2}) {
         for (tb::byte_order order : both_orders) {
-            for (tb::key_order keys : both_key_orders) {
+            for (std::size_t keys = 0; keys < 2; ++keys) {
                 const std::string got = write_data(3, 1000, 41, {to, order}, 1, &texts, keys);
                 CHECK_EQ_STR(got, reference_data(texts, 41, keys),
                              std::string("data entries as ") + name(to) + " " + name(order));
@@ -1402,8 +1509,8 @@ void test_response_body() {
     }
     // Threads: 64 rows of 3072 float32 is 1 MiB of text, enough to be split.
     for (unsigned threads : {2u, 3u, 8u}) {
-        CHECK_EQ_STR(write_data(64, 3072, 0, f32, threads, nullptr, tb::key_order::vllm),
-                     write_data(64, 3072, 0, f32, 1, nullptr, tb::key_order::vllm),
+        CHECK_EQ_STR(write_data(64, 3072, 0, f32, threads, nullptr, 1),
+                     write_data(64, 3072, 0, f32, 1, nullptr, 1),
                      "threads=" + std::to_string(threads));
     }
     // Exact sizes, and overflow refused.
@@ -1472,6 +1579,7 @@ int main(int argc, char** argv) {
         timed("decode", test_decode);
         timed("under FTZ/DAZ, rounding upward", test_hostile_fp_environment);
         timed("response body data", test_response_body);
+        timed("response body layouts", test_body_layout);
     } catch (const std::exception& e) {
         report_failure(__FILE__, __LINE__, std::string("exception: ") + e.what());
     }

@@ -148,49 +148,56 @@ def row_bytes(x, dtype: str, byteorder: str, threads: int) -> tuple:
     return _native._row_bytes(host_copy(x), dtype=dtype, byteorder=byteorder, threads=threads)
 
 
-def _body_pieces(rows, bus, write_entries, head: bytes, tail: bytes, first_index: int, staging: Staging):
-    """The pieces of head + entries + tail, chunk by chunk (each chunk's entries after a ","),
-    or None (not staged)."""
+def _body_pieces(rows, bus, write_entries, head: bytes, tail: bytes, first_index: int, leading_comma: bool,
+                 staging: Staging):
+    """The pieces of head + entries + tail, chunk by chunk, or None (not staged):
+    ``write_entries(host rows, first index, head, tail, leading_comma)`` writes each chunk's
+    entries, the head before the first, the tail after the last, and a leading comma before
+    every chunk's entries but the first's (the first's: ``leading_comma``)."""
     count = rows.shape[0]
 
     def write(host, start):
         last = start + host.shape[0] == count
-        return write_entries(host, first_index + start, head if start == 0 else b",", tail if last else b"")
+        return write_entries(host, first_index + start, head if start == 0 else b"", tail if last else b"",
+                             leading_comma or start != 0)
 
     return staged_chunks(rows, bus, write, staging)
 
 
 def response_body_base64(rows, dtype: str, byteorder: str, head: bytes, tail: bytes, first_index: int, threads: int,
-                         key_order: str = "openai") -> bytes:
+                         layout: str, leading_comma: bool) -> bytes:
     """``_native._response_body_base64`` for rows on a CUDA device, staged."""
     torch = sys.modules["torch"]
     staging = current_staging()
     if rows.ndim == 2 and route(rows) == "staged":
         pieces = _body_pieces(
             _rows_2d(rows), _bus(torch, rows, dtype, staging),
-            lambda host, index, h, t: _native._response_body_base64(host, dtype, byteorder, h, t, index, threads, key_order),
-            head, tail, first_index, staging,
+            lambda host, index, h, t, comma: _native._response_body_base64(host, dtype, byteorder, h, t, index, threads,
+                                                                           layout, comma),
+            head, tail, first_index, leading_comma, staging,
         )
         if pieces is not None:
             return _joined(pieces)
     return _native._response_body_base64(host_copy(rows), dtype, byteorder, head, tail, first_index, threads,
-                                         key_order)
+                                         layout, leading_comma)
 
 
 def response_body_float(rows, float_format: str, head: bytes, tail: bytes, first_index: int, threads: int,
-                        key_order: str = "openai") -> bytes:
+                        layout: str, leading_comma: bool) -> bytes:
     """``_native._response_body_float`` for rows on a CUDA device, staged in their own dtype
     (float text is written from the values themselves: float64 rows as doubles)."""
     staging = current_staging()
     if rows.ndim == 2 and route(rows) == "staged":
-        def write(host, index, h, t):
-            return _float_text_of_chunk(lambda c: _native._response_body_float(c, float_format, h, t, index, threads, key_order),
-                                        host, index - first_index)
+        def write(host, index, h, t, comma):
+            return _float_text_of_chunk(
+                lambda c: _native._response_body_float(c, float_format, h, t, index, threads, layout, comma),
+                host, index - first_index)
 
-        pieces = _body_pieces(_rows_2d(rows), rows.dtype, write, head, tail, first_index, staging)
+        pieces = _body_pieces(_rows_2d(rows), rows.dtype, write, head, tail, first_index, leading_comma, staging)
         if pieces is not None:
             return _joined(pieces)
-    return _native._response_body_float(host_copy(rows), float_format, head, tail, first_index, threads, key_order)
+    return _native._response_body_float(host_copy(rows), float_format, head, tail, first_index, threads, layout,
+                                        leading_comma)
 
 
 def check_finite(rows) -> None:

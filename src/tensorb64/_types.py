@@ -15,9 +15,11 @@ ByteOrder = Literal["little", "big", "native"]
 FloatFormat = Literal["repr", "shortest", "orjson"]
 # What an OpenAI client asks for; "float" is OpenAI's default.
 EncodingFormat = Literal["float", "base64"]
-# The order of the keys inside each data entry: "openai" is ``object, index, embedding`` (OpenAI's
-# own), "vllm" ``index, object, embedding`` (vLLM's, for bodies byte-identical to vLLM's).
-KeyOrder = Literal["openai", "vllm"]
+# A server's body layout (the core's table of them): the order of the envelope's fields and of
+# each data entry's keys. "openai": ``object, data, model, usage``, entries ``object, index,
+# embedding`` (OpenAI's own); "vllm": ``id, object, created, model, data, usage``, entries ``index,
+# object, embedding`` (vLLM's, for bodies byte-identical to vLLM's).
+Layout = Literal["openai", "vllm"]
 # What decode_response_body reads: a body's bytes, or its text.
 ResponseBody = bytes | bytearray | memoryview | str
 # What the openai client's ``embeddings.create`` takes as ``input`` (embed, aembed): texts or token ids.

@@ -31,7 +31,7 @@ from ._client import EmbeddingsResponse, aembed, decode_response, decode_respons
 from ._encode import encode_rows
 from ._inputs import readable
 from ._openai_patch import is_patched, patch, unpatch
-from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat, KeyOrder
+from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat, Layout
 
 __all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
@@ -75,11 +75,11 @@ def _cut(rows, dimensions):
 def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "float", dimensions: int | None = None,
                    start_index: int = 0, dtype: DType = "float32", byteorder: ByteOrder = "little",
                    float_format: FloatFormat = "repr", threads: int = 1,
-                   key_order: KeyOrder = "openai") -> list[EmbeddingEntry]:
+                   layout: Layout = "openai") -> list[EmbeddingEntry]:
     """The ``data`` list of an OpenAI ``/v1/embeddings`` response: one entry per row.
 
     Each entry is ``{"object": "embedding", "index": start_index + i, "embedding": ...}`` (with
-    ``key_order="vllm"``: ``{"index": ..., "object": "embedding", "embedding": ...}``, the order
+    ``layout="vllm"``: ``{"index": ..., "object": "embedding", "embedding": ...}``, the order
     vLLM's entries have) where the embedding is, for row ``i``:
 
     * ``encoding_format="base64"``: the base64 of the row's little-endian float32 bytes, the
@@ -112,14 +112,14 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
         float (as ``response_body`` takes them).
     float_format: for float, as ``response_body`` takes it; checked, and not applied, for base64.
     threads: split the rows across this many threads inside the one call (default 1).
-    key_order: the order of each entry's keys, as ``response_body`` takes it.
+    layout: the server whose order each entry's keys are in, as ``response_body`` takes it.
 
-    Raises ValueError for an unknown ``encoding_format``, ``float_format`` or ``key_order``, a ``dimensions`` outside 1..dim (or
+    Raises ValueError for an unknown ``encoding_format``, ``float_format`` or ``layout``, a ``dimensions`` outside 1..dim (or
     not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
     TypeError for an input that is not an array of real numbers.
     """
     _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
-                         key_order=key_order)  # naming the accepted ones
+                         layout=layout)  # naming the accepted ones
     _native._check_threads(threads)
     if not _is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
@@ -132,7 +132,7 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     else:
         write = _cuda.encode_rows if _cuda.route(rows) != "host" else encode_rows
         values = write(rows, dtype=dtype, byteorder=byteorder, threads=threads)
-    if key_order == "vllm":  # (a dict's keys are written in the order they were inserted)
+    if layout == "vllm":  # (a dict's keys are written in the order they were inserted)
         return [{"index": first + i, "object": "embedding", "embedding": value} for i, value in enumerate(values)]
     return [{"object": "embedding", "index": first + i, "embedding": value} for i, value in enumerate(values)]
 
@@ -144,21 +144,21 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 # A str as that encoder writes it (the function it calls itself for ensure_ascii=False).
 _encode_str = json.encoder.encode_basestring
-_LIST_HEAD = b'{"object":"list","data":['
+_LIST_MEMBER = ('"object"', '"list"')
 
 # The chunk size of iter_response_body when none is given.
 DEFAULT_CHUNK_SIZE = 1 << 20
 
 
-def _envelope(model, usage, extra) -> tuple:
+def _envelope(model, usage, extra, layout: str) -> tuple:
     """(head, tail): the UTF-8 bytes of the response body before and after the data entries.
 
-    head is ``{"object":"list","data":[`` and tail ``],"model":...,"usage":...,<extra>}``, cut
-    from json.dumps of the envelope itself, so every key and value is written exactly as
-    JSONResponse writes it: json.dumps of a dict is ``{`` + the ``"key":value`` of each item in
-    insertion order, joined by ``,``, + ``}``, and "data" is always the second item of
-    ``{"object": "list", "data": ..., "model": model, "usage": usage, **extra}`` (an ``extra``
-    that overrides "object", "model" or "usage" keeps that key's place, as the dict does).
+    The members ``"object": "list"``, ``"model": model``, ``"usage": usage`` and then ``extra``'s,
+    each key and value serialised exactly as JSONResponse writes it (json.dumps), laid out by the
+    core in ``layout``'s order: a member naming one of the layout's fields (an ``extra`` setting
+    "id" or "model") goes in that field's place, the others after the last field, in order, as
+    the dict ``{"object": "list", "data": ..., "model": model, "usage": usage, **extra}`` orders
+    them for the "openai" layout.
     """
     if not isinstance(model, str):
         raise TypeError(f"model must be a str, got {type(model).__name__}")
@@ -170,26 +170,25 @@ def _envelope(model, usage, extra) -> tuple:
         extra = {}
     elif not isinstance(extra, Mapping):
         raise TypeError(f"extra must be a dict of top-level fields (or None), got {type(extra).__name__}")
-    elif "data" in extra:
-        raise ValueError('extra cannot set "data": the data entries are the embeddings themselves')
-    if not extra:  # the common case, without building the dict: the same text, piece by piece
-        try:
-            tail = '],"model":' + _encode_str(model) + ',"usage":' + _encode_usage(usage) + "}"
-            return _LIST_HEAD, tail.encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as e:
-            body = {"object": "list", "data": None, "model": model, "usage": usage}
-            raise _envelope_error(body, extra, e) from e
-    body = {"object": "list", "data": None, "model": model, "usage": usage, **extra}
-    items = iter(body.items())
-    first = dict([next(items)])  # "object"
-    next(items)  # "data"
-    rest = dict(items)
     try:
-        head = _JSON.encode(first)[:-1] + ',"data":['
-        tail = "]," + _JSON.encode(rest)[1:]
-        return head.encode("utf-8"), tail.encode("utf-8")
+        members = [_LIST_MEMBER, ('"model"', _encode_str(model)), ('"usage"', _encode_usage(usage))]
+        if extra:
+            members += [(_key_text(key), _JSON.encode(value)) for key, value in extra.items()]
+        return _native._body_envelope(layout, members)
     except (TypeError, ValueError, RecursionError) as e:  # UnicodeEncodeError is a ValueError
+        if "data" in extra:
+            raise ValueError('extra cannot set "data": the data entries are the embeddings themselves') from None
+        body = {"object": "list", "data": None, "model": model, "usage": usage, **extra}
         raise _envelope_error(body, extra, e) from e
+
+
+def _key_text(key) -> str:
+    """A dict key as json.dumps writes it: a str quoted and escaped; an int, float, bool or None
+    as its JSON text, quoted (what json.dumps writes for it, cut from the fixed ``{`` and
+    ``:null}`` around it)."""
+    if isinstance(key, str):
+        return _encode_str(key)
+    return _JSON.encode({key: None})[1:-6]
 
 
 def _encode_usage(usage: dict) -> str:
@@ -226,68 +225,80 @@ def _envelope_error(body: dict, extra, error: Exception) -> ValueError:
 
 class _Body:
     """A response body, every argument checked before anything is built: its rows (a view of the
-    input), the envelope's head and tail, and how the rows are written (``staged``: CUDA tensors
-    through the pipeline, as ``_cuda.route`` decides)."""
+    input), the envelope's head and tail (laid out by the core from ``model``, ``usage`` and
+    ``extra``, or from ``members``: a server's own envelope, each member's key and value already
+    serialised as that server serialises them), and how the rows are written (``staged``: CUDA
+    tensors through the pipeline, as ``_cuda.route`` decides)."""
 
-    __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "key_order",
+    __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "layout",
                  "staged")
 
-    def __init__(self, embeddings, *, model: str, encoding_format: str, dimensions=None, usage=None,
-                 extra=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
-                 threads: int = 1, key_order: str = "openai"):
+    def __init__(self, embeddings, *, model: str | None = None, encoding_format: str, dimensions=None, usage=None,
+                 extra=None, members=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
+                 threads: int = 1, layout: str = "openai"):
         # ValueError naming the accepted names
         _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
-                             key_order=key_order)
+                             layout=layout)
         _native._check_threads(threads)
-        self.head, self.tail = _envelope(model, usage, extra)
+        if members is None:
+            self.head, self.tail = _envelope(model, usage, extra, layout)
+        else:
+            self.head, self.tail = _native._body_envelope(layout, members)
         self.rows = _cut(_rows(embeddings), dimensions)
         self.base64 = encoding_format == "base64"
         self.dtype, self.byteorder, self.float_format, self.threads = dtype, byteorder, float_format, threads
-        self.key_order = key_order
+        self.layout = layout
         self.staged = _cuda.route(self.rows) != "host"
 
     def whole(self) -> bytes:
-        return self._write(self.rows, 0, self.head, self.tail)
+        return self._write(self.rows, 0, self.head, self.tail, False)
 
-    def write(self, start: int, stop: int, head: bytes, tail: bytes) -> bytes:
-        """head + the data entries of rows [start, stop) (indices from start) + tail."""
-        return self._write(self.rows[start:stop], start, head, tail)
+    def _write(self, rows, start: int, head: bytes, tail: bytes, leading_comma: bool) -> bytes:
+        """head + the data entries of ``rows`` (indices from start, after a ``,`` with
+        leading_comma) + tail, written by the core into one bytes object.
 
-    def _write(self, rows, start: int, head: bytes, tail: bytes) -> bytes:
-        """head + the data entries of ``rows`` (indices from start) + tail, written by the core
-        into one bytes object.
-
-        The entries are ``{"object":"embedding","index":I,"embedding":<row>}`` (keys in
-        ``key_order``) joined by ``,``
-        with no brackets around them (head ends with ``[``, tail starts with ``]``; slices of rows
-        written separately concatenate with a ``,`` between them). Base64 rows are written at
-        their exact size; float rows into an object made at a bound and trimmed (the untouched
-        pages cost no memory), each row's text exactly ``json_rows``'s:
-        ``json.dumps(row.to(torch.float32).tolist())``'s in "repr" mode. NaN and infinity:
-        ValueError naming the row and the column.
+        The entries are ``{"object":"embedding","index":I,"embedding":<row>}`` (keys in the
+        layout's order) joined by ``,`` with no brackets around them (head ends with ``[``, tail
+        starts with ``]``). Base64 rows are written at their exact size; float rows into an object
+        made at a bound and trimmed (the untouched pages cost no memory), each row's text exactly
+        ``json_rows``'s: ``json.dumps(row.to(torch.float32).tolist())``'s in "repr" mode. NaN and
+        infinity: ValueError naming the row and the column.
         """
         if self.base64:
             if self.staged:
                 return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
-                                                  self.key_order)
+                                                  self.layout, leading_comma)
             return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
-                                                 self.key_order)
+                                                 self.layout, leading_comma)
         if self.staged:
-            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order)
-        return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads, self.key_order)
+            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads, self.layout,
+                                             leading_comma)
+        return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads, self.layout,
+                                            leading_comma)
 
     def chunks(self, chunk_size: int):
-        """The body in chunks of about chunk_size bytes (the rule: iter_response_body's)."""
+        """The body in chunks of about chunk_size bytes, as the core plans them (the rule:
+        iter_response_body's)."""
         count, width = self.rows.shape
         if not self.base64:  # NaN and infinity refused before the first chunk
             if self.staged:
                 _cuda.check_finite(self.rows)
             else:
                 _native._check_finite(self.rows)
-        # A bound on one row's entry and its comma (float text: as doubles, 24 chars a value), the
-        # same in every key order.
         entry = _native._entry_bound(width, max(count - 1, 0), self.dtype if self.base64 else None, self.float_format)
-        return _chunks(self.head, self.tail, count, entry, self.write, chunk_size)
+        return self._planned_chunks((len(self.head), len(self.tail), count, entry, chunk_size))
+
+    def _planned_chunks(self, rule: tuple):
+        head, tail = self.head, self.tail
+        chunk = _native._next_body_chunk(*rule, None)
+        while chunk is not None:
+            head_begin, head_end, start, stop, leading_comma, tail_begin, tail_end = chunk
+            if start == stop:  # a piece of the envelope alone
+                yield head[head_begin:head_end] + tail[tail_begin:tail_end]
+            else:
+                yield self._write(self.rows[start:stop], start, head[head_begin:head_end], tail[tail_begin:tail_end],
+                                  leading_comma)
+            chunk = _native._next_body_chunk(*rule, chunk)
 
 
 def response_body(
@@ -303,7 +314,7 @@ def response_body(
     byteorder: ByteOrder = "little",
     float_format: FloatFormat = "repr",
     threads: int = 1,
-    key_order: KeyOrder = "openai",
+    layout: Layout = "openai",
 ) -> bytes:
     """The whole body of an OpenAI ``/v1/embeddings`` response, as one ``bytes`` object.
 
@@ -315,7 +326,8 @@ def response_body(
                 "model": model, "usage": usage, **extra}
 
     so a FastAPI or Starlette server answers ``Response(response_body(...),
-    media_type="application/json")`` instead of building that dict. ``row_i`` is, for row i:
+    media_type="application/json")`` instead of building that dict (with ``layout="vllm"``: the
+    dict vLLM builds, its fields and each entry's keys in vLLM's order). ``row_i`` is, for row i:
 
     * ``encoding_format="float"`` (OpenAI's default, as ``embedding_data``'s): the row's float32
       values as a JSON list, each written as ``repr(float(v))`` (``float_format="repr"``: what
@@ -330,23 +342,26 @@ def response_body(
     embeddings, dimensions: as ``embedding_data`` takes them (the same checks; the cut is a view).
     model: the model name, a str; escaped exactly as json.dumps(ensure_ascii=False) escapes it.
     usage: a dict, default ``{"prompt_tokens": 0, "total_tokens": 0}``; extra: a dict of further
-        top-level fields (vLLM's ``id``, ``created``), added after ``usage`` (one that names
-        "object", "model" or "usage" replaces that value in its place, as ``{**extra}`` does;
-        "data" is refused). Both are serialised by the standard library's json.
+        top-level fields, added after the layout's last field (one that names a field of the
+        layout, "object", "model", "usage" or vLLM's "id" and "created", gives that field its
+        value in its place, as ``{**extra}`` does; "data" is refused). Both are serialised by the
+        standard library's json.
     threads: split the rows across this many threads inside the one call (default 1).
-    key_order: the order of the keys inside each data entry: ``"openai"`` (the default:
-        ``object, index, embedding``, as above and as OpenAI's API writes them) or ``"vllm"``
-        (``index, object, embedding``: vLLM's order, for a body byte-identical to the one vLLM
-        itself sends). The same JSON object either way, and the same length.
+    layout: the server whose body this is, from the core's table of layouts: ``"openai"`` (the
+        default: the envelope ``object, data, model, usage``, each entry ``object, index,
+        embedding``, as above and as OpenAI's API writes them) or ``"vllm"`` (vLLM's envelope
+        ``id, object, created, model, data, usage``, its fields "id" and "created" given in
+        ``extra`` and left out where not given, each entry ``index, object, embedding``: a body
+        byte-identical to the one vLLM itself sends). The same JSON object either way.
 
     Raises, before anything is built: ValueError for an unknown encoding_format, float_format,
-    dtype, byteorder or key_order, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/
+    dtype, byteorder or layout, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/
     ``extra`` that json or UTF-8 cannot encode (NaN, a lone surrogate: the message names which);
     TypeError for a model that is not a str or an input that is not an array of real numbers.
     """
     return _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
                  extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
-                 key_order=key_order).whole()
+                 layout=layout).whole()
 
 
 def iter_response_body(
@@ -362,7 +377,7 @@ def iter_response_body(
     byteorder: ByteOrder = "little",
     float_format: FloatFormat = "repr",
     threads: int = 1,
-    key_order: KeyOrder = "openai",
+    layout: Layout = "openai",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Iterator[bytes]:
     """``response_body``'s bytes in chunks, for ``StreamingResponse``: the same arguments, plus
@@ -375,7 +390,8 @@ def iter_response_body(
     where they fit. So every chunk is at most ``chunk_size`` bytes, except one holding a single
     row whose entry alone is larger (then that chunk is that row, plus its separating comma);
     an envelope larger than ``chunk_size`` (a huge ``extra``) comes in chunk_size pieces of its
-    own. Float chunks are planned from a per-value bound (24 chars), so they run about 80% full.
+    own. Float chunks are planned from a bound on a row's text as doubles (24 chars a value,
+    whatever the rows' type), so they run about 80% full. The core plans the chunks.
 
     Every argument is checked when this is called, not when the first chunk is asked for; for
     floats the rows are also scanned for NaN and infinity first (one read of the input), so the
@@ -385,32 +401,5 @@ def iter_response_body(
         raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
     body = _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
                  extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
-                 key_order=key_order)
+                 layout=layout)
     return body.chunks(chunk_size)
-
-
-def _pieces(data: bytes, size: int):
-    for at in range(0, len(data), size):
-        yield data[at : at + size]
-
-
-def _chunks(head: bytes, tail: bytes, count: int, entry: int, write, chunk_size: int):
-    """The chunks of the body: ``write(start, stop, prefix, suffix)`` gives prefix + the entries
-    of rows [start, stop) + suffix; ``entry`` bounds one row's entry and its comma."""
-    if count == 0:
-        yield from _pieces(head + tail, chunk_size)
-        return
-    prefix = head
-    if len(head) + entry > chunk_size:  # not even one row fits beside the head
-        yield from _pieces(head, chunk_size)
-        prefix = b""
-    start = 0
-    while start < count:
-        stop = min(count, start + max(1, (chunk_size - len(prefix)) // entry))
-        last = stop == count
-        with_tail = last and len(prefix) + (stop - start) * entry + len(tail) <= chunk_size
-        yield write(start, stop, prefix, tail if with_tail else b"")
-        prefix = b","
-        start = stop
-    if not with_tail:
-        yield from _pieces(tail, chunk_size)

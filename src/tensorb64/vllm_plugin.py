@@ -12,8 +12,8 @@ What it does, and nothing else:
   whose method it recognises by its parameters (0.32 and 0.33); for any other release it logs one
   line and leaves vLLM as it is. The client gets the very bytes vLLM's own method sends: base64
   text, float text as orjson writes it for vLLM (or json.dumps, for 0.32 without orjson), each
-  data entry's keys in vLLM's order (``key_order="vllm"``), the envelope from vLLM's own
-  ``EmbeddingResponse``. A batch it does not write (rows of different shapes, a float request
+  envelope's fields and each data entry's keys in vLLM's order (the core's ``"vllm"`` layout),
+  the envelope's values from vLLM's own ``EmbeddingResponse``. A batch it does not write (rows of different shapes, a float request
   over non-float32 rows, NaN in a float request) goes to vLLM's own method, untouched.
 * Dynamo's vLLM worker (``dynamo.vllm.handlers``): its per-row ``_pooling_output_to_base64`` is
   replaced by ``encode_rows`` (the same strings).
@@ -25,11 +25,13 @@ never imports them (vLLM's engine core and workers) pays for a hook in ``sys.met
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
 import sys
 
+from . import _native
 from ._import_hooks import after_import
 
 ENABLE_VARIABLE = "TENSORB64_VLLM"
@@ -136,11 +138,11 @@ def _log_failure_once() -> None:
 def openai_json_body(
     module, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness, with_orjson=True
 ):
-    """The body vLLM's ``_openai_json_response`` would send, byte for byte: vLLM's own envelope
-    around the data entries that ``response_body``'s writer puts in one bytes object; None for a
-    batch that vLLM's own method should answer. with_orjson: vLLM renders with orjson (float32
-    rows as numpy arrays: float_format "orjson"), else with json.dumps (float rows as Python
-    floats: the doubles' repr)."""
+    """The body vLLM's ``_openai_json_response`` would send, byte for byte: the values of vLLM's
+    own envelope, serialised as vLLM serialises them, laid out with the data entries by the core
+    (its ``"vllm"`` layout) in one bytes object; None for a batch that vLLM's own method should
+    answer. with_orjson: vLLM renders with orjson (float32 rows as numpy arrays: float_format
+    "orjson"), else with json.dumps (float rows as Python floats: the doubles' repr)."""
     from .openai import _Body
 
     if encoding_format not in ("float", "base64"):
@@ -151,11 +153,11 @@ def openai_json_body(
     envelope = module.EmbeddingResponse(
         id=request_id, created=created_time, model=model_name, data=[], usage=module.get_pooling_usage(final_res_batch)
     ).model_dump()
-    head, tail = _split_envelope(envelope, with_orjson)
-    body = _Body(rows, model="", encoding_format=encoding_format, dtype=embed_dtype, byteorder=endianness,
-                 float_format="orjson" if with_orjson else "repr", threads=1,
-                 key_order="vllm")  # EmbeddingResponseData's fields: index, object, embedding
-    body.head, body.tail = head, tail  # vLLM's envelope around the entries, instead of response_body's
+    members = _envelope_members(envelope, with_orjson)
+    if members is None:
+        return None
+    body = _Body(rows, members=members, encoding_format=encoding_format, dtype=embed_dtype, byteorder=endianness,
+                 float_format="orjson" if with_orjson else "repr", threads=1, layout="vllm")
     try:
         return body.whole()  # written by the core into one bytes object
     except ValueError:
@@ -184,14 +186,18 @@ def _stacked_rows(final_res_batch, encoding_format):
     return torch.stack(rows)
 
 
-def _split_envelope(envelope: dict, with_orjson: bool) -> tuple:
-    """(the bytes before the data entries, the bytes after them): ``envelope`` (its "data" an
-    empty list) as vLLM writes it (orjson, or json.dumps as Starlette's JSONResponse calls it),
-    cut inside its data list. Outside strings JSON has no other '"data":[]' (a quote inside a
-    string is escaped), so the first one is the data list."""
-    text = _dumps(envelope, with_orjson)
-    at = text.index(b'"data":[]') + len(b'"data":[')
-    return text[:at], text[at:]
+def _envelope_members(envelope: dict, with_orjson: bool):
+    """``envelope``'s members but "data", each key and value as vLLM writes them (orjson, or
+    json.dumps as Starlette's JSONResponse calls it), for the core's "vllm" layout; None where
+    its fields are not that layout's (another release's response: the body would differ)."""
+    if tuple(envelope) != _vllm_fields():
+        return None
+    return [(_dumps(key, with_orjson), _dumps(value, with_orjson)) for key, value in envelope.items() if key != "data"]
+
+
+@functools.cache
+def _vllm_fields() -> tuple:
+    return _native._response_layouts()["vllm"][1]
 
 
 def _dumps(value, with_orjson: bool) -> bytes:

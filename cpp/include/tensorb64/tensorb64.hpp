@@ -212,38 +212,6 @@ struct decode_task {
 std::size_t decode_each(const decode_task* tasks, std::size_t count, bool base64, bool widen,
                         unsigned threads);
 
-// ---- The /v1/embeddings response body ------------------------------------------------------
-//
-// The order of the keys inside each data entry. JSON readers see the same object either way; a
-// server that must send the very bytes another one sends picks that one's order. Both orders
-// are the same characters rearranged, so every size and bound below holds for either.
-enum class key_order : std::uint8_t {
-    openai,  // {"object":"embedding","index":I,"embedding":...}: OpenAI's own order
-    vllm,    // {"index":I,"object":"embedding","embedding":...}: vLLM's (its model's field order)
-};
-
-// The entries of a response's "data" array for base64 rows, comma-separated, without the
-// brackets (the caller writes `[` and `]` with the rest of the envelope, so that batches of rows
-// written separately concatenate with a comma between them):
-//   {"object":"embedding","index":I,"embedding":"<base64 of row I>"},{"object":...}
-// (in key_order::openai; key_order::vllm puts "index" first). I runs from `first_index`; each
-// row's text is what encode_rows writes for it. No rows: nothing.
-
-// The exact length of those entries for `rows` rows of `row_length` elements converted to
-// `target`, indices first_index .. first_index + rows - 1. Returns false, leaving `size`
-// untouched, when that length (or the last index) does not fit in a size_t.
-bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
-                      std::size_t first_index, std::size_t* size) noexcept;
-
-// Writes those entries to `out`, which holds exactly base64_data_size(...) chars: lays out each
-// row's wrapper (its keys in `keys` order), then has encode_rows (`threads` as there) fill each
-// row's text in place. Returns the end of what it wrote. Throws, before writing anything,
-// std::invalid_argument when !is_output_type(target.type), std::length_error when
-// base64_data_size would return false, std::bad_alloc if the table of row pointers cannot be
-// allocated.
-char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
-                        char* out, unsigned threads = 1, key_order keys = key_order::openai);
-
 // ---- Float text ----------------------------------------------------------------------------
 //
 // Rows as JSON arrays of numbers (`[v,v,...]`, no spaces), exactly as Python's json.dumps writes
@@ -279,17 +247,137 @@ float_text_result write_float_rows(const strided_rows& source, float_format form
 // sources as doubles, others as float32), if any: a check before streaming a body.
 float_text_result find_non_finite(const strided_rows& source) noexcept;
 
-// The most bytes the "data" entries of float rows take (as base64_data_size, below, for base64).
+// ---- The /v1/embeddings response body ------------------------------------------------------
+//
+// Each server's JSON body, as data: a response_layout names the keys of a data entry in the order
+// the server writes them and the fields of its envelope in order, "data" (the entries) among them.
+// Writing another server's body is another row of response_layouts, not another code path. Every
+// layout's entries hold the same three keys rearranged ("object":"embedding", "index":I,
+// "embedding":<row>), so every size and bound below holds for all of them.
+
+enum class entry_key : std::uint8_t { object, index, embedding };
+inline constexpr std::size_t entry_key_count = 3;
+
+struct response_layout {
+    const char* name;                         // what callers call it: "openai", "vllm"
+    entry_key entry_keys[entry_key_count];    // a data entry's keys, in order
+    const std::string_view* envelope_fields;  // the envelope's field names, in order, "data" among
+    std::size_t envelope_field_count;         // them
+};
+
+// Every layout the core writes:
+//   openai: {"object":"list","data":[{"object":"embedding","index":I,"embedding":...},...],
+//            "model":...,"usage":...}  (OpenAI's own order; what Starlette's JSONResponse sends
+//            for the dict a FastAPI server builds)
+//   vllm:   {"id":...,"object":...,"created":...,"model":...,"data":[{"index":I,
+//            "object":"embedding","embedding":...},...],"usage":...}  (vLLM's EmbeddingResponse
+//            and EmbeddingResponseData, their fields in declaration order)
+extern const response_layout response_layouts[];
+extern const std::size_t response_layout_count;
+inline const response_layout& openai_response_layout() noexcept { return response_layouts[0]; }
+
+// The layout named `name`, or nullptr.
+const response_layout* find_response_layout(std::string_view name) noexcept;
+
+// A field of the envelope as JSON text: its key (quotes included, escaped as the server's
+// serialiser escapes it) and its value.
+struct json_member {
+    std::string_view key, value;
+};
+
+// A body's envelope is the text before the data entries (up to and including `"data":[`), its
+// head, and after them (from `]` on), its tail. Laid out from its members, in the order given:
+// one whose key names a field of the layout (`"model"`) goes in that field's place (a later one
+// for the same field replaces it, as a dict's update does), the others after the layout's last
+// field, in their order; a field given no member is left out.
+
+// The lengths of the head and the tail. Throws std::invalid_argument for a member whose key is
+// `"data"` (the entries' place), std::length_error if a length does not fit in a size_t.
+void body_envelope_sizes(const response_layout& layout, const json_member* members,
+                         std::size_t member_count, std::size_t* head_size, std::size_t* tail_size);
+
+// Writes the head to `head` and the tail to `tail` (body_envelope_sizes chars each).
+void write_body_envelope(const response_layout& layout, const json_member* members,
+                         std::size_t member_count, char* head, char* tail) noexcept;
+
+// What a data entry's row is written as.
+struct entry_format {
+    bool base64;          // the base64 text of the row converted to `target`; else float text:
+    dtype target;         //   (base64) the type the row is converted to
+    float_format format;  //   (float text) its format
+    dtype source;         //   (float text) the rows' type (float64 text is longer than float32's)
+};
+
+// The most bytes one data entry of a row of `row_length` values takes with its separating comma,
+// in any layout, its index at most `last_index`: exact but for the index's digits for base64, a
+// bound for float text. False, leaving `size` untouched, if that does not fit in a size_t.
+bool data_entry_bound(std::size_t row_length, std::size_t last_index, const entry_format& format,
+                      std::size_t* size) noexcept;
+
+// The entries of a response's "data" array, comma-separated, without the brackets (the envelope
+// holds `[` and `]`), each row's keys in its layout's order:
+//   {"object":"embedding","index":I,"embedding":"<base64 of row I>"},{"object":...}
+// I runs from `first_index`. With `leading_comma` they start with a `,`, so that the entries of
+// rows [a, b) and [b, c), written separately, concatenate to those of [a, c). No rows: nothing
+// (not even the comma).
+
+// The exact length of the base64 entries of `rows` rows of `row_length` elements converted to
+// `target`, indices first_index .. first_index + rows - 1, and their leading comma if asked.
+// Returns false, leaving `size` untouched, when that length (or the last index) does not fit in
+// a size_t.
+bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
+                      std::size_t first_index, std::size_t* size,
+                      bool leading_comma = false) noexcept;
+
+// Writes those entries to `out`, which holds exactly base64_data_size(...) chars: lays out each
+// row's entry (its keys in `layout`'s order), then has encode_rows (`threads` as there) fill each
+// row's text in place. Returns the end of what it wrote. Throws, before writing anything,
+// std::invalid_argument when !is_output_type(target.type), std::length_error when
+// base64_data_size would return false, std::bad_alloc if the table of row pointers cannot be
+// allocated.
+char* write_base64_data(const strided_rows& source, element_format target, std::size_t first_index,
+                        char* out, unsigned threads = 1,
+                        const response_layout& layout = openai_response_layout(),
+                        bool leading_comma = false);
+
+// The most bytes the "data" entries of float rows take, a leading comma included (as
+// base64_data_size, above, for base64).
 bool float_data_bound(std::size_t rows, std::size_t row_length, dtype source, float_format format,
                       std::size_t first_index, std::size_t* size) noexcept;
 
 // Writes those entries (`{"object":"embedding","index":I,"embedding":[...]}`, comma-separated, no
-// brackets; their keys in `keys` order) to `out`, which holds float_data_bound bytes, `threads`
-// splitting the rows; *end is then the end of what was written. Stops at the first non-finite
-// value and says where.
+// brackets, a leading comma if asked; their keys in `layout`'s order) to `out`, which holds
+// float_data_bound bytes, `threads` splitting the rows; *end is then the end of what was written.
+// Stops at the first non-finite value and says where.
 float_text_result write_float_data(const strided_rows& source, float_format format,
                                    std::size_t first_index, char* out, char** end,
-                                   unsigned threads = 1, key_order keys = key_order::openai);
+                                   unsigned threads = 1,
+                                   const response_layout& layout = openai_response_layout(),
+                                   bool leading_comma = false);
+
+// One chunk of a body streamed in chunks: head[head_begin, head_end), a `,` if leading_comma, the
+// entries of rows [row_begin, row_end), tail[tail_begin, tail_end).
+struct body_chunk {
+    std::size_t head_begin, head_end, row_begin, row_end;
+    bool leading_comma;
+    std::size_t tail_begin, tail_end;
+};
+
+// What the chunks of a body are planned from: the envelope's sizes, the rows, a bound on one
+// entry with its comma (data_entry_bound of the last index) and the chunk size asked for.
+struct body_chunk_rule {
+    std::size_t head_size, tail_size, rows, entry_bound, chunk_size;
+};
+
+// The chunks of a streamed body, one at a time: the first (previous == nullptr) or the one after
+// `previous`; false after the last. Each chunk holds whole rows' entries, as many as fit in
+// chunk_size at entry_bound each, the head joined to the first and the tail to the last where
+// they fit; so every chunk is at most chunk_size bytes, except one holding a single row whose
+// entry alone is larger. A head that does not fit beside one entry, and a tail that does not fit
+// after the last rows, come in chunk_size pieces of their own; with no rows, head and tail are
+// cut into chunk_size pieces together.
+bool next_body_chunk(const body_chunk_rule& rule, const body_chunk* previous,
+                     body_chunk* next) noexcept;
 
 // ---- SIMD levels ---------------------------------------------------------------------------
 
