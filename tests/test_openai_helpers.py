@@ -227,17 +227,20 @@ def test_bad_inputs(batch):
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-@pytest.mark.parametrize("key_order", ["openai", "vllm"])
-def test_float_entries_dump_to_exactly_the_shortest_body(key_order, threads):
+@pytest.mark.parametrize("layout", ["openai", "vllm"])
+def test_float_entries_dump_to_exactly_the_shortest_body(layout, threads):
     """json.dumps of embedding_data's entries (float_format="shortest") is exactly the body
     response_body writes: each float's repr is the shortest text of its float32."""
     g = torch.Generator().manual_seed(11)
     t = torch.cat([torch.randn(5, 64, generator=g) * 0.05, torch.randn(1, 64, generator=g) * 1e30,
                    torch.tensor([[1e-45, -0.0, 0.1, 3.4028235e38] * 16])])
-    data = embedding_data(t, encoding_format="float", float_format="shortest", key_order=key_order, threads=threads)
-    body = {"object": "list", "data": data, "model": "m", "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+    data = embedding_data(t, encoding_format="float", float_format="shortest", layout=layout, threads=threads)
+    usage = {"prompt_tokens": 0, "total_tokens": 0}
+    # each layout's envelope order: OpenAI's, and vLLM's (id and created left out when not given)
+    body = ({"object": "list", "data": data, "model": "m", "usage": usage} if layout == "openai"
+            else {"object": "list", "model": "m", "data": data, "usage": usage})
     text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-    assert text == tb_openai.response_body(t, model="m", encoding_format="float", float_format="shortest", key_order=key_order)
+    assert text == tb_openai.response_body(t, model="m", encoding_format="float", float_format="shortest", layout=layout)
     assert data[-1]["embedding"][:4] == [1e-45, -0.0, 0.1, 3.4028235e38]
     assert [[float(v) for v in np.float32(e["embedding"])] for e in data] == t.tolist()  # the same float32 values
 
