@@ -103,12 +103,19 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
 // base64 of `dtype` (exactly), or with dtype None as float text in float_format (bounded as
 // doubles, whatever the source), in either key order (both write entries of one length). What a
 // streamed body plans its chunks with.
+// A size_t argument: OverflowError past size_t, TypeError for a non-int (checked before any
+// further call of the C API, which may not run with an exception set).
+std::size_t size_argument(PyObject* value) {
+    const std::size_t size = PyLong_AsSize_t(value);
+    if (size == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw python_error{};
+    return size;
+}
+
 PyObject* entry_bound_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
         if (nargs != 4) raise(PyExc_TypeError, "_entry_bound takes 4 arguments");
-        const std::size_t row_length = PyLong_AsSize_t(args[0]);
-        const std::size_t last_index = PyLong_AsSize_t(args[1]);
-        if (PyErr_Occurred()) throw python_error{};
+        const std::size_t row_length = size_argument(args[0]);
+        const std::size_t last_index = size_argument(args[1]);
         std::size_t size = 0;
         const bool fits =
             args[2] != Py_None

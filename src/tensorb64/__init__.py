@@ -12,6 +12,7 @@ byte-identical to ``base64.b64encode(struct.pack(f"<{n}f", *values))``.
 from __future__ import annotations
 
 from . import _fallback, _native
+from ._native import DecodeError
 from ._decode import decode, decode_body, decode_rows
 from ._encode import encode, encode_body, encode_rows, json_rows
 from .openai import embedding_data, iter_response_body, response_body
@@ -27,6 +28,7 @@ __all__ = [
     "decode_rows",
     "encode_body",
     "decode_body",
+    "DecodeError",
     "embedding_data",
     "response_body",
     "iter_response_body",

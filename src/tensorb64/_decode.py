@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import _native
+from ._native import DecodeError
 from ._formats import byteorder_name, output_type
 from ._types import BodyMetadata, ByteOrder, DType
 
@@ -46,8 +47,9 @@ def decode(text: str | bytes | bytearray | memoryview, /, *, dtype: DType = "flo
     widening), or with widen=False the stored dtype where numpy has one (float32, float16).
     Decoding is strict and the same on every Python version: the standard alphabet, '=' padding
     exactly as the last group needs, no non-zero bits past the data; whatever
-    ``binascii.a2b_base64(s, strict_mode=True)`` refuses on Python 3.13 is a ValueError (naming
-    what was wrong and at which offset), and so is a length that is not a whole number of values.
+    ``binascii.a2b_base64(s, strict_mode=True)`` refuses on Python 3.13 is a ``DecodeError`` (a
+    ValueError naming what was wrong, with its offset as ``pos``), and so is a length that is not
+    a whole number of values.
     """
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
@@ -61,7 +63,8 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
                 byteorder: ByteOrder = "little", widen: bool = True) -> np.ndarray:
     """A 2-D array with one row per base64 str (or bytes); rows must all have the same length.
 
-    Each row is decoded straight into its row of the result; an error names the row."""
+    Each row is decoded straight into its row of the result; a ``DecodeError`` names the row
+    (``row``) and the offset in its string (``pos``)."""
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
     if isinstance(texts, (str, bytes, bytearray)):
@@ -73,8 +76,8 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
             raise TypeError(f"row {row}: expected a base64 str or bytes, got {type(s).__name__}")
         try:
             lengths.append(_native._decoded_length(s, dtype))
-        except ValueError as e:
-            raise ValueError(f"row {row}: {e}") from None
+        except DecodeError as e:
+            raise _in_row(e, row) from None
     for row, length in enumerate(lengths):
         if length != lengths[0]:
             raise ValueError(
@@ -84,9 +87,14 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
     for row, s in enumerate(texts):
         try:
             _native._decode_into(s, out[row], dtype, byteorder, widen)
-        except ValueError as e:
-            raise ValueError(f"row {row}: {e}") from None
+        except DecodeError as e:
+            raise _in_row(e, row) from None
     return out
+
+
+def _in_row(error: DecodeError, row: int, where: str | None = None) -> DecodeError:
+    """``error`` (a string's) as the error of the row ``row`` of a call, named ``where``."""
+    return DecodeError(f"{where or f'row {row}'}: {error}", error.reason, error.pos, row)
 
 
 # ---- decode_body ----------------------------------------------------------------------------
@@ -173,6 +181,8 @@ def decode_body(body: bytes | bytearray | memoryview, metadata: Iterable[BodyMet
         try:
             result = _result_dtype(dtype, endianness, widen)
             length = _native._decoded_length(body[start:end], dtype, False)
+        except DecodeError as e:
+            raise _in_row(e, index, where) from None
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         if math.prod(shape) != length:
