@@ -27,7 +27,8 @@ const char* reason_of(tb::decode_status status) {
     switch (status) {
         case tb::decode_status::ok: break;
         case tb::decode_status::bad_length: return "invalid base64: a length not a multiple of 4";
-        case tb::decode_status::bad_character: return "invalid base64: a character not in the alphabet";
+        case tb::decode_status::bad_character:
+            return "invalid base64: a character not in the alphabet";
         case tb::decode_status::bad_padding: return "invalid base64: bad padding";
         case tb::decode_status::trailing_bits: return "invalid base64: non-zero bits past the data";
         case tb::decode_status::not_whole_values: return "not a whole number of values";

@@ -1,10 +1,11 @@
 // The module tensorb64._native: multi-phase initialisation (PEP 489), its functions from each
 // file's table (entry_points.hpp), and its constants. The only symbol exported is PyInit__native.
 //
-// Files, one job each: python_api.hpp (references, buffers, errors, the GIL), names (the element-type
-// table and the one resolver of names), arguments (parsing), reader (every input, and the fallback
-// hook) with tensor_reader (torch tensors) and dlpack.hpp, sizes (exact output sizes), encode_entry
-// / float_text_entry / body_entry / decode_entry / body_reader_entry (the entry points).
+// Files, one job each: python_api.hpp (references, buffers, errors, the GIL), names (the
+// element-type table and the one resolver of names), arguments (parsing), reader (every input, and
+// the fallback hook) with tensor_reader (torch tensors) and dlpack.hpp, sizes (exact output sizes),
+// encode_entry / float_text_entry / body_entry / decode_entry / body_reader_entry (the entry
+// points).
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -67,8 +68,8 @@ PyObject* inject_failure_entry(PyObject*, PyObject* name) {
                 Py_RETURN_NONE;
             }
         }
-        raise(PyExc_ValueError, "expected 'bad_alloc', 'length_error' or 'system_error', got " +
-                                    repr_of(name));
+        raise(PyExc_ValueError,
+              "expected 'bad_alloc', 'length_error' or 'system_error', got " + repr_of(name));
     });
 }
 

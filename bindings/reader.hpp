@@ -25,8 +25,8 @@ struct input_array {
     std::ptrdiff_t strides[tb::max_dims] = {};
     tb::element_format format{tb::dtype::float32, tb::host_byte_order};
 
-    ref owner;  // what keeps the memory alive: a tensor's storage, or the view read
-                // (a buffer holds its own)
+    ref owner;           // what keeps the memory alive: a tensor's storage, or the view read
+                         // (a buffer holds its own)
     held_buffer buffer;  // when read through the buffer protocol (released before `owner`)
 };
 

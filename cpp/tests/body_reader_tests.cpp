@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "check.hpp"
-#include "json/scanner.hpp"
 #include "dispatch/implementations.hpp"
+#include "json/scanner.hpp"
 #include "tensorb64/body_reader.hpp"
 #include "tensorb64/tensorb64.hpp"
 
@@ -296,7 +296,8 @@ void test_unicode_escape_digits() {
         for (char bad : {'g', 'G', ' ', '"', '\\'}) {
             std::string digits = good;
             digits[place] = bad;
-            CHECK_ERROR(read("{\"model\":\"\\u" + digits + "\",\"data\":[]}"), s::malformed_json, 10);
+            CHECK_ERROR(read("{\"model\":\"\\u" + digits + "\",\"data\":[]}"), s::malformed_json,
+                        10);
             CHECK_ERROR(read("{\"x\":[\"\\u" + digits + "\"],\"data\":[]}"), s::malformed_json, 7);
             CHECK_ERROR(read("{\"\\u" + digits + "\":1,\"data\":[]}"), s::malformed_json, 2);
         }
@@ -343,7 +344,8 @@ void test_error_entries() {
     const std::string three_rows =
         "{\"data\":[" + entry(0, good) + "," + entry(1, good) + "," + entry(2, "\"AA!A\"") + "]}";
     CHECK(read(three_rows).error.entry == 2);  // bad base64, found decoding
-    const std::string unequal = "{\"data\":[" + entry(1, good) + "," + entry(0, "\"" + base64_of({1.0f}) + "\"") + "]}";
+    const std::string unequal =
+        "{\"data\":[" + entry(1, good) + "," + entry(0, "\"" + base64_of({1.0f}) + "\"") + "]}";
     CHECK(read(unequal).error.entry == 1);
     const std::string out_of_range = "{\"data\":[" + entry(0, good) + "," + entry(7, good) + "]}";
     CHECK(read(out_of_range).error.entry == 1);

@@ -12,9 +12,9 @@ byte-identical to ``base64.b64encode(struct.pack(f"<{n}f", *values))``.
 from __future__ import annotations
 
 from . import _fallback, _native
-from ._native import DecodeError
 from ._decode import decode, decode_body, decode_rows
 from ._encode import encode, encode_body, encode_rows, json_rows
+from ._native import DecodeError
 from .openai import embedding_data, iter_response_body, response_body
 
 _fallback.install()  # the binding's fallback hook, and torch's registration (now or when it loads)

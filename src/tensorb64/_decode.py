@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from . import _native
-from ._native import DecodeError
 from ._formats import byteorder_name, output_type
+from ._native import DecodeError
 from ._types import BodyMetadata, ByteOrder, DType
 
 # numpy dtypes for the stored types numpy has; bfloat16 and float8 have none.

@@ -34,9 +34,9 @@
 #include <memory>
 #include <new>
 
-#include "json/scanner.hpp"
-#include "json/number_parser.hpp"
 #include "common/thread_pool.hpp"
+#include "json/number_parser.hpp"
+#include "json/scanner.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -96,8 +96,8 @@ struct data_scan {
     std::size_t max_index = 0;
     const char* max_index_at = nullptr;
     std::size_t max_index_entry = 0;  // the position of the entry holding it
-    bool repeated_keys = false;  // some entry repeats "embedding" or "index"
-    body_error fault;            // the first semantic fault (status ok if none)
+    bool repeated_keys = false;       // some entry repeats "embedding" or "index"
+    body_error fault;                 // the first semantic fault (status ok if none)
     checkpoints starts;
 };
 
