@@ -93,7 +93,6 @@ public:
         if (held_) PyBuffer_Release(&view);
         held_ = false;
     }
-    bool held() const noexcept { return held_; }
 
 private:
     bool held_ = false;
