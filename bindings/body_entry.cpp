@@ -107,12 +107,19 @@ PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t
 // base64 of `dtype`, or with dtype None as float text in float_format, bounded as doubles whatever
 // the source (so that a streamed body's chunks do not depend on its rows' type). What a streamed
 // body plans its chunks with.
+// A size_t argument: OverflowError past size_t, TypeError for a non-int (checked before any
+// further call of the C API, which may not run with an exception set).
+std::size_t size_argument(PyObject* value) {
+    const std::size_t size = PyLong_AsSize_t(value);
+    if (size == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw python_error{};
+    return size;
+}
+
 PyObject* entry_bound_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
         if (nargs != 4) raise(PyExc_TypeError, "_entry_bound takes 4 arguments");
-        const std::size_t row_length = PyLong_AsSize_t(args[0]);
-        const std::size_t last_index = PyLong_AsSize_t(args[1]);
-        if (PyErr_Occurred()) throw python_error{};
+        const std::size_t row_length = size_argument(args[0]);
+        const std::size_t last_index = size_argument(args[1]);
         const tb::entry_format format =
             args[2] != Py_None
                 ? tb::entry_format{true, output_dtype(args[2]), tb::float_format::repr,
@@ -218,8 +225,7 @@ PyObject* next_body_chunk_entry(PyObject*, PyObject* const* args, Py_ssize_t nar
         if (nargs != 6) raise(PyExc_TypeError, "_next_body_chunk takes 6 arguments");
         std::size_t sizes[5];
         for (int i = 0; i < 5; ++i) {
-            sizes[i] = PyLong_AsSize_t(args[i]);
-            if (PyErr_Occurred()) throw python_error{};
+            sizes[i] = size_argument(args[i]);
         }
         const tb::body_chunk_rule rule{sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
         tb::body_chunk previous{}, next{};

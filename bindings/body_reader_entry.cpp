@@ -2,7 +2,7 @@
 // array, allocated by a Python callable once the rows' shape is known (src/tensorb64/_client.py
 // passes one that makes the numpy array, or checks the caller's `out`).
 //
-// The GIL is released for the read of a large body and taken back only for the one call of the
+// The GIL is released for the read of a large body and taken back only for the call of the
 // allocator. The body is held through the buffer protocol (a bytearray cannot be resized while it
 // is read) or is a str's UTF-8 form (cached by the str itself).
 #include <cstddef>
@@ -22,18 +22,10 @@ namespace {
 
 // The body's bytes, and what keeps them alive.
 struct body_bytes {
-    Py_buffer view{};
-    bool held = false;
+    held_buffer buffer;
     const char* data = nullptr;
     std::size_t size = 0;
     bool is_str = false;
-
-    body_bytes() = default;
-    body_bytes(const body_bytes&) = delete;
-    body_bytes& operator=(const body_bytes&) = delete;
-    ~body_bytes() {
-        if (held) PyBuffer_Release(&view);
-    }
 
     void read(PyObject* body) {
         if (PyUnicode_Check(body)) {
@@ -49,34 +41,25 @@ struct body_bytes {
                   std::string("body must be bytes, bytearray, a memoryview of bytes or str, got ") +
                       Py_TYPE(body)->tp_name);
         }
-        if (PyObject_GetBuffer(body, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+        if (!buffer.acquire(body, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) {
             throw python_error{};  // e.g. not contiguous: the buffer protocol says so
         }
-        held = true;
-        if (view.itemsize != 1) {
+        if (buffer.view.itemsize != 1) {
             raise(PyExc_TypeError, "body must be a buffer of bytes, got items of " +
-                                       std::to_string(view.itemsize) + " bytes");
+                                       std::to_string(buffer.view.itemsize) + " bytes");
         }
-        data = static_cast<const char*>(view.buf);
-        size = static_cast<std::size_t>(view.len);
+        data = static_cast<const char*>(buffer.view.buf);
+        size = static_cast<std::size_t>(buffer.view.len);
     }
 };
 
-// The allocator's side of a read: the Python callable, the GIL state to restore around it, and
-// what it returned, with its buffer.
+// The allocator's side of a read: the Python callable, the released GIL to take back around it,
+// and what it returned, with its buffer.
 struct result_allocation {
     PyObject* allocate = nullptr;
-    PyThreadState* released = nullptr;  // non-null while the GIL is released
+    gil_released_if* released = nullptr;
     ref result;
-    Py_buffer view{};
-    bool held = false;
-
-    result_allocation() = default;
-    result_allocation(const result_allocation&) = delete;
-    result_allocation& operator=(const result_allocation&) = delete;
-    ~result_allocation() {
-        if (held) PyBuffer_Release(&view);
-    }
+    held_buffer buffer;
 };
 
 // The core's body_allocator: calls allocate(rows, row_length, float_rows) with the GIL held and
@@ -84,35 +67,45 @@ struct result_allocation {
 // buffer of exactly the result's size (else an error is set, and the read stops).
 void* allocate_result(void* context, const tb::body_layout& layout) {
     auto* a = static_cast<result_allocation*>(context);
-    if (a->released != nullptr) PyEval_RestoreThread(a->released);
-    void* memory = nullptr;
-    if (a->held) {  // a second call (see body_allocator): the first result is not used
-        PyBuffer_Release(&a->view);
-        a->held = false;
-    }
-    a->result = ref();
+    gil_released_if::retaken holding(*a->released);
+    a->buffer.release();  // a second call (see body_allocator): the first result is not used
     a->result = ref(
         PyObject_CallFunction(a->allocate, "nnO", static_cast<Py_ssize_t>(layout.rows),
                               static_cast<Py_ssize_t>(layout.row_length),
                               layout.encoding == tb::row_encoding::floats ? Py_True : Py_False));
-    if (a->result &&
-        PyObject_GetBuffer(a->result.get(), &a->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) == 0) {
-        a->held = true;
-        const std::size_t bytes = layout.rows * layout.row_length * layout.element_size;
-        if (static_cast<std::size_t>(a->view.len) != bytes) {
-            PyErr_Format(PyExc_ValueError,
-                         "the result's buffer holds %zd bytes, not the %zu of %zu rows of %zu "
-                         "values",
-                         a->view.len, bytes, layout.rows, layout.row_length);
-        } else if (reinterpret_cast<std::uintptr_t>(a->view.buf) % layout.element_size != 0) {
-            PyErr_SetString(PyExc_ValueError,
-                            "the result's buffer is not aligned for its elements");
-        } else {
-            memory = bytes != 0 ? a->view.buf : static_cast<void*>(a);  // non-null: "go on"
-        }
+    if (!a->result || !a->buffer.acquire(a->result.get(), PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) {
+        return nullptr;
     }
-    if (a->released != nullptr) a->released = PyEval_SaveThread();
-    return memory;
+    const Py_buffer& view = a->buffer.view;
+    const std::size_t bytes = layout.rows * layout.row_length * layout.element_size;
+    if (static_cast<std::size_t>(view.len) != bytes) {
+        PyErr_Format(PyExc_ValueError,
+                     "the result's buffer holds %zd bytes, not the %zu of %zu rows of %zu values",
+                     view.len, bytes, layout.rows, layout.row_length);
+        return nullptr;
+    }
+    if (reinterpret_cast<std::uintptr_t>(view.buf) % layout.element_size != 0) {
+        PyErr_SetString(PyExc_ValueError, "the result's buffer is not aligned for its elements");
+        return nullptr;
+    }
+    return bytes != 0 ? view.buf : static_cast<void*>(a);  // non-null: "go on"
+}
+
+// What was wrong with a body, without where (DecodeError.reason).
+std::string reason_of(const tb::body_error& e) {
+    const char* what = "unknown body status";
+    switch (e.status) {
+        case tb::body_status::ok:
+        case tb::body_status::no_output: break;
+        case tb::body_status::malformed_json: what = "malformed JSON"; break;
+        case tb::body_status::bad_structure: what = "not an embeddings response"; break;
+        case tb::body_status::bad_index: what = "bad index"; break;
+        case tb::body_status::unequal_rows: what = "rows of different lengths"; break;
+        case tb::body_status::mixed_formats: what = "a mix of row formats"; break;
+        case tb::body_status::bad_base64: what = "bad base64 embedding"; break;
+        case tb::body_status::bad_number: what = "bad number row"; break;
+    }
+    return e.expected != nullptr ? what + std::string(": expected ") + e.expected : what;
 }
 
 PyObject* span_bytes(const body_bytes& body, const tb::byte_span& span) {
@@ -140,6 +133,17 @@ bool truth(PyObject* value) {
     return t != 0;
 }
 
+// sys.get_int_max_str_digits() now (the program may change it at any time): 0 for no limit, and
+// on a CPython without it.
+std::size_t int_max_str_digits() {
+    PyObject* get = PySys_GetObject("get_int_max_str_digits");  // borrowed
+    if (get == nullptr) return 0;
+    ref limit(checked(PyObject_CallNoArgs(get)));
+    const std::size_t digits = PyLong_AsSize_t(limit.get());
+    if (digits == static_cast<std::size_t>(-1) && PyErr_Occurred()) throw python_error{};
+    return digits;
+}
+
 // _decode_response_body(body, dtype, byteorder, widen, threads, allocate
 //                       [, float_rows_as_double, embedding_offsets], /)
 //   -> (result, model_json, usage_json[, offsets])
@@ -160,6 +164,7 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
         const bool want_offsets = nargs == 8 && truth(args[7]);
         if (nargs == 8) options.float_rows_as_double = truth(args[6]);
         std::vector<tb::byte_span> embeddings;
+        options.max_integer_digits = int_max_str_digits();
         body_bytes body;
         body.read(args[0]);
         options.allow_bom = !body.is_str;  // json.loads skips a BOM in bytes, refuses one in a str
@@ -167,17 +172,23 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
         result_allocation allocation;
         allocation.allocate = args[5];
         tb::body_layout layout;
-        if (body.size >= release_gil_above_bytes) allocation.released = PyEval_SaveThread();
-        const tb::body_error error =
-            tb::read_embeddings_body(body.data, body.size, options, allocate_result, &allocation,
-                                     &layout, want_offsets ? &embeddings : nullptr);
-        if (allocation.released != nullptr) PyEval_RestoreThread(allocation.released);
-
+        tb::body_error error;
+        {
+            gil_released_if released(body.size >= release_gil_above_bytes);
+            allocation.released = &released;
+            throw_if_failure_injected();
+            error = tb::read_embeddings_body(body.data, body.size, options, allocate_result,
+                                             &allocation, &layout, want_offsets ? &embeddings : nullptr);
+        }
         if (error.status == tb::body_status::no_output) {
             if (PyErr_Occurred()) throw python_error{};  // the allocator's error
             throw std::bad_alloc();                      // the index check's memory
         }
-        if (error.status != tb::body_status::ok) raise(PyExc_ValueError, tb::to_string(error));
+        if (error.status != tb::body_status::ok) {
+            const std::size_t row =
+                error.entry != tb::body_error::no_entry ? error.entry : not_known;
+            raise_decode_error(tb::to_string(error), reason_of(error), error.offset, row);
+        }
         ref model(span_bytes(body, layout.model));
         ref usage(span_bytes(body, layout.usage));
         if (want_offsets) {

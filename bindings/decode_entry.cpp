@@ -19,18 +19,6 @@ namespace {
 
 using namespace std::string_literals;
 
-// A held buffer, released (with the GIL) when this goes.
-struct held_buffer {
-    Py_buffer view{};
-    bool held = false;
-    held_buffer() = default;
-    held_buffer(const held_buffer&) = delete;
-    held_buffer& operator=(const held_buffer&) = delete;
-    ~held_buffer() {
-        if (held) PyBuffer_Release(&view);
-    }
-};
-
 // The characters (or raw bytes) of a str or bytes-like argument, read in place.
 struct input_text {
     const char* data = nullptr;
@@ -38,8 +26,30 @@ struct input_text {
     held_buffer buffer;
 };
 
+// What was wrong with a text, without where (DecodeError.reason).
+const char* reason_of(tb::decode_status status) {
+    switch (status) {
+        case tb::decode_status::ok: break;
+        case tb::decode_status::bad_length: return "invalid base64: a length not a multiple of 4";
+        case tb::decode_status::bad_character:
+            return "invalid base64: a character not in the alphabet";
+        case tb::decode_status::bad_padding: return "invalid base64: bad padding";
+        case tb::decode_status::trailing_bits: return "invalid base64: non-zero bits past the data";
+        case tb::decode_status::not_whole_values: return "not a whole number of values";
+        case tb::decode_status::wrong_output_size: break;
+    }
+    return "unknown decode status";
+}
+
+// A DecodeError for malformed text, its position the offset the core found (the length, where
+// the length is wrong; none for a byte count); ValueError for an output of the wrong size, which
+// is no fault of the text.
 [[noreturn]] void refuse(const tb::decode_result& result) {
-    raise(PyExc_ValueError, tb::to_string(result));
+    if (result.status == tb::decode_status::wrong_output_size)
+        raise(PyExc_ValueError, tb::to_string(result));
+    const std::size_t pos =
+        result.status == tb::decode_status::not_whole_values ? not_known : result.offset;
+    raise_decode_error(tb::to_string(result), reason_of(result.status), pos, not_known);
 }
 
 // A str that is not ASCII cannot be base64: its first bad character is reported, named as the
@@ -62,10 +72,10 @@ struct input_text {
         std::snprintf(code, sizeof code, "U+%04X",
                       static_cast<unsigned>(PyUnicode_READ(kind, data, at)));
         ref character(checked(PyUnicode_Substring(text, at, at + 1)));
-        raise(PyExc_ValueError,
-              "invalid base64: non-ASCII character " + repr_of(character.get()) + " (" + code +
-                  ") at offset " + std::to_string(r.offset) +
-                  " (the alphabet is A-Z, a-z, 0-9, '+' and '/', with '=' padding)");
+        raise_decode_error("invalid base64: non-ASCII character " + repr_of(character.get()) +
+                               " (" + code + ") at offset " + std::to_string(r.offset) +
+                               " (the alphabet is A-Z, a-z, 0-9, '+' and '/', with '=' padding)",
+                           reason_of(r.status), r.offset, not_known);
     }
     refuse(r);
 }
@@ -81,13 +91,12 @@ void read_text(PyObject* o, tb::dtype stored, bool base64, input_text* text) {
         text->size = static_cast<std::size_t>(PyUnicode_GET_LENGTH(o));
         return;
     }
-    if (PyObject_GetBuffer(o, &text->buffer.view, PyBUF_SIMPLE) != 0) {
+    if (!text->buffer.acquire(o, PyBUF_SIMPLE)) {
         if (PyObject_CheckBuffer(o)) throw python_error{};  // e.g. not contiguous: say so
         PyErr_Clear();
         raise(PyExc_TypeError, (base64 ? "expected a base64 str or bytes"s : "expected bytes"s) +
                                    ", got " + Py_TYPE(o)->tp_name);
     }
-    text->buffer.held = true;
     text->data = static_cast<const char*>(text->buffer.view.buf);
     text->size = static_cast<std::size_t>(text->buffer.view.len);
 }
@@ -174,9 +183,7 @@ PyObject* decode_into_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
         input_text text;
         read_text(args[0], stored.type, base64, &text);
         held_buffer output;
-        if (PyObject_GetBuffer(args[1], &output.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0)
-            throw python_error{};
-        output.held = true;
+        if (!output.acquire(args[1], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) throw python_error{};
         const auto out_bytes = static_cast<std::size_t>(output.view.len);
         tb::decode_result result;
         {
@@ -237,10 +244,8 @@ PyObject* decode_each_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
             const tb::element_format stored{output_dtype(PyTuple_GET_ITEM(item, 2)),
                                             byte_order(PyTuple_GET_ITEM(item, 3))};
             read_text(PyTuple_GET_ITEM(item, 0), stored.type, base64, &texts[i]);
-            if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &outputs[i].view,
-                                   PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0)
+            if (!outputs[i].acquire(PyTuple_GET_ITEM(item, 1), PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS))
                 throw python_error{};
-            outputs[i].held = true;
             tasks[i] = {texts[i].data, texts[i].size, stored, outputs[i].view.buf,
                         static_cast<std::size_t>(outputs[i].view.len)};
             total += texts[i].size;
@@ -262,13 +267,13 @@ PyMethodDef decode_methods[] = {
      "_decoded_length(data, dtype, base64=True, /)\n--\n\n"
      "The number of elements of dtype (an output dtype name) that data holds: strict base64 text "
      "(str or bytes), judged by its length and padding, or with base64=False raw stored bytes. "
-     "ValueError naming what is wrong, and where."},
+     "tensorb64.DecodeError naming what is wrong, and where."},
     {"_decode_into", as_method(decode_into_entry), METH_FASTCALL,
      "_decode_into(data, out, dtype, byteorder, widen, base64=True, threads=1, /)\n--\n\n"
      "Decodes data (strict base64, or with base64=False raw stored bytes) into the writable "
      "C-contiguous buffer out, which must hold exactly its values: the stored elements in host "
-     "byte order, or with widen their float32 values, `threads` splitting the text. ValueError "
-     "naming what is wrong."},
+     "byte order, or with widen their float32 values, `threads` splitting the text. "
+     "tensorb64.DecodeError naming what is wrong in data; ValueError for an out of the wrong size."},
     {"_decode_each", as_method(decode_each_entry), METH_FASTCALL,
      "_decode_each(items, widen, base64, threads, /)\n--\n\n"
      "Decodes each (data, out, dtype, byteorder) of the list items as _decode_into does, "

@@ -15,13 +15,15 @@ namespace binding {
 
 namespace {
 
-void run_kernel(const tb::strided_rows& source, tb::element_format target, char* const* outputs,
-                unsigned threads, tb::row_output output, std::size_t total) {
+// The core's encode_rows, the GIL released while it writes `total` bytes, where that is worth it.
+void encode_rows_released(const tb::strided_rows& source, tb::element_format target,
+                          char* const* outputs, unsigned threads, tb::row_output output,
+                          std::size_t total) {
     gil_released_if released(total >= release_gil_above_bytes);
     tb::encode_rows(source, target, outputs, threads, output);
 }
 
-// One base64 str per row, written in place by the kernel.
+// One base64 str per row, written in place by the core.
 PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target,
                        unsigned threads) {
     check_convertible(source, target);
@@ -36,7 +38,7 @@ PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target
         PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);  // steals the reference
         outputs[r] = static_cast<char*>(PyUnicode_DATA(text));
     }
-    run_kernel(source, target, outputs.data(), threads, tb::row_output::base64, total);
+    encode_rows_released(source, target, outputs.data(), threads, tb::row_output::base64, total);
     return list.release();
 }
 
@@ -65,7 +67,7 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
         const std::size_t part_text = per_part * size / 3 * 4;
         std::vector<char*> outputs(parts.rows);
         for (std::size_t r = 0; r < parts.rows; ++r) outputs[r] = out + r * part_text;
-        run_kernel(parts, target, outputs.data(), threads, tb::row_output::base64, length);
+        encode_rows_released(parts, target, outputs.data(), threads, tb::row_output::base64, length);
         const std::size_t done = parts.rows * per_part;
         if (done < source.row_length) {
             tb::strided_rows rest = source;
@@ -73,14 +75,14 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
                         source.element_stride * static_cast<std::ptrdiff_t>(done);
             rest.row_length = source.row_length - done;
             char* const one[] = {out + parts.rows * part_text};
-            run_kernel(rest, target, one, 1, tb::row_output::base64, length);
+            encode_rows_released(rest, target, one, 1, tb::row_output::base64, length);
         }
     } else if (source.rows <= 1 || row_bytes % 3 == 0) {
         // Every row but the last ends on a whole base64 group: the rows' texts simply concatenate.
         const std::size_t row_text = row_bytes / 3 * 4;
         std::vector<char*> outputs(source.rows);
         for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = out + r * row_text;
-        run_kernel(source, target, outputs.data(), threads, tb::row_output::base64, length);
+        encode_rows_released(source, target, outputs.data(), threads, tb::row_output::base64, length);
     } else {
         // Rows that end mid-group (a permuted N-D input whose rows are not a multiple of 3 bytes):
         // one temporary of the converted bytes, then their text. The only full-size temporary.
@@ -88,7 +90,7 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
         std::vector<char*> outputs(source.rows);
         for (std::size_t r = 0; r < source.rows; ++r)
             outputs[r] = reinterpret_cast<char*>(converted.data()) + r * row_bytes;
-        run_kernel(source, target, outputs.data(), threads, tb::row_output::bytes, bytes);
+        encode_rows_released(source, target, outputs.data(), threads, tb::row_output::bytes, bytes);
         tb::strided_rows flat{};
         flat.data = converted.data();
         flat.rows = 1;
@@ -96,7 +98,7 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
         flat.element_stride = static_cast<std::ptrdiff_t>(size);
         flat.format = {target.type, target.order};
         char* const one[] = {out};
-        run_kernel(flat, target, one, 1, tb::row_output::base64, length);
+        encode_rows_released(flat, target, one, 1, tb::row_output::base64, length);
     }
     return text.release();
 }
@@ -113,7 +115,7 @@ PyObject* rows_to_bytes(const tb::strided_rows& source, tb::element_format targe
     char* data = PyBytes_AS_STRING(body.get());
     std::vector<char*> outputs(source.rows);
     for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = data + r * row_bytes;
-    run_kernel(source, target, outputs.data(), threads, tb::row_output::bytes, total);
+    encode_rows_released(source, target, outputs.data(), threads, tb::row_output::bytes, total);
     return body.release();
 }
 

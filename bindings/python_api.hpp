@@ -1,14 +1,17 @@
-// What every file of the binding shares over Python's C API: owned references, errors carried
-// as C++ exceptions to the entry point's boundary, and releasing the GIL while the core writes.
+// What every file of the binding shares over Python's C API: owned references, held buffers,
+// errors carried as C++ exceptions to the entry point's boundary, and releasing the GIL while the
+// core works.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <atomic>
 #include <cstddef>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 
 namespace binding {
@@ -68,13 +71,41 @@ inline PyObject* checked(PyObject* made) {
     return made;
 }
 
+// A Python buffer held for a scope: released at its end (the GIL held) or by release().
+class held_buffer {
+public:
+    Py_buffer view{};
+
+    held_buffer() = default;
+    held_buffer(const held_buffer&) = delete;
+    held_buffer& operator=(const held_buffer&) = delete;
+    ~held_buffer() { release(); }
+
+    // Takes `exporter`'s buffer (releasing any held before): false, with the exporter's error set,
+    // when it gives none.
+    bool acquire(PyObject* exporter, int flags) {
+        release();
+        if (PyObject_GetBuffer(exporter, &view, flags) != 0) return false;
+        held_ = true;
+        return true;
+    }
+    void release() noexcept {
+        if (held_) PyBuffer_Release(&view);
+        held_ = false;
+    }
+
+private:
+    bool held_ = false;
+};
+
 // Below about 10 µs of work, releasing and retaking the GIL costs more than it lets other threads
 // do: that is about 64 KiB of base64 text or decoded bytes, or 4,096 values of float text.
 constexpr std::size_t release_gil_above_bytes = 64 * 1024;
 constexpr std::size_t release_gil_above_values = 4096;
 
-// Releases the GIL for its scope when `worth_it`; the core functions it wraps touch no Python
-// object and throw nothing.
+// Releases the GIL for its scope when `worth_it`, and takes it back however the scope ends (an
+// exception included: `guarded` sets Python's error only with the GIL held). The code it wraps
+// touches no Python object, except inside a `retaken` of it.
 class gil_released_if {
 public:
     explicit gil_released_if(bool worth_it) : state_(worth_it ? PyEval_SaveThread() : nullptr) {}
@@ -84,11 +115,67 @@ public:
         if (state_ != nullptr) PyEval_RestoreThread(state_);
     }
 
+    // Holds the GIL again for its own scope, inside a released one (a callback of the core that
+    // calls into Python).
+    class retaken {
+    public:
+        explicit retaken(gil_released_if& released) : released_(released) {
+            if (released_.state_ != nullptr) PyEval_RestoreThread(released_.state_);
+        }
+        retaken(const retaken&) = delete;
+        retaken& operator=(const retaken&) = delete;
+        ~retaken() {
+            if (released_.state_ != nullptr) released_.state_ = PyEval_SaveThread();
+        }
+
+    private:
+        gil_released_if& released_;
+    };
+
 private:
     PyThreadState* state_;
 };
 
-// Runs an entry point's body, turning C++ failures into Python exceptions.
+// A test hook (_native._inject_failure): the failure the next call of throw_if_failure_injected
+// throws, standing for what the core can throw while the GIL is released.
+enum class injected_failure : int { none, bad_alloc, length_error, system_error };
+inline std::atomic<injected_failure> next_injected_failure{injected_failure::none};
+
+inline void throw_if_failure_injected() {
+    switch (next_injected_failure.exchange(injected_failure::none, std::memory_order_relaxed)) {
+        case injected_failure::none: return;
+        case injected_failure::bad_alloc: throw std::bad_alloc();
+        case injected_failure::length_error: throw std::length_error("injected: a size too large");
+        case injected_failure::system_error:
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                    "injected: no thread to be had");
+    }
+}
+
+// tensorb64.DecodeError, made at import (module.cpp): malformed input to a reader.
+inline PyObject* decode_error_type = nullptr;
+
+// A DecodeError's pos or row where the reader does not know it (None in Python).
+constexpr std::size_t not_known = ~std::size_t{0};
+
+// Sets a DecodeError, `message` its text, and unwinds to the entry point.
+[[noreturn]] inline void raise_decode_error(const std::string& message, const std::string& reason,
+                                            std::size_t pos, std::size_t row) {
+    const auto number_or_none = [](std::size_t n) {
+        return n != not_known ? PyLong_FromSize_t(n) : Py_NewRef(Py_None);
+    };
+    ref error(PyObject_CallFunction(decode_error_type, "ssNN", message.c_str(), reason.c_str(),
+                                    number_or_none(pos), number_or_none(row)));
+    if (error) PyErr_SetObject(decode_error_type, error.get());
+    throw python_error{};
+}
+
+// Runs an entry point's body, turning C++ failures into Python exceptions, the one mapping of
+// them: bad_alloc is MemoryError; length_error, which the core throws for a size that does not
+// fit in a size_t (arithmetic, before any allocation), OverflowError, as CPython's own "result is
+// too long" errors are (bytes repeated, str.join); system_error (no thread to be had) RuntimeError,
+// as threading.Thread.start() raises it; any other (invalid_argument, a bad TENSORB64_SIMD)
+// ValueError, a value the caller gave.
 template <class Body>
 PyObject* guarded(Body&& body) {
     try {
@@ -97,10 +184,14 @@ PyObject* guarded(Body&& body) {
         return nullptr;
     } catch (const std::bad_alloc&) {
         return PyErr_NoMemory();
+    } catch (const std::length_error& e) {
+        PyErr_SetString(PyExc_OverflowError, e.what());
+    } catch (const std::system_error& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const std::exception& e) {
         PyErr_SetString(PyExc_ValueError, e.what());
-        return nullptr;
     }
+    return nullptr;
 }
 
 // A METH_FASTCALL (| METH_KEYWORDS) function as PyMethodDef stores it.

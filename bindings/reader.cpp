@@ -117,40 +117,40 @@ bool read_buffer(PyObject* x, input_array& in) {
         if (!PyObject_CheckBuffer(x) || PyBytes_Check(x) || PyByteArray_Check(x)) return false;
     }
     int source_override = -1;
-    if (PyObject_GetBuffer(x, &in.view, PyBUF_RECORDS_RO) != 0) {
+    if (!in.buffer.acquire(x, PyBUF_RECORDS_RO)) {
         PyErr_Clear();  // a dtype numpy cannot export (bfloat16, object, ...)
         if (!is_ndarray) return false;
         ref view(storage_view(x, &source_override));
-        if (!view || PyObject_GetBuffer(view.get(), &in.view, PyBUF_RECORDS_RO) != 0) {
+        if (!view || !in.buffer.acquire(view.get(), PyBUF_RECORDS_RO)) {
             PyErr_Clear();  // the Python layer explains
             return false;
         }
         in.owner = std::move(view);
     }
-    in.has_view = true;
+    const Py_buffer& buffer = in.buffer.view;
     tb::element_format format{};
-    if (!buffer_format(in.view.format, in.view.itemsize, &format)) return false;
+    if (!buffer_format(buffer.format, buffer.itemsize, &format)) return false;
     if (source_override >= 0) {
         format.type = static_cast<tb::dtype>(source_override);
-        if (tb::dtype_size(format.type) != static_cast<std::size_t>(in.view.itemsize)) return false;
+        if (tb::dtype_size(format.type) != static_cast<std::size_t>(buffer.itemsize)) return false;
     } else if (!is_ndarray && format.type != tb::dtype::float16 &&
                format.type != tb::dtype::float32 && format.type != tb::dtype::float64) {
         return false;
     }
-    if (in.view.ndim < 0 || static_cast<std::size_t>(in.view.ndim) > tb::max_dims) return false;
-    in.data = in.view.buf;
-    in.ndim = static_cast<std::size_t>(in.view.ndim);
-    if (in.view.shape == nullptr &&
+    if (buffer.ndim < 0 || static_cast<std::size_t>(buffer.ndim) > tb::max_dims) return false;
+    in.data = buffer.buf;
+    in.ndim = static_cast<std::size_t>(buffer.ndim);
+    if (buffer.shape == nullptr &&
         in.ndim != 0) {  // allowed for a 1-D exporter: len bytes of items
         in.ndim = 1;
-        in.shape[0] = static_cast<std::size_t>(in.view.len / in.view.itemsize);
-        in.strides[0] = in.view.itemsize;
+        in.shape[0] = static_cast<std::size_t>(buffer.len / buffer.itemsize);
+        in.strides[0] = buffer.itemsize;
     } else {
         // No strides (ctypes gives none): C-contiguous.
-        std::ptrdiff_t contiguous = in.view.itemsize;
+        std::ptrdiff_t contiguous = buffer.itemsize;
         for (std::size_t d = in.ndim; d-- > 0;) {
-            in.shape[d] = static_cast<std::size_t>(in.view.shape[d]);
-            in.strides[d] = in.view.strides != nullptr ? in.view.strides[d] : contiguous;
+            in.shape[d] = static_cast<std::size_t>(buffer.shape[d]);
+            in.strides[d] = buffer.strides != nullptr ? buffer.strides[d] : contiguous;
             contiguous *= static_cast<std::ptrdiff_t>(in.shape[d]);
         }
     }
@@ -168,7 +168,7 @@ bool read_input(PyObject* x, input_array& in) {
     const bool read = is_registered_tensor(x) ? read_tensor(x, in) : read_buffer(x, in);
     if (read) return true;
     if (PyErr_Occurred()) throw python_error{};
-    in.release_view();
+    in.buffer.release();
     in.owner = ref();
     return false;
 }

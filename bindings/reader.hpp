@@ -25,19 +25,9 @@ struct input_array {
     std::ptrdiff_t strides[tb::max_dims] = {};
     tb::element_format format{tb::dtype::float32, tb::host_byte_order};
 
-    Py_buffer view{};  // when read through the buffer protocol
-    bool has_view = false;
-    ref owner;  // what keeps the memory alive: a tensor's storage, or the view read
-                // (a buffer holds its own)
-
-    input_array() = default;
-    input_array(const input_array&) = delete;
-    input_array& operator=(const input_array&) = delete;
-    ~input_array() { release_view(); }
-    void release_view() {
-        if (has_view) PyBuffer_Release(&view);
-        has_view = false;
-    }
+    ref owner;           // what keeps the memory alive: a tensor's storage, or the view read
+                         // (a buffer holds its own)
+    held_buffer buffer;  // when read through the buffer protocol (released before `owner`)
 };
 
 // Reads `x` in place into `in`: true, or false (no error set) when the call must go to the

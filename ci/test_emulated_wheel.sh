@@ -98,7 +98,7 @@ for n in (1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257,
         for dtype in ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"):
             for order in ("little", "big"):
                 h.update(tensorb64.encode(a, dtype=dtype, byteorder=order).encode())
-                h.update(tensorb64.encode_body(np.resize(a, (3, n)), dtype=dtype, byteorder=order)[0])
+                h.update(tensorb64.encode_binary_body(np.resize(a, (3, n)), dtype=dtype, byteorder=order)[0])
 print(tensorb64.simd_level(), h.hexdigest())
 '
 default="$("${run[@]}" -c "$probe")"

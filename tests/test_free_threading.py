@@ -97,7 +97,10 @@ def in_parallel(check, count: int = N_THREADS) -> list:
 
 def test_every_entry_point_is_called():
     # embed/aembed are the openai client's request around decode_response_body.
-    public = {name for name in tensorb64.__all__ if callable(getattr(tensorb64, name))}
+    public = {
+        name for name in tensorb64.__all__
+        if callable(getattr(tensorb64, name)) and not isinstance(getattr(tensorb64, name), type)
+    }
     public |= {name for name in ("decode_response_body", "decode_response") if name in tensorb64.openai.__all__}
     missing = public - {name.split()[0] for name in CALLS}
     assert not missing, f"add these public functions to CALLS: {sorted(missing)}"

@@ -35,6 +35,13 @@ array: np.ndarray = openai.decode_response_body(whole, dtype="float16", byteorde
 read: openai.EmbeddingsResponse = openai.decode_response(bytearray(whole), out=np.empty((2, 4), np.float32))
 read_array: np.ndarray = read.embeddings
 from_text: np.ndarray = openai.decode_response_body(whole.decode(), dtype="bfloat16")
+try:
+    openai.decode_response_body(b"{")
+except tensorb64.DecodeError as error:
+    reason: str = error.reason
+    offset: int | None = error.pos
+    at_row: int | None = error.row
+    caught: ValueError = error
 
 
 def client_calls(client: Any) -> np.ndarray:  # (not run: a client is needed)

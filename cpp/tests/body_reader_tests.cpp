@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "check.hpp"
-#include "json/scanner.hpp"
 #include "dispatch/implementations.hpp"
+#include "json/scanner.hpp"
 #include "tensorb64/body_reader.hpp"
 #include "tensorb64/tensorb64.hpp"
 
@@ -326,6 +326,89 @@ void test_errors() {
               .find("bad character '!'") != std::string::npos);
 }
 
+// A "\u" escape needs four hexadecimal digits: a bad one in any of the four places is refused
+// where the escape starts (json.loads: "Invalid \uXXXX escape"), in a key, a value kept
+// ("model") and one skipped.
+void test_unicode_escape_digits() {
+    using s = tb::body_status;
+    const std::string good = "004e";
+    for (std::size_t place = 0; place < 4; ++place) {
+        for (char bad : {'g', 'G', ' ', '"', '\\'}) {
+            std::string digits = good;
+            digits[place] = bad;
+            CHECK_ERROR(read("{\"model\":\"\\u" + digits + "\",\"data\":[]}"), s::malformed_json,
+                        10);
+            CHECK_ERROR(read("{\"x\":[\"\\u" + digits + "\"],\"data\":[]}"), s::malformed_json, 7);
+            CHECK_ERROR(read("{\"\\u" + digits + "\":1,\"data\":[]}"), s::malformed_json, 2);
+        }
+    }
+    CHECK(read("{\"model\":\"\\u004e\\u004E\",\"data\":[]}").error.status == s::ok);
+}
+
+// An integer of more digits than max_integer_digits (the sign not counted) is refused wherever
+// it is, as json.loads refuses it past sys.get_int_max_str_digits(); 0 lifts the limit. Reals
+// are not integers, whatever their digits.
+void test_integer_digit_limit() {
+    using s = tb::body_status;
+    tb::body_options limited;
+    limited.max_integer_digits = 5;
+    const auto body = [](const std::string& number) {
+        return "{\"usage\":{\"n\":[" + number + "]},\"data\":[],\"model\":1}";
+    };
+    CHECK(read(body("12345"), limited).error.status == s::ok);
+    CHECK(read(body("-12345"), limited).error.status == s::ok);
+    CHECK_ERROR(read(body("123456"), limited), s::malformed_json, 15);
+    CHECK_ERROR(read(body("-123456"), limited), s::malformed_json, 15);
+    CHECK(read(body("123456.0"), limited).error.status == s::ok);
+    CHECK(read(body("123456e0"), limited).error.status == s::ok);
+    CHECK(read(body("123456"), {}).error.status == s::ok);  // the default: 4300
+    const std::string long_integer = "1" + std::string(4300, '0');
+    CHECK_ERROR(read(body(long_integer)), s::malformed_json, 15);
+    tb::body_options unlimited;
+    unlimited.max_integer_digits = 0;
+    CHECK(read(body(long_integer), unlimited).error.status == s::ok);
+    // In an index, and as an unknown field of an entry.
+    CHECK_ERROR(read("{\"data\":[{\"index\":123456,\"embedding\":\"\"}]}", limited),
+                s::malformed_json, 18);
+    CHECK_ERROR(read("{\"data\":[{\"x\":123456,\"index\":0,\"embedding\":\"\"}]}", limited),
+                s::malformed_json, 14);
+}
+
+// The entry at fault, by its position in the data list, where the fault lies in one.
+void test_error_entries() {
+    const std::string row = base64_of({1.0f, 2.0f});
+    const auto entry = [&](int index, const std::string& embedding) {
+        return "{\"index\":" + std::to_string(index) + ",\"embedding\":" + embedding + "}";
+    };
+    const std::string good = "\"" + row + "\"";
+    const std::string three_rows =
+        "{\"data\":[" + entry(0, good) + "," + entry(1, good) + "," + entry(2, "\"AA!A\"") + "]}";
+    CHECK(read(three_rows).error.entry == 2);  // bad base64, found decoding
+    const std::string unequal =
+        "{\"data\":[" + entry(1, good) + "," + entry(0, "\"" + base64_of({1.0f}) + "\"") + "]}";
+    CHECK(read(unequal).error.entry == 1);
+    const std::string out_of_range = "{\"data\":[" + entry(0, good) + "," + entry(7, good) + "]}";
+    CHECK(read(out_of_range).error.entry == 1);
+    CHECK(read("{\"data\":[1]}").error.entry == 0);
+    CHECK(read("{\"data\":[{\"index\":0,\"embedding\":[1,x]}]}").error.entry == 0);
+    CHECK(read("{\"data\":[{\"index\":0,\"embedding\":[1,2]},{\"index\":1,\"embedding\":[1,x]}]}")
+              .error.entry == 1);
+    CHECK(read("{\"data\":[],\"model\":x}").error.entry == tb::body_error::no_entry);
+    // Split over threads, the entry counts from the list's start.
+    std::string many = "{\"data\":[";
+    const std::size_t rows = 4000;
+    const std::string long_row = "\"" + base64_of(std::vector<float>(64, 1.0f)) + "\"";
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (i != 0) many += ",";
+        many += entry(static_cast<int>(i), i == 3001 ? "\"!" + long_row.substr(2) : long_row);
+    }
+    many += "]}";
+    tb::body_options threaded;
+    threaded.threads = 4;
+    CHECK(read(many, threaded).error.status == tb::body_status::bad_base64);
+    CHECK(read(many, threaded).error.entry == 3001);
+}
+
 void test_allocator_refusal() {
     result_buffer unused;
     tb::body_layout layout;
@@ -474,6 +557,9 @@ int main() {
         test_float_rows_as_double();
         test_stored_formats();
         test_errors();
+        test_unicode_escape_digits();
+        test_integer_digit_limit();
+        test_error_entries();
         test_allocator_refusal();
         test_truncations_and_changes();
         test_threads();

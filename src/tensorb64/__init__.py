@@ -14,6 +14,7 @@ from __future__ import annotations
 from . import _fallback, _native
 from ._decode import decode, decode_binary_body, decode_rows
 from ._encode import encode, encode_binary_body, encode_rows, json_rows
+from ._native import DecodeError
 from .openai import embedding_data, iter_response_body, response_body
 
 _fallback.install()  # the binding's fallback hook, and torch's registration (now or when it loads)
@@ -27,6 +28,7 @@ __all__ = [
     "decode_rows",
     "encode_binary_body",
     "decode_binary_body",
+    "DecodeError",
     "embedding_data",
     "response_body",
     "iter_response_body",

@@ -89,9 +89,13 @@ def decode_response_body(body: ResponseBody, /, *, dtype: DType = "float32", byt
     threads.
 
     Every body json.loads accepts whose ``data`` entries each have an ``embedding`` (a base64
-    string or a list of numbers) and an integer ``index`` reads; anything else is a ValueError
-    naming the byte offset and what was expected there (malformed JSON, a missing field, indexes
-    that are not each of 0..B-1 once, rows of different lengths, bad base64, a mix of formats).
+    string or a list of numbers) and an integer ``index`` reads; anything else is a
+    ``tensorb64.DecodeError`` (a ValueError) naming what was expected and where: ``reason``,
+    ``pos`` (the byte offset in the body; in its UTF-8 form for a str) and ``row`` (the position
+    of the data entry at fault, or None): malformed JSON (an integer of more digits than
+    ``sys.get_int_max_str_digits()`` allows included, as json.loads refuses it), a missing field,
+    indexes that are not each of 0..B-1 once, rows of different lengths, bad base64, a mix of
+    formats.
     """
     return _read(body, dtype, byteorder, widen, out, threads)[0]
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _native
 from ._formats import byteorder_name, output_type
+from ._native import DecodeError
 from ._types import BodyMetadata, ByteOrder, DType
 
 # numpy dtypes for the stored types numpy has; bfloat16 and float8 have none.
@@ -46,8 +47,9 @@ def decode(text: str | bytes | bytearray | memoryview, /, *, dtype: DType = "flo
     widening), or with widen=False the stored dtype where numpy has one (float32, float16).
     Decoding is strict and the same on every Python version: the standard alphabet, '=' padding
     exactly as the last group needs, no non-zero bits past the data; whatever
-    ``binascii.a2b_base64(s, strict_mode=True)`` refuses on Python 3.13 is a ValueError (naming
-    what was wrong and at which offset), and so is a length that is not a whole number of values.
+    ``binascii.a2b_base64(s, strict_mode=True)`` refuses on Python 3.13 is a ``DecodeError`` (a
+    ValueError naming what was wrong, with its offset as ``pos``), and so is a length that is not
+    a whole number of values.
     threads: split the text across this many threads inside the one call (default 1).
     """
     widen = bool(widen)
@@ -59,14 +61,16 @@ def decode(text: str | bytes | bytearray | memoryview, /, *, dtype: DType = "flo
     return out
 
 
-def _decode_each(items: list, wheres: list, widen: bool, base64: bool, threads: int) -> None:
+def _decode_each(items: list, rows: list, wheres: list, widen: bool, base64: bool, threads: int) -> None:
     """Each (data, out, dtype, byteorder) item decoded into its out by one core call, ``threads``
-    splitting them; the first that fails is run again alone, for the ValueError naming it as
-    ``wheres`` (its prefix) says."""
+    splitting them; the first that fails is run again alone, for the error naming it as ``rows``
+    (its row) and ``wheres`` (its prefix) say."""
     failed = _native._decode_each(items, widen, base64, threads)
     if failed is not None:
         try:
             _native._decode_into(*items[failed], widen, base64)
+        except DecodeError as e:
+            raise _in_row(e, rows[failed], wheres[failed]) from None
         except ValueError as e:
             raise ValueError(f"{wheres[failed]}: {e}") from None
 
@@ -76,7 +80,7 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
     """A 2-D array with one row per base64 str (or bytes); rows must all have the same length.
 
     Each row is decoded straight into its row of the result, ``threads`` splitting the rows in one
-    core call; an error names the row."""
+    core call; a ``DecodeError`` names the row (``row``) and the offset in its string (``pos``)."""
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
     _native._check_threads(threads)
@@ -89,17 +93,22 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
             raise TypeError(f"row {row}: expected a base64 str or bytes, got {type(s).__name__}")
         try:
             lengths.append(_native._decoded_length(s, dtype))
-        except ValueError as e:
-            raise ValueError(f"row {row}: {e}") from None
+        except DecodeError as e:
+            raise _in_row(e, row) from None
     for row, length in enumerate(lengths):
         if length != lengths[0]:
             raise ValueError(
                 f"rows of unequal length cannot form a 2-D array: row 0 has {lengths[0]} values, row {row} has {length}"
             )
     out = np.empty((len(texts), lengths[0] if lengths else 0), result)
-    _decode_each([(s, out[row], dtype, byteorder) for row, s in enumerate(texts)],
+    _decode_each([(s, out[row], dtype, byteorder) for row, s in enumerate(texts)], list(range(len(texts))),
                  [f"row {row}" for row in range(len(texts))], widen, True, threads)
     return out
+
+
+def _in_row(error: DecodeError, row: int, where: str | None = None) -> DecodeError:
+    """``error`` (a string's) as the error of the row ``row`` of a call, named ``where``."""
+    return DecodeError(f"{where or f'row {row}'}: {error}", error.reason, error.pos, row)
 
 
 # ---- decode_binary_body ----------------------------------------------------------------------------
@@ -176,6 +185,7 @@ def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[
     items.sort(key=lambda entry: entry[0])
     rows = []
     tasks = []
+    indices = []
     wheres = []
     for index, position, item in items:
         where = f"row {index} (metadata item {position})"
@@ -189,6 +199,8 @@ def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[
         try:
             result = _result_dtype(dtype, endianness, widen)
             length = _native._decoded_length(body[start:end], dtype, False)
+        except DecodeError as e:
+            raise _in_row(e, index, where) from None
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         if math.prod(shape) != length:
@@ -198,7 +210,8 @@ def decode_binary_body(body: bytes | bytearray | memoryview, metadata: Iterable[
             )
         out = np.empty(shape, result)
         tasks.append((body[start:end], out, dtype, endianness))
+        indices.append(index)
         wheres.append(where)
         rows.append(out)
-    _decode_each(tasks, wheres, widen, False, threads)
+    _decode_each(tasks, indices, wheres, widen, False, threads)
     return rows

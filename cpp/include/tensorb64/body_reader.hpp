@@ -53,6 +53,10 @@ struct body_options {
     // (the double; for an integer text float(int), and an error for one of more than 15 digits,
     // which the openai client may keep as an int), instead of that double rounded to float32.
     bool float_rows_as_double = false;
+    // An integer text with more digits than this (the sign not counted) is refused, as Python's
+    // int() refuses it past sys.get_int_max_str_digits(), which json.loads obeys; 0: no limit.
+    // Float rows hold no such integer in any case: one of over 309 digits is past a double.
+    std::size_t max_integer_digits = 4300;
 };
 
 // Why a body could not be read.
@@ -76,6 +80,10 @@ struct body_error {
     std::size_t length = 0, found = 0;  // unequal_rows: the lengths; bad_index: the index, the rows
     decode_result base64;       // bad_base64: the decoder's finding, offsets within the text
     bool escaped_text = false;  // bad_base64: the offsets count the text's unescaped characters
+    // The position in the "data" list of the entry at fault (json.loads(body)["data"][entry]),
+    // where the fault lies in one; no_entry elsewhere.
+    static constexpr std::size_t no_entry = ~std::size_t{0};
+    std::size_t entry = no_entry;
 };
 
 // The message for an error: what, at which byte offset, and what was expected there.

@@ -35,9 +35,9 @@
 #include <new>
 #include <vector>
 
-#include "json/scanner.hpp"
-#include "json/number_parser.hpp"
 #include "common/thread_pool.hpp"
+#include "json/number_parser.hpp"
+#include "json/scanner.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -96,8 +96,9 @@ struct data_scan {
     bool indexes_in_order = true;  // entry k has index k, for every k
     std::size_t max_index = 0;
     const char* max_index_at = nullptr;
-    bool repeated_keys = false;  // some entry repeats "embedding" or "index"
-    body_error fault;            // the first semantic fault (status ok if none)
+    std::size_t max_index_entry = 0;  // the position of the entry holding it
+    bool repeated_keys = false;       // some entry repeats "embedding" or "index"
+    body_error fault;                 // the first semantic fault (status ok if none)
     checkpoints starts;
 };
 
@@ -189,7 +190,7 @@ private:
     }
     const char* skip(const char* p) noexcept {
         failure f;
-        const char* q = json::skip_value(p, end_, &f);
+        const char* q = json::skip_value(p, end_, options_.max_integer_digits, &f);
         return q != nullptr ? q : grammar_error(f);
     }
     const char* scan_data(const char* p, data_scan* d);
@@ -305,7 +306,7 @@ const char* structure_pass::scan_entry(const char* p, entry_scan* e) {
             e->index_is_integer = false;
             if (*p == '-' || (*p >= '0' && *p <= '9')) {
                 json::number_kind kind;
-                const char* q = json::scan_number(p, end_, &kind, &f);
+                const char* q = json::scan_number(p, end_, options_.max_integer_digits, &kind, &f);
                 if (q == nullptr) return grammar_error(f);
                 if (kind == json::number_kind::integer) {
                     e->index_value = integer_value(p, q);
@@ -328,6 +329,7 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
     if (d->fault.status != body_status::ok) return;
     const auto fault = [&](body_status status, const char* at, const char* expected) {
         d->fault = make_error(status, body_, at, expected);
+        d->fault.entry = d->rows;
     };
     if (e.embedding == nullptr)
         return fault(body_status::bad_structure, entry, "an \"embedding\" in each data entry");
@@ -384,6 +386,7 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
     if (d->max_index_at == nullptr || e.index_value > d->max_index) {
         d->max_index = e.index_value;
         d->max_index_at = e.index;
+        d->max_index_entry = d->rows;
     }
     d->repeated_keys = d->repeated_keys || e.repeated;
 }
@@ -398,13 +401,20 @@ const char* structure_pass::scan_data(const char* p, data_scan* d) {
         const char* entry = p;
         if (p < end_ && *p == '{') {
             entry_scan e;
-            if ((p = scan_entry(p, &e)) == nullptr) return nullptr;
+            if ((p = scan_entry(p, &e)) == nullptr) {
+                error_.entry = d->rows;
+                return nullptr;
+            }
             judge(d, e, entry);
         } else {
-            if ((p = skip(p)) == nullptr) return nullptr;
+            if ((p = skip(p)) == nullptr) {
+                error_.entry = d->rows;
+                return nullptr;
+            }
             if (d->fault.status == body_status::ok) {
                 d->fault = make_error(body_status::bad_structure, body_, entry,
                                       "an object (a data entry)");
+                d->fault.entry = d->rows;
             }
         }
         d->starts.note(entry, d->rows);
@@ -483,6 +493,7 @@ body_error structure_pass::run(body_layout* layout, data_scan* data) {
     if (data->fault.status != body_status::ok) return data->fault;
     if (!data->indexes_in_order && data->max_index >= data->rows) {
         body_error e = make_error(body_status::bad_index, body_, data->max_index_at, nullptr);
+        e.entry = data->max_index_entry;
         e.found = data->max_index;
         e.length = data->rows;
         return e;
@@ -516,10 +527,20 @@ public:
         encoded_size(layout.row_length * dtype_size(options.stored.type), &text_length_);
     }
 
-    // Decodes `count` entries from the one at `p` (its '{'); false with *error on the first fault.
-    bool run(const char* p, std::size_t count, body_error* error) const noexcept;
+    // Decodes `count` entries from the one at `p` (its '{', the list's entry `first_entry`); false
+    // with *error on the first fault.
+    bool run(const char* p, std::size_t first_entry, std::size_t count,
+             body_error* error) const noexcept {
+        std::size_t reached = 0;
+        if (decode_entries(p, count, error, &reached)) return true;
+        error->entry = first_entry + reached;
+        return false;
+    }
 
 private:
+    // run's loop; *reached: the entry (counted from `p`'s) it stopped at.
+    bool decode_entries(const char* p, std::size_t count, body_error* error,
+                        std::size_t* reached) const noexcept;
     const char* decode_row(const char* p, std::size_t index, body_error* error) const noexcept;
     const char* fail(body_error* error, body_status status, const char* at,
                      const char* expected) const noexcept {
@@ -597,9 +618,11 @@ const char* decode_pass::decode_row(const char* p, std::size_t index,
     return nullptr;
 }
 
-bool decode_pass::run(const char* p, std::size_t count, body_error* error) const noexcept {
+bool decode_pass::decode_entries(const char* p, std::size_t count, body_error* error,
+                                 std::size_t* reached) const noexcept {
     const char* const internal = "a data entry (the body changed while it was read?)";
     for (std::size_t k = 0; k < count; ++k) {
+        *reached = k;
         p = skip_space(p, end_);
         if (k != 0) {
             if (p >= end_ || *p != ',')
@@ -742,7 +765,7 @@ body_error decode_rows(const char* body, std::size_t size, const body_options& o
         std::min<std::size_t>({std::max<unsigned>(options.threads, 1), data.starts.count,
                                std::max<std::size_t>(list_bytes / bytes_per_thread, 1)});
     if (parts <= 1) {
-        pass.run(data.starts.at[0], layout.rows, &error);
+        pass.run(data.starts.at[0], 0, layout.rows, &error);
         return error;
     }
     // Part t runs from checkpoint first(t) to the next part's first entry.
@@ -751,7 +774,7 @@ body_error decode_rows(const char* body, std::size_t size, const body_options& o
     run_parts(parts, [&](std::size_t t) {
         const std::size_t from = data.starts.ordinal[first(t)];
         const std::size_t to = t + 1 == parts ? layout.rows : data.starts.ordinal[first(t + 1)];
-        pass.run(data.starts.at[first(t)], to - from, &errors[t]);
+        pass.run(data.starts.at[first(t)], from, to - from, &errors[t]);
     });
     for (std::size_t t = 0; t < parts; ++t) {  // the error nearest the start of the body
         if (errors[t].status != body_status::ok &&

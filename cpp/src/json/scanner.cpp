@@ -172,7 +172,8 @@ const char* scan_string(const char* p, const char* end, string_span* s, failure*
     }
 }
 
-const char* scan_number(const char* p, const char* end, number_kind* kind, failure* f) noexcept {
+const char* scan_number(const char* p, const char* end, std::size_t max_integer_digits,
+                        number_kind* kind, failure* f) noexcept {
     const char* const start = p;
     if (*p == 'N') {
         *kind = number_kind::non_finite;
@@ -193,11 +194,13 @@ const char* scan_number(const char* p, const char* end, number_kind* kind, failu
     }
     if (p == end || !is_digit(*p)) return fail(f, start, "a value");
     *kind = number_kind::integer;
+    const char* const digits = p;
     if (*p == '0') {
         ++p;
     } else {
         while (p < end && is_digit(*p)) ++p;
     }
+    const auto integer_digits = static_cast<std::size_t>(p - digits);
     if (p < end && *p == '.') {
         if (end - p < 2 || !is_digit(p[1]))
             return fail(f, p + 1, "a digit after the decimal point");
@@ -216,10 +219,16 @@ const char* scan_number(const char* p, const char* end, number_kind* kind, failu
             *kind = number_kind::real;
         }
     }
+    if (*kind == number_kind::integer && max_integer_digits != 0 &&
+        integer_digits > max_integer_digits) {
+        return fail(f, start,
+                    "an integer of no more digits than sys.get_int_max_str_digits() allows");
+    }
     return p;
 }
 
-const char* skip_value(const char* p, const char* end, failure* f) noexcept {
+const char* skip_value(const char* p, const char* end, std::size_t max_integer_digits,
+                       failure* f) noexcept {
     nesting stack;
     string_span s;
     number_kind kind;
@@ -250,7 +259,7 @@ value:
         case 'n': p = scan_literal(p, end, "null", 4, f); break;
         default:
             if (*p == '-' || is_digit(*p) || *p == 'N' || *p == 'I') {
-                p = scan_number(p, end, &kind, f);
+                p = scan_number(p, end, max_integer_digits, &kind, f);
             } else {
                 return fail(f, p, "a value");
             }

@@ -45,13 +45,17 @@ const char* scan_string(const char* p, const char* end, string_span* s, failure*
 enum class number_kind : std::uint8_t { integer, real, non_finite };
 
 // The number at `p` ('-', a digit, 'N' or 'I'): -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][-+]?[0-9]+)?,
-// NaN, Infinity or -Infinity. Returns the byte past it, or nullptr with *f set.
-const char* scan_number(const char* p, const char* end, number_kind* kind, failure* f) noexcept;
+// NaN, Infinity or -Infinity, an integer of at most `max_integer_digits` digits (the sign not
+// counted, as Python's int() counts them; 0: any number). Returns the byte past it, or nullptr
+// with *f set.
+const char* scan_number(const char* p, const char* end, std::size_t max_integer_digits,
+                        number_kind* kind, failure* f) noexcept;
 
 // Any JSON value at `p` (no whitespace before it), validated, nested up to max_depth arrays and
-// objects. Returns the byte past it, or nullptr with *f set.
+// objects, its integers limited as scan_number's. Returns the byte past it, or nullptr with *f set.
 inline constexpr std::size_t max_depth = 4096;
-const char* skip_value(const char* p, const char* end, failure* f) noexcept;
+const char* skip_value(const char* p, const char* end, std::size_t max_integer_digits,
+                       failure* f) noexcept;
 
 // The trusting versions, for text skip_value has accepted: the byte past the value at `p`, or
 // past the string whose contents start at `p`; `end` if the text ends first.
