@@ -1,5 +1,5 @@
 // Edge tests for the sanitizer and valgrind runs: every input and every output is a heap block of
-// exactly its size, so a kernel that reads or writes one byte too far is caught by ASan (which
+// exactly its size, so an encoder that reads or writes one byte too far is caught by ASan (which
 // tracks block sizes to the byte) or valgrind memcheck. Unlike core_tests (which uses guard pages,
 // page-granular, and only the end of the input), this catches overruns at both ends of every block,
 // at every misalignment, and also checks the text:

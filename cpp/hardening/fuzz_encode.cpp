@@ -1,6 +1,6 @@
 // libFuzzer differential target. The first bytes of the input choose the formats, the element
 // stride and the misalignment; the rest are the elements. Checks:
-//   * every SIMD level this CPU has gives exactly the scalar kernel's text;
+//   * every SIMD level this CPU has gives exactly the scalar level's text;
 //   * the text is canonical base64 of the right length (a strict reference decoder accepts it);
 //   * for identity encodings (same dtype in and out, any byte orders), decoding gives back the
 //     input elements, byte-swapped when the orders differ;

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Hardening runs of the C++ core and the Python extension (issue 6):
-#   1. core_tests, edge_tests and float_text_tests built with AddressSanitizer +
-#      UndefinedBehaviorSanitizer (g++),
-#      every SIMD level this CPU has (both programs iterate the available levels themselves), and
-#      dispatch_tests (made-up CPUs);
-#   2. the same two programs, built without sanitizers, under valgrind memcheck (valgrind's CPU
-#      has no AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
+# Hardening runs of the C++ core and the Python extension:
+#   1. the C++ tests (cpp/CMakeLists.txt declares them to CTest) built with AddressSanitizer +
+#      UndefinedBehaviorSanitizer (g++) and run by ctest: every SIMD level this CPU has (the
+#      programs iterate the available levels themselves); --quick runs the tests labelled quick,
+#      otherwise core_tests and edge_tests run in full and float_text_tests --quick;
+#   2. core_tests --quick, edge_tests --quick and body_reader_tests, built without sanitizers, under
+#      valgrind memcheck, ctest's launcher (CMAKE_TEST_LAUNCHER, CMake 3.29+; valgrind's CPU has no
+#      AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
 #   3. the libFuzzer targets (clang): fuzz_encode (every level equals scalar; identity encodings
 #      decode back to the input), fuzz_rows (odd strides, threads > 1 equal threads = 1) and
 #      fuzz_body (any bytes as a response body: an error or a result, threads > 1 equal one);
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --quick) mode=quick; fuzz_seconds=20 ;;
     --full) mode=full ;;
     --fuzz) fuzz_only=1; fuzz_seconds="${2:?--fuzz needs SECONDS}"; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -73,14 +74,20 @@ san_flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fram
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-# Configures and builds the core (and core_tests) with the given compiler flags, then edge_tests.
-build_core() {  # build_core DIR CXX FLAGS
+# Configures and builds the core and its tests with the given compiler flags (and any further
+# CMake arguments).
+build_core() {  # build_core DIR CXX FLAGS [CMAKE ARGS...]
   local dir="$1" cxx="$2" flags="$3"
+  shift 3
   cmake -S "$root/cpp" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=None \
-        -DCMAKE_CXX_FLAGS="$flags" -DTENSORB64_BUILD_TESTS=ON >/dev/null &&
-  cmake --build "$dir" -j "$jobs" --target core_tests dispatch_tests float_text_tests body_reader_tests number_parser_tests tensorb64_core &&
-  "$cxx" -std=c++17 $flags -I"$root/cpp/include" "$here/edge_tests.cpp" "$dir/libtensorb64_core.a" \
-         -pthread -o "$dir/edge_tests"
+        -DCMAKE_CXX_FLAGS="$flags" -DTENSORB64_BUILD_TESTS=ON "$@" >/dev/null &&
+  cmake --build "$dir" -j "$jobs" --target tensorb64_tests
+}
+# Runs ctest in DIR with the given selection, each test's output shown when it fails.
+run_ctest() {  # run_ctest DIR CTEST ARGS...
+  local dir="$1"
+  shift
+  ctest --test-dir "$dir" --timeout "${CTEST_TIMEOUT:-1800}" --output-on-failure "$@"
 }
 
 # ---- libFuzzer --------------------------------------------------------------------------------
@@ -113,32 +120,28 @@ if [ $fuzz_only = 1 ]; then run_fuzzers; finish; fi
 
 # ---- 1. ASan + UBSan --------------------------------------------------------------------------
 cxx="${CXX:-g++}"
-core_args=(); [ "$mode" = quick ] && core_args=(--quick)
 step "asan+ubsan: build ($cxx)" build_core "$build/asan" "$cxx" "$san_flags"
-if [ -x "$build/asan/core_tests" ]; then
-  step "asan+ubsan: dispatch_tests" "$build/asan/dispatch_tests"
-  step "asan+ubsan: core_tests ${core_args[*]:-}" "$build/asan/core_tests" "${core_args[@]}"
-  step "asan+ubsan: edge_tests" "$build/asan/edge_tests"
-  step "asan+ubsan: float_text_tests --quick" "$build/asan/float_text_tests" --quick
-  step "asan+ubsan: body_reader_tests" "$build/asan/body_reader_tests"
-  # 200,000 random texts against strtod (the default 2,000,000 is for a plain build).
-  step "asan+ubsan: number_parser_tests 200000" "$build/asan/number_parser_tests" 200000
+if [ "$mode" = quick ]; then
+  step "asan+ubsan: ctest -L quick" run_ctest "$build/asan" -L '^quick$'
+else
+  # Every test but the quick core and edge runs, and float_text_tests --quick rather than in full
+  # (long under ASan).
+  step "asan+ubsan: ctest (core, edge in full)" run_ctest "$build/asan" -E '^(core_quick|edge_quick|float_text)$'
 fi
 
 # ---- 2. valgrind ------------------------------------------------------------------------------
-if command -v valgrind >/dev/null; then
-  step "valgrind: build (plain, -O1 -g)" build_core "$build/plain" "$cxx" "-g -O1"
-  vg=(valgrind --error-exitcode=1 --errors-for-leak-kinds=definite --leak-check=full -q)
+if ! command -v valgrind >/dev/null; then
+  skip "valgrind (not installed: apt-get install valgrind)"
+elif [ "$(printf '%s\n' 3.29 "$(cmake --version | sed -n 's/^cmake version //p')" | sort -V | head -n 1)" != 3.29 ]; then
+  skip "valgrind (needs CMake 3.29+ for CMAKE_TEST_LAUNCHER)"
+else
+  vg="valgrind;--error-exitcode=1;--errors-for-leak-kinds=definite;--leak-check=full;-q"
+  step "valgrind: build (plain, -O1 -g)" build_core "$build/plain" "$cxx" "-g -O1" "-DCMAKE_TEST_LAUNCHER=$vg"
   # The test programs' watchdog (cpp/tests/watchdog.hpp) allows 120 s between two checks by
   # default; valgrind runs them tens of times slower.
   export TENSORB64_TEST_TIMEOUT="${TENSORB64_TEST_TIMEOUT:-600}"
-  if [ -x "$build/plain/core_tests" ]; then
-    step "valgrind: core_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/core_tests" --quick
-    step "valgrind: edge_tests --quick (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/edge_tests" --quick
-    step "valgrind: body_reader_tests (TENSORB64_SIMD=avx2)" env TENSORB64_SIMD=avx2 "${vg[@]}" "$build/plain/body_reader_tests"
-  fi
-else
-  skip "valgrind (not installed: apt-get install valgrind)"
+  TENSORB64_SIMD=avx2 step "valgrind: core_quick, edge_quick, body_reader (TENSORB64_SIMD=avx2)" \
+    run_ctest "$build/plain" -R '^(core_quick|edge_quick|body_reader)$'
 fi
 
 # ---- 3. fuzzers -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "check.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 #include "json/scanner.hpp"
 #include "tensorb64/body_reader.hpp"
 #include "tensorb64/tensorb64.hpp"
@@ -516,11 +516,11 @@ void test_guessed_row_ends() {
 // Every level's base64 group decoder against the scalar one: every byte value at every position of
 // a text long enough for the SIMD loops and their scalar tails, same verdict, same bytes.
 void test_decoders_every_level() {
-    const tb::decode_groups_fn scalar = tb::scalar_base64_decoder();
+    const tb::base64_group_decoder scalar = tb::decode_base64_groups_scalar;
     std::mt19937 random(5);
     const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for (tb::simd_level level : tb::available_simd_levels()) {
-        const tb::decode_groups_fn decoder = tb::kernel_for(level).base64_decoder();
+        const tb::base64_group_decoder decoder = tb::implementation_for(level).decode_base64_groups;
         CHECK(decoder != nullptr);
         if (decoder == nullptr) continue;
         long mismatches = 0;

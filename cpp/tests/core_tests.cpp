@@ -1,6 +1,6 @@
 // Tests of the C++ core, through its public API only. Plain C++17, no framework: a failed CHECK
 // prints where and what, and the program exits non-zero. Runs natively and, cross-compiled, under
-// qemu (s390x: big-endian host; aarch64: the NEON kernel); see run_cross.sh.
+// qemu (s390x: big-endian host; aarch64: the NEON level); see run_cross.sh.
 //
 // What is covered:
 //   * RFC 4648 test vectors, and random bytes of every length 0..300 against a textbook encoder;
@@ -192,7 +192,7 @@ void test_rfc4648() {
         const std::string ctx = std::string("rfc4648 ") + tb::to_string(level);
         for (auto& v : vectors) {
             const std::vector<unsigned char> bytes(v[0], v[0] + std::strlen(v[0]));
-            // float8_e4m3fn to itself copies the raw bytes: the byte-level kernel.
+            // float8_e4m3fn to itself copies the raw bytes: the byte-level path.
             CHECK_EQ_STR(encode(bytes, le(tb::dtype::float8_e4m3fn), le(tb::dtype::float8_e4m3fn)),
                          v[1], ctx);
         }
@@ -932,7 +932,7 @@ void test_hostile_fp_environment() {
     test_golden_conversions("golden under FTZ/DAZ, rounding upward");
     differential("differential under FTZ/DAZ, rounding upward", false, 7);
     test_float_rows_levels();  // float text: every level equals the integer-only scalar writer
-    CHECK(on.still_set());     // the kernels gave the caller back its floating-point environment
+    CHECK(on.still_set());     // the levels gave the caller back its floating-point environment
 #else
     std::printf("  FP environment: no FTZ/rounding control known for this architecture, skipped\n");
 #endif

@@ -48,7 +48,7 @@ constexpr std::uint64_t xcr0_x87 = 1, xcr0_sse = 2, xcr0_avx = 4, xcr0_opmask = 
 constexpr std::uint64_t xcr0_all =
     xcr0_x87 | xcr0_sse | xcr0_avx | xcr0_opmask | xcr0_zmm_hi256 | xcr0_hi16_zmm;
 
-// An Ice Lake-like CPU under an OS that saves every register: everything the kernels use.
+// An Ice Lake-like CPU under an OS that saves every register: everything the levels use.
 tb::cpuid_bits everything() {
     tb::cpuid_bits b;
     b.leaf1_ecx = leaf1_fma | leaf1_osxsave | leaf1_avx | leaf1_f16c;
@@ -156,35 +156,39 @@ void test_environment() {
           "neon on x86: " + message("neon", x86));
 }
 
-// Names, order and availability all come from the one table.
-void test_table() {
+// Names, order and availability all come from the list of implementations.
+void test_implementations() {
     std::vector<level> all;
-    for (const tb::kernel_row& row : tb::kernel_table) {
-        all.push_back(row.level);
+    for (const tb::implementation* candidate : tb::implementations) {
+        const tb::implementation& impl = *candidate;
+        all.push_back(impl.level);
         level parsed = level::scalar;
-        check(tb::parse_simd_level(row.name, &parsed) && parsed == row.level,
-              std::string("parse_simd_level(to_string(") + row.name + "))");
-        check(std::string(tb::to_string(row.level)) == row.name,
-              std::string("to_string ") + row.name);
-        check(&tb::kernel_for(row.level) == &row, std::string("kernel_for ") + row.name);
-        // A level whose kernel is compiled has a float-text writer (its own, compiled with the same
-        // flags on the same targets, or the scalar one).
-        check(row.float_text != nullptr && (row.entry() == nullptr || row.float_text() != nullptr),
-              std::string("a float-text writer wherever the kernel is compiled: ") + row.name);
+        check(tb::parse_simd_level(impl.name, &parsed) && parsed == impl.level,
+              std::string("parse_simd_level(to_string(") + impl.name + "))");
+        check(std::string(tb::to_string(impl.level)) == impl.name,
+              std::string("to_string ") + impl.name);
+        check(&tb::implementation_for(impl.level) == &impl,
+              std::string("implementation_for ") + impl.name);
+        // All four functions or none: dispatch never runs a level with a missing function.
+        const int functions = (impl.encode_rows != nullptr) + (impl.float_text != nullptr) +
+                              (impl.parse_number_row != nullptr) +
+                              (impl.decode_base64_groups != nullptr);
+        check(functions == 0 || functions == 4,
+              std::string("all four functions or none: ") + impl.name);
     }
-    check(tb::kernel_table[0].level == level::scalar && tb::kernel_table[0].required == 0,
-          "the scalar row comes first and needs nothing");
-    check(tb::scalar_kernel() != nullptr, "the scalar kernel is always compiled");
-    check(tb::scalar_float_text() != nullptr, "the scalar float-text writer is always compiled");
-    // What this machine can run: in table order, each compiled, beginning with scalar.
+    check(tb::implementations[0] == &tb::scalar_implementation &&
+              tb::scalar_implementation.level == level::scalar &&
+              tb::scalar_implementation.required == 0,
+          "the scalar level comes first and needs nothing");
+    check(tb::scalar_implementation.built(), "the scalar level is always built");
+    // What this machine can run: in list order, each built, beginning with scalar.
     const std::vector<level> available = tb::available_simd_levels();
     std::size_t next = 0;
     for (level l : available) {
         while (next < all.size() && all[next] != l) ++next;
         check(next < all.size(),
-              std::string("available level in table order: ") + tb::to_string(l));
-        check(tb::kernel_for(l).entry() != nullptr && tb::kernel_for(l).float_text() != nullptr,
-              std::string("available and compiled: ") + tb::to_string(l));
+              std::string("available level in list order: ") + tb::to_string(l));
+        check(tb::implementation_for(l).built(), std::string("available and built: ") + tb::to_string(l));
     }
     check(!available.empty() && available.front() == level::scalar, "scalar is always available");
 }
@@ -194,7 +198,7 @@ void test_table() {
 int main() {
     test_made_up_cpus();
     test_environment();
-    test_table();
+    test_implementations();
     std::printf("dispatch_tests: %ld passed, %ld failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

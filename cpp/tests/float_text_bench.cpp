@@ -1,7 +1,7 @@
 // Micro-benchmark of float text: ns per value and bytes per value writing JSON rows of
 // N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread: the row
 // writer production runs (write_float_rows, the active level) and each SIMD level's float-text
-// block writer (kernels.hpp) this CPU runs, in both modes, against libstdc++'s std::to_chars
+// block writer (dispatch/implementation.hpp) this CPU runs, in both modes, against libstdc++'s std::to_chars
 // (shortest, float and the value widened to double) doing the same rows. "check-first pass" is the
 // scalar writer with the finiteness check as a pass of its own (compare with "level scalar").
 // Medians of interleaved runs (the machine is shared: compare ratios within one run).
@@ -20,7 +20,7 @@
 #include "dispatch/dispatch.hpp"
 #include "float_row_bench.hpp"
 #include "float_text/float_text.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 
 namespace tb = tensorb64;
 
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     static std::vector<std::string> level_names;  // the contenders' names point into these
     level_names.reserve(16);
     for (const tb::simd_level level : tb::available_simd_levels()) {
-        const tb::float_text_writers* w = tb::kernel_for(level).float_text();
+        const tb::float_text_writers* w = tb::implementation_for(level).float_text;
         for (const bool shortest : {true, false}) {
             level_names.push_back(std::string("level ") + tb::to_string(level) +
                                   (shortest ? " shortest" : " repr"));

@@ -5,7 +5,7 @@
 //
 //   float_text_exhaustive [--level NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation, e.g. 0x80000000);
-//       --level: the texts of that SIMD level's float-text block writer (kernels.hpp; rows of 512
+//       --level: the texts of that SIMD level's float-text block writer (dispatch/implementation.hpp; rows of 512
 //       patterns, tokens split at the commas), not the scalar write_shortest_f32 / write_repr /
 //       write_orjson_f32
 // Prints the rate and the first mismatches; exits non-zero on any.
@@ -26,7 +26,7 @@
 #include "dispatch/dispatch.hpp"
 #include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 #include "pattern_sweep.hpp"
 
 namespace {
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     std::string level_name = "scalar functions";
     tensorb64::simd_level level;
     if (pattern_sweep::take_level(argc, argv, &level)) {
-        level_writers = &tensorb64::active_float_text();
+        level_writers = tensorb64::implementation_for(level).float_text;
         level_name = std::string("level ") + tensorb64::to_string(level) + "'s writer";
     }
     const pattern_sweep::range r = pattern_sweep::parse_range(argc, argv);

@@ -36,7 +36,7 @@
 #include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
 #include "common/formats.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 
 namespace tb = tensorb64;
 namespace oracle = float_text_oracle;
@@ -488,7 +488,7 @@ void test_rounding_mode() {
     }
 }
 
-// ---- every SIMD level's float-text block writer equals the scalar one (kernels.hpp) ----
+// ---- every SIMD level's float-text block writer equals the scalar one (implementation.hpp) ----
 
 constexpr unsigned char kLevelCanary = 0xa5;
 
@@ -594,7 +594,7 @@ void check_level_blocks(const tb::float_text_writers& w, const char* level,
 
 void test_levels_equal_scalar(bool quick) {
     for (const tb::simd_level level : tb::available_simd_levels()) {
-        const tb::float_text_writers* writers = tb::kernel_for(level).float_text();
+        const tb::float_text_writers* writers = tb::implementation_for(level).float_text;
         CHECK(writers != nullptr);
         if (writers == nullptr) continue;
         const tb::float_text_writers& w = *writers;

@@ -18,7 +18,7 @@
 
 #include "float_row_bench.hpp"
 #include "float_text/float_text.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 #include "json/number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 
@@ -99,9 +99,9 @@ int main(int argc, char** argv) {
     std::vector<std::pair<std::string, row_parser>> parsers = {
         {"from_chars", from_chars_row}, {"scalar", tensorb64::detail::parse_number_row_scalar}};
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
-        const tensorb64::kernel_row& k = tensorb64::kernel_for(level);
-        if (k.number_parser() != tensorb64::scalar_number_parser()) {
-            parsers.emplace_back(k.name, k.number_parser());
+        const tensorb64::implementation& k = tensorb64::implementation_for(level);
+        if (k.parse_number_row != tensorb64::detail::parse_number_row_scalar) {
+            parsers.emplace_back(k.name, k.parse_number_row);
         }
     }
     std::ifstream loadavg("/proc/loadavg");

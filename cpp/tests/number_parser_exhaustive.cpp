@@ -8,7 +8,7 @@
 //
 //   number_parser_exhaustive [--level NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation); --level: that
-//       SIMD level's row parser (kernels.hpp), default the scalar one
+//       SIMD level's row parser (dispatch/implementation.hpp), default the scalar one
 //   number_parser_exhaustive --print-orjson FIRST LAST STEP
 //       prints orjson's text of every STEP-th finite pattern, one a line (for comparing with
 //       orjson.dumps(numpy.float32 array, option=OPT_SERIALIZE_NUMPY))
@@ -26,7 +26,7 @@
 
 #include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 #include "json/number_parser.hpp"
 #include "pattern_sweep.hpp"
 #include "tensorb64/tensorb64.hpp"
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     std::string level_name = "scalar";
     tensorb64::simd_level level;
     if (pattern_sweep::take_level(argc, argv, &level)) {
-        parser = tensorb64::kernel_for(level).number_parser();
+        parser = tensorb64::implementation_for(level).parse_number_row;
         level_name = tensorb64::to_string(level);
     }
     const pattern_sweep::range r = pattern_sweep::parse_range(argc, argv);

@@ -25,7 +25,7 @@
 
 #include "check.hpp"
 #include "float_text/float_text.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 #include "json/number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 
@@ -597,11 +597,12 @@ std::string vector_path_edge(std::mt19937_64& rng) {
 void test_levels(long rows) {
     std::vector<std::pair<const char*, row_parser>> levels;
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
-        const tensorb64::kernel_row& k = tensorb64::kernel_for(level);
-        CHECK(k.number_parser() != nullptr);
-        if (k.number_parser() != nullptr) levels.emplace_back(k.name, k.number_parser());
+        const tensorb64::implementation& k = tensorb64::implementation_for(level);
+        CHECK(k.parse_number_row != nullptr);
+        if (k.parse_number_row != nullptr) levels.emplace_back(k.name, k.parse_number_row);
     }
-    CHECK(tensorb64::scalar_number_parser() == tensorb64::detail::parse_number_row_scalar);
+    CHECK(tensorb64::scalar_implementation.parse_number_row ==
+          tensorb64::detail::parse_number_row_scalar);
     long numbers = 0, mismatches = 0;
     // Every level's result on `text` against the scalar level's.
     auto compare = [&](const std::string& text, std::size_t capacity) {
@@ -704,7 +705,7 @@ void test_guard_pages() {
     std::vector<float> values(page);
     long rows = 0;
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
-        const row_parser parse = tensorb64::kernel_for(level).number_parser();
+        const row_parser parse = tensorb64::implementation_for(level).parse_number_row;
         for (int r = 0; r < 300; ++r) {
             std::string text;
             const std::size_t n = 1 + rng() % 40;

@@ -1,63 +1,77 @@
 #!/usr/bin/env bash
-# Builds the C++ core and its tests with the given compiler and runs them:
-#   run_cross.sh native    the host's g++ (x86-64: with the AVX2 and AVX-512 kernels; aarch64: NEON)
+# Builds the C++ core and its tests with the given compiler and runs them with ctest:
+#   run_cross.sh native    the host's g++ (x86-64: with the AVX2 and AVX-512 levels; aarch64: NEON)
 #   run_cross.sh s390x     s390x-linux-gnu-g++, run under qemu-s390x (a big-endian host)
-#   run_cross.sh aarch64   aarch64-linux-gnu-g++, run under qemu-aarch64 (the NEON kernel)
+#   run_cross.sh aarch64   aarch64-linux-gnu-g++, run under qemu-aarch64 (the NEON level)
 #   run_cross.sh westmere  the host's g++ (x86-64), run under qemu-x86_64 -cpu Westmere: a CPU with
 #                          no AVX, where dispatch must pick scalar and nothing may use AVX
 #   run_cross.sh bench     the host's g++, builds and runs kernel_bench instead of the tests
-# Extra arguments go to core_tests (--quick: misalignments 0..7, sampled lengths), which runs after
-# dispatch_tests (made-up CPUs), and to float_text_tests (--quick: 2^18 random patterns), or to
-# kernel_bench.
+# Tests: `run_cross.sh ARCH` runs the tests labelled full, `run_cross.sh ARCH --quick` those
+# labelled quick (the programs and their arguments are declared once, in cpp/CMakeLists.txt). For
+# bench, extra arguments go to kernel_bench.
 # It builds through cpp/CMakeLists.txt (a cross build: CMAKE_SYSTEM_NAME and the cross compiler), so
-# the sources and each kernel's instruction-set flags are the ones written there, and nowhere else.
+# the sources and each level's instruction-set flags are the ones written there, and nowhere else;
+# an emulated target's programs run under CMAKE_CROSSCOMPILING_EMULATOR (qemu), which ctest puts
+# before each test's command.
 set -euo pipefail
 
-arch="${1:?usage: run_cross.sh native|s390x|aarch64|westmere|bench [args...]}"
+arch="${1:?usage: run_cross.sh native|s390x|aarch64|westmere|bench [--quick | bench args...]}"
 shift
 cpp="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/tensorb64-cross.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-runner=()
+emulator=()
 case "$arch" in
   native | bench)
-    cxx="${CXX:-g++}"
-    host="$(uname -m)"
-    ;;
+    cxx="${CXX:-g++}"; host="$(uname -m)" ;;
   s390x)
-    cxx=s390x-linux-gnu-g++; host=s390x; runner=(qemu-s390x) ;;
+    cxx=s390x-linux-gnu-g++; host=s390x; emulator=(qemu-s390x) ;;
   aarch64)
-    cxx=aarch64-linux-gnu-g++; host=aarch64; runner=(qemu-aarch64) ;;
+    cxx=aarch64-linux-gnu-g++; host=aarch64; emulator=(qemu-aarch64) ;;
   westmere)
-    cxx="${CXX:-g++}"; host=x86_64; runner=(qemu-x86_64 -cpu Westmere) ;;
+    cxx="${CXX:-g++}"; host=x86_64; emulator=(qemu-x86_64 -cpu Westmere) ;;
   *)
     echo "run_cross.sh: unknown ARCH '$arch' (native, s390x, aarch64, westmere or bench)" >&2; exit 2 ;;
 esac
-for tool in "$cxx" cmake ${runner[0]:+"${runner[0]}"}; do
+label=full
+if [[ "$arch" != bench ]]; then
+  case "${1:-}" in
+    "") ;;
+    --quick) label=quick ;;
+    *) echo "run_cross.sh: unknown option '$1' (only --quick)" >&2; exit 2 ;;
+  esac
+fi
+for tool in "$cxx" cmake ctest ${emulator[0]:+"${emulator[0]}"}; do
   command -v "$tool" >/dev/null || { echo "run_cross.sh: $tool not found" >&2; exit 3; }
 done
 
 config=(-DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release -DTENSORB64_BUILD_TESTS=ON
         -DCMAKE_EXE_LINKER_FLAGS=-static)
-if [[ "$host" != "$(uname -m)" ]]; then
-  config+=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$host")
+# Every emulated target is configured as a cross build (Westmere too, on an x86-64 host): CMake
+# uses the emulator only when cross-compiling.
+if [[ ${#emulator[@]} -gt 0 ]]; then
+  emulator_list="$(IFS=';'; echo "${emulator[*]}")"
+  config+=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$host"
+           "-DCMAKE_CROSSCOMPILING_EMULATOR=$emulator_list")
 fi
 if command -v ninja >/dev/null; then config+=(-G Ninja); fi
-programs=(dispatch_tests float_text_tests body_reader_tests number_parser_tests core_tests)
-if [[ "$arch" == bench ]]; then programs=(kernel_bench); fi
+target=tensorb64_tests
+if [[ "$arch" == bench ]]; then target=kernel_bench; fi
 log="$work/build.log"
 { cmake -S "$cpp" -B "$work" "${config[@]}" &&
-  cmake --build "$work" -j "${JOBS:-2}" --target "${programs[@]}"; } >"$log" 2>&1 ||
+  cmake --build "$work" -j "${JOBS:-2}" --target "$target"; } >"$log" 2>&1 ||
   { cat "$log" >&2; exit 1; }
 
+echo "run_cross.sh: $arch ($cxx${emulator[*]:+, under ${emulator[*]}})"
+if [[ "$arch" == bench ]]; then
+  "$work/kernel_bench" "$@"
+  exit
+fi
 # The test programs' watchdog (tests/watchdog.hpp) allows 120 s between two checks by default;
-# qemu runs them many times slower.
-if [[ ${#runner[@]} -gt 0 ]]; then export TENSORB64_TEST_TIMEOUT="${TENSORB64_TEST_TIMEOUT:-600}"; fi
-echo "run_cross.sh: $arch ($cxx${runner[*]:+, under ${runner[*]}})"
-if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/dispatch_tests"; fi
-"${runner[@]}" "$work/${programs[-1]}" "$@"
-if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/float_text_tests" "$@"; fi
-if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/body_reader_tests"; fi
-# 200,000 random texts against the target's strtod (the default 2,000,000 is slow under qemu).
-if [[ "$arch" != bench ]]; then "${runner[@]}" "$work/number_parser_tests" 200000; fi
+# qemu runs them many times slower. ctest's own limit is per test.
+if [[ ${#emulator[@]} -gt 0 ]]; then export TENSORB64_TEST_TIMEOUT="${TENSORB64_TEST_TIMEOUT:-600}"; fi
+# --verbose shows each program's own output (which levels ran, its counts) as "N: line": the
+# prefix is dropped so that the lines read as the programs wrote them.
+ctest --test-dir "$work" -L "^$label\$" --timeout "${CTEST_TIMEOUT:-1200}" --verbose |
+  sed -u -E 's/^[0-9]+: //'

@@ -1,7 +1,7 @@
 // Strict base64 decoding into a caller's output, widening to float32 on the way if asked.
 //
-// Scalar on purpose: decoding is for clients and tests. One rule decides what is refused
-// (first_error); the fast path only detects that something is wrong and asks it what.
+// Whole groups go through the active level's group decoder (dispatch/implementation.hpp), which only
+// detects that something is wrong; one rule (first_error) then decides what is refused and where.
 //
 // Strictness, compared with CPython 3.13's `binascii.a2b_base64(s, strict_mode=True)`
 // (Modules/binascii.c): 3.13 refuses characters outside the alphabet ("Only base64 data is
@@ -96,23 +96,6 @@ decode_result first_error(const char* text, std::size_t length, dtype stored) no
     return {};
 }
 
-// Decodes `groups` whole groups of 4 characters into 3 bytes each; false if any character is
-// not in the alphabet ('=' included). The scalar level's entry in the kernel table; the SIMD
-// levels' (decode_avx2.cpp, decode_avx512.cpp) give the same bytes and verdict, faster.
-bool decode_groups_scalar(const char* text, std::size_t groups, unsigned char* out) noexcept {
-    unsigned bad = 0;
-    for (std::size_t g = 0; g < groups; ++g, text += 4, out += 3) {
-        const unsigned a = value_of(text[0]), b = value_of(text[1]), c = value_of(text[2]),
-                       d = value_of(text[3]);
-        bad |= a | b | c | d;
-        const std::uint32_t v = (a << 18) | (b << 12) | (c << 6) | d;
-        out[0] = static_cast<unsigned char>(v >> 16);
-        out[1] = static_cast<unsigned char>(v >> 8);
-        out[2] = static_cast<unsigned char>(v);
-    }
-    return (bad & 0x80u) == 0;
-}
-
 // Decodes the last group, which has `pads` (1 or 2) '=' in it, into 3 - pads bytes; false if it
 // is not canonical (a character outside the alphabet, or non-zero bits past the data).
 bool decode_padded_group(const char* text, int pads, unsigned char* out) noexcept {
@@ -140,7 +123,22 @@ void widen_block(dtype stored, const unsigned char* raw, std::size_t n,
 
 }  // namespace
 
-decode_groups_fn scalar_base64_decoder() noexcept { return decode_groups_scalar; }
+// Decodes `groups` whole groups of 4 characters into 3 bytes each; false if any character is
+// not in the alphabet ('=' included). The scalar level's decoder; the SIMD levels'
+// (levels/avx2/, levels/avx512/) give the same bytes and verdict, faster.
+bool decode_base64_groups_scalar(const char* text, std::size_t groups, unsigned char* out) noexcept {
+    unsigned bad = 0;
+    for (std::size_t g = 0; g < groups; ++g, text += 4, out += 3) {
+        const unsigned a = value_of(text[0]), b = value_of(text[1]), c = value_of(text[2]),
+                       d = value_of(text[3]);
+        bad |= a | b | c | d;
+        const std::uint32_t v = (a << 18) | (b << 12) | (c << 6) | d;
+        out[0] = static_cast<unsigned char>(v >> 16);
+        out[1] = static_cast<unsigned char>(v >> 8);
+        out[2] = static_cast<unsigned char>(v);
+    }
+    return (bad & 0x80u) == 0;
+}
 
 std::string to_string(const decode_result& result) {
     const std::string at = " at offset " + std::to_string(result.offset);
@@ -205,7 +203,7 @@ decode_result decode_base64(const char* text, std::size_t length, element_format
     const bool convert = widen && stored.type != dtype::float32;
     auto* destination = static_cast<unsigned char*>(out);
     unsigned char raw[block_bytes];
-    const decode_groups_fn decode_groups = active_base64_decoder();
+    const base64_group_decoder decode_groups = active_implementation().decode_base64_groups;
 
     for (std::size_t start = 0; start < length; start += block_chars) {
         const std::size_t chars = std::min(block_chars, length - start);

@@ -49,7 +49,7 @@ void encode_rows(const strided_rows& source, element_format target, char* const*
         throw std::invalid_argument(std::string("cannot convert ") + to_string(source.format.type) +
                                     " to " + to_string(target.type));
     }
-    const encode_rows_fn kernel = active_kernel();
+    const row_encoder encode = active_implementation().encode_rows;
     const std::size_t row_bytes = source.row_length * dtype_size(target.type);
     std::size_t row_text = 0;
     encoded_size(row_bytes, &row_text);
@@ -58,7 +58,7 @@ void encode_rows(const strided_rows& source, element_format target, char* const*
     const std::size_t parts = row_parts(
         threads, source.rows, std::max<std::size_t>(total_output / min_output_per_thread, 1));
     run_row_parts(source.rows, parts, [&](std::size_t, std::size_t first, std::size_t count) {
-        kernel(row_job{slice_rows(source, first, count), target, outputs + first, output});
+        encode(row_job{slice_rows(source, first, count), target, outputs + first, output});
     });
 }
 

@@ -1,7 +1,7 @@
 // The one-pass row encoder (base64 text, or the converted bytes themselves), assembled from a
-// kernel's building blocks (`Ops`, shaped like scalar_ops). Each kernel translation unit
-// instantiates it with its own Ops, so the whole loop is compiled with that kernel's flags and has
-// internal linkage.
+// level's building blocks (`Ops`, shaped like scalar_ops). Each level's encoder instantiates it
+// with its own Ops, so the whole loop is compiled with that level's flags and has internal
+// linkage.
 //
 // A row is encoded directly from the caller's memory when no conversion is needed. Otherwise it
 // goes through in blocks of `block_elements`: gathered (strides, byte order) and widened to
@@ -15,7 +15,7 @@
 
 #include "common/formats.hpp"
 #include "common/host.hpp"
-#include "dispatch/implementations.hpp"
+#include "dispatch/implementation.hpp"
 #include "common/scalar_ops.hpp"
 
 namespace tensorb64 {
@@ -73,7 +73,7 @@ void encode_row(const unsigned char* src, const strided_rows& source, element_fo
                 if (from.order != host_byte_order && in_size > 1) Ops::swap_bytes(raw, k, in_size);
                 elements = raw;
             }
-            // float32 text in host order: a kernel may widen and encode in registers.
+            // float32 text in host order: a level may widen and encode in registers.
             if (as_base64 && target.type == dtype::float32 && target.order == host_byte_order &&
                 Ops::widen_base64(from.type, elements, k, out)) {
                 out += k * 4 / 3 * 4;

@@ -1,7 +1,7 @@
 // Portable base64 encoder (RFC 4648, standard alphabet, '=' padding, no line breaks).
 //
 // A 12-bit lookup table yields two output characters per lookup, so 6 input bytes cost four
-// loads from an 8 KiB table: about twice the speed of the textbook 6-bit loop. SIMD kernels use
+// loads from an 8 KiB table: about twice the speed of the textbook 6-bit loop. SIMD levels use
 // it for their tails.
 #pragma once
 

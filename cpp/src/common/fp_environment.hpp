@@ -1,10 +1,10 @@
-// Pins the floating-point environment to IEEE defaults while a SIMD kernel runs.
+// Pins the floating-point environment to IEEE defaults while a SIMD level's function runs.
 //
 // Some vector conversions (vcvtpd2ps; NEON fcvtn) round as MXCSR / FPCR say and flush subnormal
 // results when flush-to-zero is set, and a server process may run with either changed (a library
 // built with -ffast-math sets FTZ/DAZ at load time). Results must not depend on that, so each SIMD
-// kernel entry point runs with round-to-nearest-even and no flushing, and gives the caller its
-// own settings back, exception flags included. The scalar kernel needs none of this: its
+// level's entry point runs with round-to-nearest-even and no flushing, and gives the caller its
+// own settings back, exception flags included. The scalar level needs none of this: its
 // conversions are integer arithmetic.
 #pragma once
 

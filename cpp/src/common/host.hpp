@@ -1,9 +1,9 @@
 // Byte swapping, portable across GCC, Clang and MSVC.
 //
-// Every header under cpp/src is included by each kernel translation unit, which is compiled with
-// its own instruction-set flags. Everything here therefore has internal linkage (an anonymous
-// namespace): a shared inline function compiled with AVX-512 flags could otherwise be the copy
-// the linker keeps for baseline code, and crash an older CPU.
+// Every header under cpp/src is included by each CPU level's translation units, which are
+// compiled with that level's instruction-set flags. Everything here therefore has internal linkage
+// (an anonymous namespace): a shared inline function compiled with AVX-512 flags could otherwise
+// be the copy the linker keeps for baseline code, and crash an older CPU.
 #pragma once
 
 #include <cstddef>

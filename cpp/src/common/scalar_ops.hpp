@@ -1,12 +1,12 @@
-// The portable building blocks of a kernel: base64 and element conversions over short,
-// contiguous, host-ordered blocks. Each SIMD kernel's ops inherit these (`struct avx2_ops :
+// The portable building blocks of a row encoder: base64 and element conversions over short,
+// contiguous, host-ordered blocks. Each SIMD level's ops inherit these (`struct avx2_ops :
 // scalar_ops`), replace the ones it can do faster and keep the rest; row_encoder.hpp assembles a
-// kernel from them. The contract every Ops type keeps (all static, noexcept, no allocation):
+// level's encoder from them. The contract every Ops type keeps (all static, noexcept, no allocation):
 //   base64(in, n, out)             the base64 text of n bytes: 4 * ceil(n / 3) chars, padded
 //   widen(from, raw, n, out)       n host-ordered elements of type `from` to float32 bits, exactly
 //                                  as torch widens them (formats.hpp)
 //   widen_base64(from, raw, n, out) widen then base64 in one step, or false (nothing written)
-//                                  when the kernel has no fused path for `from`
+//                                  when the level has no fused path for `from`
 //   narrow(in, n, to, bf16_nan, out) float32 bits to n elements of output type `to`; a NaN
 //                                  becomes `bf16_nan` when `to` is bfloat16 (the caller picks
 //                                  torch's pattern for its source, bf16_nan_from)
@@ -27,7 +27,7 @@ namespace tensorb64 {
 namespace {
 
 // The byte shuffle that reverses each element of `size` (2, 4 or 8) bytes in a 16-byte lane:
-// byte j comes from (j / size) * size + size - 1 - j % size. For the SIMD kernels' swap_bytes.
+// byte j comes from (j / size) * size + size - 1 - j % size. For the SIMD levels' swap_bytes.
 struct byte_reversal {
     alignas(16) std::uint8_t order[16];
     explicit constexpr byte_reversal(std::size_t size) noexcept : order{} {
@@ -98,7 +98,7 @@ struct scalar_ops {
 
     // Writes the base64 text of the float32 bits of `n` host-ordered elements of type `from`, as
     // widen followed by base64 would, in one step; returns false, writing nothing, when the
-    // kernel has no such fused path for `from` (the caller then widens and encodes).
+    // level has no such fused path for `from` (the caller then widens and encodes).
     static bool widen_base64(dtype, const unsigned char*, std::size_t, char*) noexcept {
         return false;
     }

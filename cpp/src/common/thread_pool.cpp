@@ -121,6 +121,19 @@ private:
 std::atomic<pool*> the_pool{nullptr};
 std::mutex creation;
 
+#if defined(TENSORB64_HAVE_ATFORK)
+// A forked child has none of the parent's threads: it gets a new pool of its own on first use, the
+// parent's abandoned there. The creation lock is held across the fork, so that the child never
+// inherits it held by a thread it does not have. Registered at load, before anyone can hold it.
+const bool fork_handlers_registered = [] {
+    return pthread_atfork([] { creation.lock(); }, [] { creation.unlock(); },
+                          [] {
+                              the_pool.store(nullptr, std::memory_order_relaxed);
+                              creation.unlock();
+                          }) == 0;
+}();
+#endif
+
 pool& get_pool() {
     pool* p = the_pool.load(std::memory_order_acquire);
     if (p != nullptr) return *p;
@@ -131,12 +144,6 @@ pool& get_pool() {
         // threads are joined at exit.
         p = new pool();
         static const bool registered = [] {
-#if defined(TENSORB64_HAVE_ATFORK)
-            // A forked child has none of the parent's threads (and maybe a locked mutex): it
-            // gets a new pool of its own on first use; the parent's is abandoned there.
-            pthread_atfork(nullptr, nullptr,
-                           [] { the_pool.store(nullptr, std::memory_order_relaxed); });
-#endif
             std::atexit([] {
                 pool* current = the_pool.load(std::memory_order_acquire);
 #if defined(TENSORB64_HAVE_ATFORK)
@@ -153,6 +160,8 @@ pool& get_pool() {
 }
 
 }  // namespace
+
+std::mutex& pool_creation_lock() noexcept { return creation; }
 
 void run_parts(std::size_t parts, const std::function<void(std::size_t)>& task) {
     if (parts == 0) return;

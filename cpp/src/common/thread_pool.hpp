@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <mutex>
 
 namespace tensorb64 {
 
@@ -14,6 +15,10 @@ namespace tensorb64 {
 // (up to a fixed cap) and never shrinks. If no thread can be started the caller runs every part.
 // `task` must not throw.
 void run_parts(std::size_t parts, const std::function<void(std::size_t)>& task);
+
+// The lock held while the pool is created (for the tests: a fork must not leave it held in the
+// child, whichever thread of the parent holds it).
+std::mutex& pool_creation_lock() noexcept;
 
 // How many parts `threads` threads split `rows` rows into: at least one, at most one a row, and
 // at most `worth` (how many the work pays for: a thread costs more than it saves below a size).

@@ -1,4 +1,4 @@
-// Internal: the CPU features the kernels need, and the pure decision of which ones a CPU and its
+// Internal: the CPU features the levels need, and the pure decision of which ones a CPU and its
 // OS let us use (dispatch.cpp executes cpuid/xgetbv and passes the registers in).
 #pragma once
 
@@ -6,8 +6,8 @@
 
 namespace tensorb64 {
 
-// A set of CPU features, one bit each. A kernel may run when the CPU has every feature its
-// table row requires (kernels.hpp).
+// A set of CPU features, one bit each. A level may run when the CPU has every feature its
+// implementation requires (implementation.hpp).
 using cpu_features = std::uint32_t;
 
 namespace feature {
@@ -22,7 +22,7 @@ constexpr cpu_features avx512bw = 1u << 6;
 constexpr cpu_features avx512vl = 1u << 7;
 constexpr cpu_features avx512dq = 1u << 8;
 constexpr cpu_features avx512vbmi = 1u << 9;
-// AArch64 (baseline there; little-endian only, as the NEON kernel assumes).
+// AArch64 (baseline there; little-endian only, as the NEON encoder assumes).
 constexpr cpu_features neon = 1u << 10;
 }  // namespace feature
 

@@ -1,7 +1,8 @@
-// Run-time choice of the kernel: the best one this CPU and OS can run, unless the environment
-// variable TENSORB64_SIMD names a lower one. Chosen once, kept in an atomic pointer. Everything
-// about the levels (their names, order, required features, entry points) comes from kernel_table
-// (kernels.hpp); the only architecture-specific code here is what reads the CPU's registers.
+// Run-time choice of the implementation: the best level this CPU and OS can run, unless the
+// environment variable TENSORB64_SIMD names a lower one. Chosen once, kept in an atomic pointer.
+// Everything about the levels (their names, order, required features, functions) comes from the
+// list of implementations (implementation.hpp); the only architecture-specific code here is what
+// reads the CPU's registers.
 #include "dispatch/dispatch.hpp"
 
 #include <atomic>
@@ -45,8 +46,8 @@ cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) no
 
 std::vector<simd_level> levels_supported_by(cpu_features features) {
     std::vector<simd_level> levels;
-    for (const kernel_row& row : kernel_table) {
-        if ((row.required & ~features) == 0) levels.push_back(row.level);
+    for (const implementation* candidate : implementations) {
+        if ((candidate->required & ~features) == 0) levels.push_back(candidate->level);
     }
     return levels;
 }
@@ -107,34 +108,22 @@ cpu_features host_features() {
     return features;
 }
 
-// Whether this CPU can run the row's kernels and this build compiled them (not stubs).
-bool runnable(const kernel_row& row) {
-    return (row.required & ~host_features()) == 0 && row.entry() != nullptr &&
-           row.float_text() != nullptr && row.number_parser() != nullptr &&
-           row.base64_decoder() != nullptr;
+// Whether this build compiled the level and this CPU can run it.
+bool runnable(const implementation& candidate) {
+    return candidate.built() && (candidate.required & ~host_features()) == 0;
 }
 
-const kernel_row* find_runnable(simd_level level) {
-    const kernel_row& row = kernel_for(level);
-    return runnable(row) ? &row : nullptr;
+const implementation* find_runnable(simd_level level) {
+    const implementation& candidate = implementation_for(level);
+    return runnable(candidate) ? &candidate : nullptr;
 }
 
-const kernel_row* choose_kernel() {
+const implementation* choose_implementation() {
     const char* forced = std::getenv("TENSORB64_SIMD");
     return find_runnable(level_for_environment(forced ? forced : "", available_simd_levels()));
 }
 
-std::atomic<const kernel_row*> active{nullptr};
-
-const kernel_row& active_row() {
-    const kernel_row* row = active.load(std::memory_order_acquire);
-    if (row == nullptr) {
-        // Two threads may both choose; they choose the same, so the race is harmless.
-        row = choose_kernel();
-        active.store(row, std::memory_order_release);
-    }
-    return *row;
-}
+std::atomic<const implementation*> active{nullptr};
 
 }  // namespace
 
@@ -144,7 +133,7 @@ simd_level level_for_environment(std::string_view value, const std::vector<simd_
     simd_level level;
     if (!parse_simd_level(value, &level)) {
         std::vector<simd_level> known;
-        for (const kernel_row& row : kernel_table) known.push_back(row.level);
+        for (const implementation* candidate : implementations) known.push_back(candidate->level);
         throw std::runtime_error(setting +
                                  " is not a known SIMD level (known: " + joined_names(known) +
                                  "; available on this CPU: " + joined_names(available) + ")");
@@ -157,16 +146,16 @@ simd_level level_for_environment(std::string_view value, const std::vector<simd_
 }
 
 const char* to_string(simd_level level) noexcept {
-    for (const kernel_row& row : kernel_table) {
-        if (row.level == level) return row.name;
+    for (const implementation* candidate : implementations) {
+        if (candidate->level == level) return candidate->name;
     }
     return "unknown";
 }
 
 bool parse_simd_level(std::string_view name, simd_level* level) noexcept {
-    for (const kernel_row& row : kernel_table) {
-        if (name == row.name) {
-            *level = row.level;
+    for (const implementation* candidate : implementations) {
+        if (name == candidate->name) {
+            *level = candidate->level;
             return true;
         }
     }
@@ -175,31 +164,32 @@ bool parse_simd_level(std::string_view name, simd_level* level) noexcept {
 
 std::vector<simd_level> available_simd_levels() {
     std::vector<simd_level> levels;
-    for (const kernel_row& row : kernel_table) {
-        if (runnable(row)) levels.push_back(row.level);
+    for (const implementation* candidate : implementations) {
+        if (runnable(*candidate)) levels.push_back(candidate->level);
     }
     return levels;
 }
 
-simd_level active_simd_level() { return active_row().level; }
+const implementation& active_implementation() {
+    const implementation* chosen = active.load(std::memory_order_acquire);
+    if (chosen == nullptr) {
+        // Two threads may both choose; they choose the same, so the race is harmless.
+        chosen = choose_implementation();
+        active.store(chosen, std::memory_order_release);
+    }
+    return *chosen;
+}
+
+simd_level active_simd_level() { return active_implementation().level; }
 
 void force_simd_level(simd_level level) {
-    const kernel_row* row = find_runnable(level);
-    if (row == nullptr) {
+    const implementation* chosen = find_runnable(level);
+    if (chosen == nullptr) {
         throw std::invalid_argument(
             std::string("SIMD level '") + to_string(level) +
             "' is not available on this CPU; available: " + joined_names(available_simd_levels()));
     }
-    active.store(row, std::memory_order_release);
+    active.store(chosen, std::memory_order_release);
 }
-
-encode_rows_fn active_kernel() { return active_row().entry(); }
-
-decode_groups_fn active_base64_decoder() { return active_row().base64_decoder(); }
-
-// Never null: a row is runnable only where all its entries are compiled (runnable above).
-const float_text_writers& active_float_text() { return *active_row().float_text(); }
-
-number_row_parser active_number_parser() { return active_row().number_parser(); }
 
 }  // namespace tensorb64

@@ -1,9 +1,9 @@
 // Rows as JSON number text. Each row goes through in blocks held in L1, as in the base64 row
 // encoder: gathered (strides, byte order) and widened to float32 bits (or, for float64 sources,
-// kept as doubles), then written by the active SIMD level's float-text block writer (kernels.hpp;
+// kept as doubles), then written by the active SIMD level's float-text block writer (dispatch/implementation.hpp;
 // float_text.hpp's Schubfach where the level has no faster one).
 //
-// Baseline code: the widening is the scalar kernel's, since the digits cost many times more than
+// Baseline code: the widening is the scalar level's, since the digits cost many times more than
 // the widening (~1 ns a value); the digits are where the SIMD levels differ.
 #include "float_text/float_rows.hpp"
 
@@ -41,7 +41,7 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
     const bool swap = source.format.order != host_byte_order;
     const bool shortest = format == float_format::shortest && type != dtype::float64;
     const bool orjson = format == float_format::orjson;
-    const float_text_writers& writers = active_float_text();
+    const float_text_writers& writers = *active_implementation().float_text;
     // The float32 values' writer and the doubles' (orjson's: scalar, float64 rows being rare).
     const auto write_f32 = [&](const std::uint32_t* bits, std::size_t n, char* at,
                                std::size_t* bad) {

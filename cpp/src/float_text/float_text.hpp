@@ -30,8 +30,8 @@
 // are shortened too (Python writes 5e-324 and 1e-322, Java 4.9E-324 and 9.9E-323); and the layout
 // is Python's.
 //
-// Like every header under cpp/src this is included by each kernel translation unit with its own
-// instruction-set flags, so everything has internal linkage (see host.hpp).
+// Like every header under cpp/src this is included by each CPU level's translation units with
+// their own instruction-set flags, so everything has internal linkage (see host.hpp).
 #pragma once
 
 #include <cstddef>
@@ -40,11 +40,8 @@
 
 #include "float_text/pow10.hpp"
 #include "common/host.hpp"
+#include "common/integer_math.hpp"
 #include "tensorb64/tensorb64.hpp"
-
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
 
 namespace tensorb64 {
 namespace {
@@ -65,70 +62,10 @@ constexpr std::size_t kOrjsonF32MaxText = 16;
 
 namespace float_text_detail {
 
-// ---- portable integer helpers ----
-
-// TENSORB64_NO_INT128 forces the portable version (the tests build it that way too).
-inline std::uint64_t mul_high(std::uint64_t a, std::uint64_t b) noexcept {
-#if defined(__SIZEOF_INT128__) && !defined(TENSORB64_NO_INT128)
-    __extension__ typedef unsigned __int128 u128;
-    return static_cast<std::uint64_t>((static_cast<u128>(a) * b) >> 64);
-#elif defined(_MSC_VER) && !defined(__clang__) && (defined(_M_X64) || defined(_M_ARM64)) && \
-    !defined(TENSORB64_NO_INT128)
-    return __umulh(a, b);
-#else
-    const std::uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32;
-    const std::uint64_t b_lo = b & 0xffffffffu, b_hi = b >> 32;
-    const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo;
-    const std::uint64_t lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
-    const std::uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
-    return hi_hi + (hi_lo >> 32) + (cross >> 32);
-#endif
-}
-
-// Leading zero bits of a nonzero value.
-inline int leading_zeros(std::uint64_t v) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_clzll(v);
-#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
-    unsigned long index;
-    _BitScanReverse64(&index, v);
-    return 63 - static_cast<int>(index);
-#else
-    int n = 0;
-    while (!(v & (std::uint64_t{1} << 63))) {
-        v <<= 1;
-        ++n;
-    }
-    return n;
-#endif
-}
-
-constexpr std::uint64_t kPow10[20] = {1ull,
-                                      10ull,
-                                      100ull,
-                                      1000ull,
-                                      10000ull,
-                                      100000ull,
-                                      1000000ull,
-                                      10000000ull,
-                                      100000000ull,
-                                      1000000000ull,
-                                      10000000000ull,
-                                      100000000000ull,
-                                      1000000000000ull,
-                                      10000000000000ull,
-                                      100000000000000ull,
-                                      1000000000000000ull,
-                                      10000000000000000ull,
-                                      100000000000000000ull,
-                                      1000000000000000000ull,
-                                      10000000000000000000ull};
-
-// Decimal digits of 0 < v < 10^19.
-inline int decimal_length(std::uint64_t v) noexcept {
-    const int approx = ((64 - leading_zeros(v)) * 1233) >> 12;  // 1233 / 4096 ~ log10(2)
-    return approx + (v >= kPow10[approx]);
-}
+using integer_math::decimal_length;
+using integer_math::kPow10;
+using integer_math::leading_zeros;
+using integer_math::mul_high;
 
 // floor(e log10(2)), floor(e log10(2) + log10(3/4)), floor(e log2(10)) for the exponents used
 // here (|e| <= 1074; exact over wider ranges), with the fixed-point constants of Giulietti's paper
@@ -506,7 +443,7 @@ inline char* write_repr_f32(std::uint32_t float_bits, char* out) noexcept {
 
 // Each of `n` float32 values, then a ',' after each (a row's body), as write_shortest_f32
 // (shortest) or as write_repr of the value widened to a double (repr): the scalar float-text block
-// writer, which every SIMD level's writer must equal byte for byte (kernels.hpp). Writes at most
+// writer, which every SIMD level's writer must equal byte for byte (dispatch/implementation.hpp). Writes at most
 // n * (kShortestF32MaxBytes or kReprMaxBytes, + 1) bytes. A NaN or infinity has no JSON text:
 // returns nullptr with the first one's index in *bad.
 //

@@ -22,17 +22,19 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/host.hpp"
+#include "common/integer_math.hpp"
 #include "dispatch/dispatch.hpp"
-#include "float_text/float_text.hpp"
-#include "dispatch/implementations.hpp"
 #include "json/number_parser_pow10.hpp"
+#include "json/whitespace.hpp"
 
 namespace tensorb64 {
 namespace detail {
 namespace {
 
-using float_text_detail::leading_zeros;
-using float_text_detail::mul_high;
+using integer_math::leading_zeros;
+using integer_math::mul_high;
+using json::skip_space;
 
 constexpr std::uint64_t kInfinityBits = 0x7ff0000000000000ull;
 constexpr std::uint64_t kNanBits = 0x7ff8000000000000ull;  // Python's float('nan')
@@ -43,9 +45,6 @@ constexpr const char* kExpectDigit = "a digit";
 constexpr const char* kExpectNumber = "a number";
 
 inline bool is_digit(char c) noexcept { return static_cast<unsigned char>(c - '0') < 10; }
-inline bool is_json_space(char c) noexcept {
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
 
 // ---- eight digits at a time (SWAR) ----
 
@@ -157,7 +156,7 @@ inline const char* read_number_text(const char* p, const char* end, decimal_text
             if (!is_eight_digits(chars)) break;
             w = w * 100000000 + eight_digits_value(chars);
             significant = w == 0             ? 0
-                          : significant == 0 ? float_text_detail::decimal_length(w)
+                          : significant == 0 ? integer_math::decimal_length(w)
                                              : significant + 8;
             q -= 8;
             p += 8;
@@ -537,11 +536,6 @@ inline const char* read_float32(const char* p, const char* end, float* out, cons
     return next;
 }
 
-inline const char* skip_space(const char* p, const char* end) noexcept {
-    while (p != end && is_json_space(*p)) ++p;
-    return p;
-}
-
 inline number_row failed(std::size_t count, const char* at, const char* expected) noexcept {
     number_row row;
     row.count = count;
@@ -650,11 +644,9 @@ number_row parse_number_row_scalar(const char* p, const char* end, float* out,
 
 number_row parse_number_row(const char* p, const char* end, float* out,
                             std::size_t capacity) noexcept {
-    return active_number_parser()(p, end, out, capacity);
+    return active_implementation().parse_number_row(p, end, out, capacity);
 }
 
 }  // namespace detail
-
-number_row_parser scalar_number_parser() noexcept { return detail::parse_number_row_scalar; }
 
 }  // namespace tensorb64

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "json/whitespace.hpp"
+
 namespace tensorb64 {
 namespace json {
 
@@ -19,14 +21,6 @@ struct failure {
     const char* at = nullptr;
     const char* expected = nullptr;
 };
-
-// JSON's whitespace (json's WHITESPACE: space, tab, line feed, carriage return).
-inline bool is_space(char c) noexcept { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-inline const char* skip_space(const char* p, const char* end) noexcept {
-    while (p < end && is_space(*p)) ++p;
-    return p;
-}
 
 // A string's contents: from just past its opening quote to its closing quote.
 struct string_span {

@@ -2,22 +2,24 @@
 // Base64 Encoding and Decoding Using AVX2 Instructions", 2018): 32 characters at a time, classified
 // by their high and low nibbles (two pshufb lookups whose AND is non-zero for any byte outside the
 // alphabet, '=' and non-ASCII included), shifted to their 6-bit values by a third lookup, merged
-// by two multiply-adds and packed to 24 bytes. Exactly decode.cpp's scalar decode_groups: the same
+// by two multiply-adds and packed to 24 bytes. Exactly decode_base64_groups_scalar (base64/decode.cpp): the same
 // bytes, the same verdict (base64_decoder tests in core_tests compare every level with it).
 //
-// Compiled with the AVX2 flags (cpp/CMakeLists.txt); elsewhere a stub returning nullptr.
-#if defined(__AVX2__) && (defined(__x86_64__) || defined(_M_X64))
+// Compiled with the AVX2 flags (cpp/CMakeLists.txt); to nothing elsewhere.
+#include "levels/compiled_features.hpp"
+#if TENSORB64_COMPILES_AVX2
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "dispatch/compiled_features.hpp"
-#include "dispatch/implementations.hpp"
+#include "levels/avx2/avx2.hpp"
 
 namespace tensorb64 {
 namespace {
 
-bool decode_groups_avx2(const char* text, std::size_t groups, unsigned char* out) noexcept {
+}  // namespace
+
+bool decode_base64_groups_avx2(const char* text, std::size_t groups, unsigned char* out) noexcept {
     const __m256i lut_low =
         _mm256_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1a,
                          0x1b, 0x1b, 0x1b, 0x1a, 0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
@@ -54,23 +56,9 @@ bool decode_groups_avx2(const char* text, std::size_t groups, unsigned char* out
         _mm256_store_si256(reinterpret_cast<__m256i*>(bytes), packed);
         std::memcpy(out, bytes, 24);
     }
-    return g == groups || scalar_base64_decoder()(text, groups - g, out);
+    return g == groups || decode_base64_groups_scalar(text, groups - g, out);
 }
 
-}  // namespace
-
-static_assert(compiled_with(kernel_for(simd_level::avx2).required), "decode_avx2.cpp's flags");
-
-decode_groups_fn avx2_base64_decoder() noexcept { return decode_groups_avx2; }
-
-}  // namespace tensorb64
-
-#else  // the stub
-
-#include "dispatch/implementations.hpp"
-
-namespace tensorb64 {
-decode_groups_fn avx2_base64_decoder() noexcept { return nullptr; }
 }  // namespace tensorb64
 
 #endif

@@ -1,4 +1,4 @@
-// The AVX2 kernel (with F16C, FMA and BMI2, the set every x86-64 CPU since Haswell has).
+// The AVX2 row encoder (with F16C, FMA and BMI2, the set every x86-64 CPU since Haswell has).
 //
 // base64: Muła's vpshufb reshuffle, the two multiply-shifts that spread 24 bits over four 6-bit
 // indices, and a class-offset lookup (vpshufb on a 16-entry table) that turns indices into ASCII.
@@ -7,16 +7,15 @@
 //
 // Compiled with -mavx2 -mf16c -mfma -mbmi2 (or /arch:AVX2) and nothing else; everything but the
 // entry point has internal linkage, so no AVX2 code can be picked up by baseline callers.
-// The kernel where the build gives this file the AVX2 flags (x86-64: cpp/CMakeLists.txt);
-// elsewhere (other architectures, a macOS universal2 build) it compiles to a stub whose
-// avx2_kernel() returns nullptr, so the symbol exists everywhere and the table needs no #if.
-#if defined(__AVX2__) && (defined(__x86_64__) || defined(_M_X64))
+// Compiled where the build gives levels/avx2/ its flags (x86-64: cpp/CMakeLists.txt); to nothing
+// elsewhere.
+#include "levels/compiled_features.hpp"
+#if TENSORB64_COMPILES_AVX2
 #include <immintrin.h>
 
-#include "dispatch/compiled_features.hpp"
 #include "common/formats.hpp"
 #include "common/fp_environment.hpp"
-#include "dispatch/implementations.hpp"
+#include "levels/avx2/avx2.hpp"
 #include "base64/row_encoder.hpp"
 #include "common/scalar_ops.hpp"
 
@@ -214,26 +213,13 @@ struct avx2_ops : scalar_ops {
     }
 };
 
+}  // namespace
+
 void encode_rows_avx2(const row_job& job) noexcept {
     const ieee_fp_environment pinned;
     encode_rows_with<avx2_ops>(job);
 }
 
-}  // namespace
-
-// Its flags (cpp/CMakeLists.txt) give the compiler every feature its table row requires.
-static_assert(compiled_with(kernel_for(simd_level::avx2).required), "kernel_avx2.cpp's flags");
-
-encode_rows_fn avx2_kernel() noexcept { return encode_rows_avx2; }
-
-}  // namespace tensorb64
-
-#else  // the stub
-
-#include "dispatch/implementations.hpp"
-
-namespace tensorb64 {
-encode_rows_fn avx2_kernel() noexcept { return nullptr; }
 }  // namespace tensorb64
 
 #endif

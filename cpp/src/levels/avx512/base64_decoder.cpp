@@ -2,14 +2,14 @@
 // almost the speed of a memory copy", 2019): 64 characters at a time, looked up in a 128-entry
 // table by one vpermi2b (0x80 for any character outside the alphabet, '=' included; non-ASCII
 // bytes caught by their own high bit), merged by two multiply-adds and packed to 48 bytes by a
-// vpermb. Exactly decode.cpp's scalar decode_groups: the same bytes, the same verdict.
+// vpermb. Exactly decode_base64_groups_scalar (base64/decode.cpp): the same bytes, the same verdict.
 //
-// Compiled with the AVX-512 flags (cpp/CMakeLists.txt); elsewhere a stub returning nullptr.
-#if defined(__AVX512F__) && (defined(__x86_64__) || defined(_M_X64))
+// Compiled with the AVX-512 flags (cpp/CMakeLists.txt); to nothing elsewhere.
+#include "levels/compiled_features.hpp"
+#if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
 
-#include "dispatch/compiled_features.hpp"
-#include "dispatch/implementations.hpp"
+#include "levels/avx512/avx512.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -29,7 +29,9 @@ struct tables {
 };
 constexpr tables table;
 
-bool decode_groups_avx512(const char* text, std::size_t groups, unsigned char* out) noexcept {
+}  // namespace
+
+bool decode_base64_groups_avx512(const char* text, std::size_t groups, unsigned char* out) noexcept {
     const __m512i lookup_low = _mm512_load_si512(table.lookup);
     const __m512i lookup_high = _mm512_load_si512(table.lookup + 64);
     const __m512i pack = _mm512_load_si512(table.pack);
@@ -43,23 +45,9 @@ bool decode_groups_avx512(const char* text, std::size_t groups, unsigned char* o
         _mm512_mask_storeu_epi8(out, (__mmask64{1} << 48) - 1,
                                 _mm512_permutexvar_epi8(pack, words));
     }
-    return g == groups || scalar_base64_decoder()(text, groups - g, out);
+    return g == groups || decode_base64_groups_scalar(text, groups - g, out);
 }
 
-}  // namespace
-
-static_assert(compiled_with(kernel_for(simd_level::avx512).required), "decode_avx512.cpp's flags");
-
-decode_groups_fn avx512_base64_decoder() noexcept { return decode_groups_avx512; }
-
-}  // namespace tensorb64
-
-#else  // the stub
-
-#include "dispatch/implementations.hpp"
-
-namespace tensorb64 {
-decode_groups_fn avx512_base64_decoder() noexcept { return nullptr; }
 }  // namespace tensorb64
 
 #endif

@@ -1,4 +1,4 @@
-// The AVX-512 kernel (F, DQ, BW, VL and VBMI: Ice Lake, Zen 4 and later).
+// The AVX-512 row encoder (F, DQ, BW, VL and VBMI: Ice Lake, Zen 4 and later).
 //
 // base64: the encoder of Muła and Lemire ("Base64 encoding and decoding at almost the speed of a
 // memory copy", 2019): vpermb spreads 48 input bytes over 64, vpmultishiftqb pulls out the
@@ -10,21 +10,15 @@
 //
 // Compiled with the AVX2 flags plus -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vbmi (or
 // /arch:AVX512); everything but the entry point has internal linkage.
-// The kernel where the build gives this file the AVX-512 flags (x86-64: cpp/CMakeLists.txt);
-// elsewhere (other architectures, a macOS universal2 build) it compiles to a stub whose
-// avx512_kernel() returns nullptr, so the symbol exists everywhere and the table needs no #if.
-#if defined(__AVX512F__) && (defined(__x86_64__) || defined(_M_X64))
-// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own `_mm512_undefined_*()` (GCC
-// bug 105593, fixed in GCC 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+// Compiled where the build gives levels/avx512/ its flags (x86-64: cpp/CMakeLists.txt); to nothing
+// elsewhere.
+#include "levels/compiled_features.hpp"
+#if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
 
-#include "dispatch/compiled_features.hpp"
 #include "common/formats.hpp"
 #include "common/fp_environment.hpp"
-#include "dispatch/implementations.hpp"
+#include "levels/avx512/avx512.hpp"
 #include "base64/row_encoder.hpp"
 #include "common/scalar_ops.hpp"
 
@@ -212,26 +206,13 @@ struct avx512_ops : scalar_ops {
     }
 };
 
+}  // namespace
+
 void encode_rows_avx512(const row_job& job) noexcept {
     const ieee_fp_environment pinned;
     encode_rows_with<avx512_ops>(job);
 }
 
-}  // namespace
-
-// Its flags (cpp/CMakeLists.txt) give the compiler every feature its table row requires.
-static_assert(compiled_with(kernel_for(simd_level::avx512).required), "kernel_avx512.cpp's flags");
-
-encode_rows_fn avx512_kernel() noexcept { return encode_rows_avx512; }
-
-}  // namespace tensorb64
-
-#else  // the stub
-
-#include "dispatch/implementations.hpp"
-
-namespace tensorb64 {
-encode_rows_fn avx512_kernel() noexcept { return nullptr; }
 }  // namespace tensorb64
 
 #endif

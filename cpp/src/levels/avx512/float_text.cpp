@@ -1,4 +1,4 @@
-// The AVX-512 float-text block writer (the avx512 level's second entry, kernels.hpp):
+// The AVX-512 float-text block writers (the avx512 implementation's, dispatch/implementation.hpp):
 // float_text.hpp's Schubfach (R. Giulietti, "The Schubfach way to render doubles", 2020) for eight
 // values at once in 64-bit lanes, then the digits as bytes with the same multiply-and-shift splits
 // as digit_bytes8, in 32- and 16-bit lanes. Layout: a group of eight that is all in fixed notation
@@ -11,23 +11,18 @@
 // core_tests ("float rows, every level"), float_text_exhaustive --level avx512 (all 2^32).
 //
 // The 64x64 -> 128-bit products are built from vpmuludq's 32x32 -> 64 (AVX-512F); IFMA's 52-bit
-// multiplies would need a feature bit (AVX512_IFMA52) the avx512 row does not require. The
+// multiplies would need a feature bit (AVX512_IFMA52) the avx512 level does not require. The
 // integer-to-double conversions used to find bit lengths round toward zero by their encoding, so
 // neither the caller's rounding mode nor FTZ/DAZ changes a digit (core_tests checks under both).
 //
-// Compiled with the avx512 row's flags (cpp/CMakeLists.txt, the same as kernel_avx512.cpp); on
-// other targets it compiles to a stub whose avx512_float_text() returns nullptr.
-#if defined(__AVX512F__) && (defined(__x86_64__) || defined(_M_X64))
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-// GCC bug 105593 (as kernel_avx512.cpp): its own _mm512_undefined_*() in the shift intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+// Compiled where the build gives levels/avx512/ its flags (x86-64: cpp/CMakeLists.txt); to nothing
+// elsewhere.
+#include "levels/compiled_features.hpp"
+#if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
 
-#include "dispatch/compiled_features.hpp"
 #include "float_text/float_text.hpp"
-#include "dispatch/implementations.hpp"
+#include "levels/avx512/avx512.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -59,7 +54,7 @@ inline __m512i hidden_constant(__m512i c) noexcept {
 #define TENSORB64_NOINLINE
 #endif
 
-// The high 64 bits of each lane's 64x64-bit product (float_text.hpp's portable mul_high, with
+// The high 64 bits of each lane's 64x64-bit product (integer_math.hpp's portable mul_high, with
 // vpmuludq for each 32x32 -> 64 part).
 inline __m512i mul_high(__m512i a, __m512i b) noexcept {
     const __m512i low32 = set64(0xffffffffu);
@@ -737,23 +732,9 @@ char* write_values_f64_avx512(const std::uint64_t* bits, std::size_t n, char* ou
 
 }  // namespace
 
-static_assert(compiled_with(kernel_for(simd_level::avx512).required),
-              "float_text_avx512.cpp's flags");
+extern const float_text_writers float_text_writers_avx512{
+    write_values_f32_avx512, write_values_f64_avx512, write_values_orjson_f32_avx512};
 
-const float_text_writers* avx512_float_text() noexcept {
-    static constexpr float_text_writers writers{write_values_f32_avx512, write_values_f64_avx512,
-                                                write_values_orjson_f32_avx512};
-    return &writers;
-}
-
-}  // namespace tensorb64
-
-#else  // the stub
-
-#include "dispatch/implementations.hpp"
-
-namespace tensorb64 {
-const float_text_writers* avx512_float_text() noexcept { return nullptr; }
 }  // namespace tensorb64
 
 #endif

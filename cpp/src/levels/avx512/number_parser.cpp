@@ -1,4 +1,4 @@
-// The AVX-512 JSON number-row parser (the avx512 level's third entry, kernels.hpp): numbers eight
+// The AVX-512 JSON number-row parser (the avx512 implementation's, dispatch/implementation.hpp): numbers eight
 // at a time, in three ways. The row's layout, read from the commas in its first 64 bytes, picks
 // the first; each hands the row's rest to the next where it cannot go on.
 //
@@ -25,14 +25,10 @@
 // The double arithmetic runs under ieee_fp_environment (round to nearest even, no FTZ/DAZ),
 // whatever the caller's settings.
 //
-// Compiled with the avx512 row's flags (cpp/CMakeLists.txt, the same as kernel_avx512.cpp); on
-// other targets it compiles to a stub whose avx512_number_parser() returns nullptr.
-#if defined(__AVX512F__) && (defined(__x86_64__) || defined(_M_X64))
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-// GCC bug 105593 (as kernel_avx512.cpp): its own _mm512_undefined_*() in the intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+// Compiled where the build gives levels/avx512/ its flags (x86-64: cpp/CMakeLists.txt); to nothing
+// elsewhere.
+#include "levels/compiled_features.hpp"
+#if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
@@ -40,9 +36,8 @@
 
 #include <cstdint>
 
-#include "dispatch/compiled_features.hpp"
 #include "common/fp_environment.hpp"
-#include "dispatch/implementations.hpp"
+#include "levels/avx512/avx512.hpp"
 #include "json/number_parser.hpp"
 
 namespace tensorb64 {
@@ -50,7 +45,7 @@ namespace {
 
 using detail::number_row;
 
-// The index of the lowest set bit of a nonzero value (bsf: no BMI1 needed, which the avx512 row
+// The index of the lowest set bit of a nonzero value (bsf: no BMI1 needed, which the avx512 level
 // does not require).
 inline unsigned lowest_bit(std::uint64_t v) noexcept {
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -73,7 +68,7 @@ alignas(64) constexpr double kPow10Double[24] = {1e0,  1e1,  1e2,  1e3,  1e4,  1
                                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e22};
 
-// The number of set bits (SWAR: the avx512 row does not require POPCNT).
+// The number of set bits (SWAR: the avx512 level does not require POPCNT).
 inline unsigned bit_count(std::uint64_t v) noexcept {
     v -= (v >> 1) & 0x5555555555555555ull;
     v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
@@ -759,7 +754,9 @@ number_row parse_long_row(const char* p, const char* end, float* out,
     return parse_row<4>(p, end, out, capacity, count);
 }
 
-number_row parse_number_row_avx512(const char* p, const char* end, float* out,
+}  // namespace
+
+detail::number_row parse_number_row_avx512(const char* p, const char* end, float* out,
                                    std::size_t capacity) noexcept {
     // The layout from the commas in the row's first 64 bytes (or all of it, if shorter).
     const std::size_t left = static_cast<std::size_t>(end - p);
@@ -770,21 +767,6 @@ number_row parse_number_row_avx512(const char* p, const char* end, float* out,
                                   : parse_short_row(p, end, out, capacity);
 }
 
-}  // namespace
-
-static_assert(compiled_with(kernel_for(simd_level::avx512).required),
-              "number_parser_avx512.cpp's flags");
-
-number_row_parser avx512_number_parser() noexcept { return parse_number_row_avx512; }
-
-}  // namespace tensorb64
-
-#else  // the stub
-
-#include "dispatch/implementations.hpp"
-
-namespace tensorb64 {
-number_row_parser avx512_number_parser() noexcept { return nullptr; }
 }  // namespace tensorb64
 
 #endif

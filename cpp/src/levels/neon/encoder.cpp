@@ -1,4 +1,4 @@
-// The NEON kernel (AArch64, where NEON is baseline: no extra flags).
+// The NEON row encoder (AArch64, where NEON is baseline: no extra flags).
 //
 // base64: vld3q de-interleaves 48 bytes into the first, second and third byte of 16 groups, a few
 // shifts make the four 6-bit indices, vqtbl4q looks them up in the 64-character alphabet and
@@ -8,16 +8,15 @@
 //
 // fcvtn rounds as FPCR.RMode says and flushes under FPCR.FZ: the entry point pins FPCR to IEEE
 // defaults for the call (fp_environment.hpp).
-// The kernel on little-endian AArch64 (no flags needed); elsewhere (x86-64, big-endian AArch64)
-// this file compiles to a stub whose neon_kernel() returns nullptr, so the symbol exists
-// everywhere and the table needs no #if.
-#if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
+// Compiled on little-endian AArch64 (no flags needed); to nothing elsewhere (x86-64, big-endian
+// AArch64).
+#include "levels/compiled_features.hpp"
+#if TENSORB64_COMPILES_NEON
 #include <arm_neon.h>
 
-#include "dispatch/compiled_features.hpp"
 #include "common/formats.hpp"
 #include "common/fp_environment.hpp"
-#include "dispatch/implementations.hpp"
+#include "levels/neon/neon.hpp"
 #include "base64/row_encoder.hpp"
 #include "common/scalar_ops.hpp"
 
@@ -147,26 +146,13 @@ struct neon_ops : scalar_ops {
     }
 };
 
+}  // namespace
+
 void encode_rows_neon(const row_job& job) noexcept {
     const ieee_fp_environment pinned;
     encode_rows_with<neon_ops>(job);
 }
 
-}  // namespace
-
-// AArch64 gives the compiler every feature its table row requires.
-static_assert(compiled_with(kernel_for(simd_level::neon).required), "kernel_neon.cpp's flags");
-
-encode_rows_fn neon_kernel() noexcept { return encode_rows_neon; }
-
-}  // namespace tensorb64
-
-#else  // the stub
-
-#include "dispatch/implementations.hpp"
-
-namespace tensorb64 {
-encode_rows_fn neon_kernel() noexcept { return nullptr; }
 }  // namespace tensorb64
 
 #endif

@@ -1,9 +1,35 @@
-// Internal, for the kernel translation units only: the CPU features the compiler may use in the
-// including translation unit (its flags, as the predefined macros say), so that each kernel can
-// check at compile time that its flags give every feature its table row requires (kernels.hpp).
+// Internal, for the files under levels/ only: which levels' code this translation unit compiles,
+// and the CPU features the compiler may use in it (its flags, as the predefined macros say), so
+// that each level's implementation.cpp checks at compile time that its flags give every feature it
+// requires. A level's files compile their code under its TENSORB64_COMPILES_* and to nothing
+// elsewhere; its implementation.cpp then names no functions (dispatch skips it).
 #pragma once
 
 #include "dispatch/cpu_features.hpp"
+
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__AVX2__)
+#define TENSORB64_COMPILES_AVX2 1
+#else
+#define TENSORB64_COMPILES_AVX2 0
+#endif
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__AVX512F__)
+#define TENSORB64_COMPILES_AVX512 1
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized and -Wuninitialized on their own
+// _mm512_undefined_*() (GCC bug 105593, fixed in GCC 13); for every file of the level, which
+// includes this before <immintrin.h>.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#else
+#define TENSORB64_COMPILES_AVX512 0
+#endif
+// NEON is baseline on little-endian AArch64 (no flags); the NEON encoder assumes little-endian.
+#if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
+#define TENSORB64_COMPILES_NEON 1
+#else
+#define TENSORB64_COMPILES_NEON 0
+#endif
 
 namespace tensorb64 {
 namespace {

@@ -1,0 +1,11 @@
+// The AVX2 level's own functions (defined only where levels/avx2/ is compiled with its flags).
+#pragma once
+
+#include "dispatch/implementation.hpp"
+
+namespace tensorb64 {
+
+void encode_rows_avx2(const row_job& job) noexcept;
+bool decode_base64_groups_avx2(const char* text, std::size_t groups, unsigned char* out) noexcept;
+
+}  // namespace tensorb64

@@ -1,0 +1,23 @@
+// The AVX2 level (with F16C, FMA and BMI2, the set every x86-64 CPU since Haswell has): its own
+// row encoder and base64 decoder, the scalar float-text writers and number parser.
+#include "levels/avx2/avx2.hpp"
+#include "levels/compiled_features.hpp"
+#include "levels/scalar/scalar.hpp"
+
+namespace tensorb64 {
+
+constexpr implementation avx2_implementation{
+    simd_level::avx2, "avx2",
+    feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2,
+#if TENSORB64_COMPILES_AVX2
+    encode_rows_avx2, &float_text_writers_scalar, detail::parse_number_row_scalar,
+    decode_base64_groups_avx2,
+#endif
+};
+
+// The folder's flags (cpp/CMakeLists.txt) give the compiler every feature the level requires.
+#if TENSORB64_COMPILES_AVX2
+static_assert(compiled_with(avx2_implementation.required), "levels/avx2/'s flags");
+#endif
+
+}  // namespace tensorb64

@@ -1,0 +1,11 @@
+// The NEON level's own function (defined only where levels/neon/ is compiled: little-endian
+// AArch64).
+#pragma once
+
+#include "dispatch/implementation.hpp"
+
+namespace tensorb64 {
+
+void encode_rows_neon(const row_job& job) noexcept;
+
+}  // namespace tensorb64
