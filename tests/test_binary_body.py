@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tensorb64
-from oracles import torch_bits
+from tests.support.oracles import torch_bits
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for vLLM's layout")
 pytestmark = pytest.mark.usefixtures("each_simd_level")

@@ -30,7 +30,7 @@ llama_openai = pytest.importorskip("llama_index.embeddings.openai")
 litellm = pytest.importorskip("litellm")
 plain_httpx = pytest.importorskip("httpx")  # LiteLLM's own HTTP handler is built on httpx
 
-from openai_mock import BASE_URL, async_http_client, same, server, sync_http_client  # noqa: E402
+from tests.support.openai_mock import BASE_URL, async_http_client, same, server, sync_http_client  # noqa: E402
 
 from tensorb64 import _openai_patch  # noqa: E402
 from tensorb64.openai import patch, unpatch  # noqa: E402

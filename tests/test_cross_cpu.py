@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.needs_source_tree]
 
 RUN_CROSS = Path(__file__).resolve().parent.parent / "cpp" / "tests" / "run_cross.sh"
 TOOLS = {

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from threads import failures_in_threads
+
+from tests.support.threads import failures_in_threads
 
 torch = pytest.importorskip("torch")
 

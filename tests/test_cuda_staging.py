@@ -22,7 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from threads import failures_in_threads
+
+from tests.support.threads import failures_in_threads
 
 torch = pytest.importorskip("torch")
 
@@ -477,11 +478,11 @@ def test_the_binding_hands_device_tensors_to_the_pipeline_with_its_own_arguments
     # torch's registration, and the hook is replaced by one that records its calls.
     code = f"""
 import sys
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
 import numpy as np
 import tensorb64
 from tensorb64 import _fallback, _native
-from tensor_like import TensorLike, install
+from tests.support.tensor_like import TensorLike, install
 install()
 calls = []
 _native._set_fallback(lambda entry, *a, **k: calls.append((entry, a, k)) or ["routed"])

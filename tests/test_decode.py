@@ -252,7 +252,7 @@ def test_widening_is_torchs_on_every_code(dtype):
 
 
 def test_float8_widening_matches_the_packages_documented_rules():
-    from oracles import fp8_to_f32_bits
+    from tests.support.oracles import fp8_to_f32_bits
 
     text = base64.b64encode(bytes(range(256))).decode()
     np.testing.assert_array_equal(tensorb64.decode(text, dtype="fp8_e4m3").view(np.uint32), fp8_to_f32_bits(4, 3, 0x7FF00000, False))

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from threads import failures_in_threads
 
 import tensorb64
 from tensorb64.openai import EmbeddingsResponse, decode_response, decode_response_body, response_body
+from tests.support.threads import failures_in_threads
 
 pytestmark = pytest.mark.usefixtures("each_simd_level")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch_behaviour
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tensorb64
-from oracles import struct_reference, tensor_from_bits, torch_reference
+from tests.support import torch_behaviour
+from tests.support.oracles import struct_reference, tensor_from_bits, torch_reference
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for dtype conversions")
 pytestmark = pytest.mark.usefixtures("each_simd_level")

