@@ -121,11 +121,10 @@ PyObject* entry_bound_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
         const std::size_t row_length = size_argument(args[0]);
         const std::size_t last_index = size_argument(args[1]);
         const tb::entry_format format =
-            args[2] != Py_None
-                ? tb::entry_format{true, output_dtype(args[2]), tb::float_format::repr,
-                                   tb::dtype::float32}
-                : tb::entry_format{false, tb::dtype::float32, float_format(args[3]),
-                                   tb::dtype::float64};
+            args[2] != Py_None ? tb::entry_format{true, output_dtype(args[2]),
+                                                  tb::float_format::repr, tb::dtype::float32}
+                               : tb::entry_format{false, tb::dtype::float32, float_format(args[3]),
+                                                  tb::dtype::float64};
         std::size_t size = 0;
         if (!tb::data_entry_bound(row_length, last_index, format, &size))
             raise(PyExc_MemoryError, "a row's entry is too long to write");
@@ -143,8 +142,8 @@ std::string_view json_text(PyObject* value, const char* what) {
         if (text == nullptr) throw python_error{};
         return {text, static_cast<std::size_t>(length)};
     }
-    raise(PyExc_TypeError, std::string(what) + " must be JSON text (str or bytes), got " +
-                               Py_TYPE(value)->tp_name);
+    raise(PyExc_TypeError,
+          std::string(what) + " must be JSON text (str or bytes), got " + Py_TYPE(value)->tp_name);
 }
 
 // _body_envelope(layout, members, /): (head, tail) of a body in `layout`, from its envelope's
@@ -237,20 +236,21 @@ PyObject* next_body_chunk_entry(PyObject*, PyObject* const* args, Py_ssize_t nar
                 throw python_error{};
             for (Py_ssize_t value : at)
                 if (value < 0) raise(PyExc_ValueError, "previous must be a chunk");
-            previous = {static_cast<std::size_t>(at[0]), static_cast<std::size_t>(at[1]),
-                        static_cast<std::size_t>(at[2]), static_cast<std::size_t>(at[3]),
-                        leading_comma != 0,              static_cast<std::size_t>(at[4]),
+            previous = {static_cast<std::size_t>(at[0]),
+                        static_cast<std::size_t>(at[1]),
+                        static_cast<std::size_t>(at[2]),
+                        static_cast<std::size_t>(at[3]),
+                        leading_comma != 0,
+                        static_cast<std::size_t>(at[4]),
                         static_cast<std::size_t>(at[5])};
         }
         if (!tb::next_body_chunk(rule, args[5] == Py_None ? nullptr : &previous, &next))
             Py_RETURN_NONE;
-        return Py_BuildValue("(nnnnNnn)", static_cast<Py_ssize_t>(next.head_begin),
-                             static_cast<Py_ssize_t>(next.head_end),
-                             static_cast<Py_ssize_t>(next.row_begin),
-                             static_cast<Py_ssize_t>(next.row_end),
-                             PyBool_FromLong(next.leading_comma),
-                             static_cast<Py_ssize_t>(next.tail_begin),
-                             static_cast<Py_ssize_t>(next.tail_end));
+        return Py_BuildValue(
+            "(nnnnNnn)", static_cast<Py_ssize_t>(next.head_begin),
+            static_cast<Py_ssize_t>(next.head_end), static_cast<Py_ssize_t>(next.row_begin),
+            static_cast<Py_ssize_t>(next.row_end), PyBool_FromLong(next.leading_comma),
+            static_cast<Py_ssize_t>(next.tail_begin), static_cast<Py_ssize_t>(next.tail_end));
     });
 }
 

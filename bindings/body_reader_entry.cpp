@@ -178,7 +178,8 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
             allocation.released = &released;
             throw_if_failure_injected();
             error = tb::read_embeddings_body(body.data, body.size, options, allocate_result,
-                                             &allocation, &layout, want_offsets ? &embeddings : nullptr);
+                                             &allocation, &layout,
+                                             want_offsets ? &embeddings : nullptr);
         }
         if (error.status == tb::body_status::no_output) {
             if (PyErr_Occurred()) throw python_error{};  // the allocator's error
@@ -193,8 +194,8 @@ PyObject* decode_response_body_entry(PyObject*, PyObject* const* args, Py_ssize_
         ref usage(span_bytes(body, layout.usage));
         if (want_offsets) {
             ref offsets(span_offsets(embeddings));
-            return checked(PyTuple_Pack(4, allocation.result.get(), model.get(), usage.get(),
-                                        offsets.get()));
+            return checked(
+                PyTuple_Pack(4, allocation.result.get(), model.get(), usage.get(), offsets.get()));
         }
         return checked(PyTuple_Pack(3, allocation.result.get(), model.get(), usage.get()));
     });

@@ -202,8 +202,8 @@ PyObject* decode_into_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
             if (threads > 1 && sized && out_bytes == elements * (widen ? 4 : size)) {
                 // Split; where a part fails, the whole text alone below names the first error
                 // as the one-thread decoder names it.
-                const std::vector<tb::decode_task> parts = text_parts(
-                    text, stored, widen, base64, output.view.buf, threads, elements);
+                const std::vector<tb::decode_task> parts =
+                    text_parts(text, stored, widen, base64, output.view.buf, threads, elements);
                 done = tb::decode_each(parts.data(), parts.size(), base64, widen, threads) ==
                        parts.size();
             }
@@ -273,7 +273,8 @@ PyMethodDef decode_methods[] = {
      "Decodes data (strict base64, or with base64=False raw stored bytes) into the writable "
      "C-contiguous buffer out, which must hold exactly its values: the stored elements in host "
      "byte order, or with widen their float32 values, `threads` splitting the text. "
-     "tensorb64.DecodeError naming what is wrong in data; ValueError for an out of the wrong size."},
+     "tensorb64.DecodeError naming what is wrong in data; ValueError for an out of the wrong "
+     "size."},
     {"_decode_each", as_method(decode_each_entry), METH_FASTCALL,
      "_decode_each(items, widen, base64, threads, /)\n--\n\n"
      "Decodes each (data, out, dtype, byteorder) of the list items as _decode_into does, "

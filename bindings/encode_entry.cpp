@@ -67,7 +67,8 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
         const std::size_t part_text = per_part * size / 3 * 4;
         std::vector<char*> outputs(parts.rows);
         for (std::size_t r = 0; r < parts.rows; ++r) outputs[r] = out + r * part_text;
-        encode_rows_released(parts, target, outputs.data(), threads, tb::row_output::base64, length);
+        encode_rows_released(parts, target, outputs.data(), threads, tb::row_output::base64,
+                             length);
         const std::size_t done = parts.rows * per_part;
         if (done < source.row_length) {
             tb::strided_rows rest = source;
@@ -82,7 +83,8 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
         const std::size_t row_text = row_bytes / 3 * 4;
         std::vector<char*> outputs(source.rows);
         for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = out + r * row_text;
-        encode_rows_released(source, target, outputs.data(), threads, tb::row_output::base64, length);
+        encode_rows_released(source, target, outputs.data(), threads, tb::row_output::base64,
+                             length);
     } else {
         // Rows that end mid-group (a permuted N-D input whose rows are not a multiple of 3 bytes):
         // one temporary of the converted bytes, then their text. The only full-size temporary.
@@ -155,7 +157,8 @@ PyObject* row_bytes_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
         input_array in;
         if (!read_input(call.x, in)) return call_fallback("_row_bytes", args, nargs, kwnames);
         if (in.ndim == 0)
-            raise(PyExc_ValueError, "encode_binary_body needs an input with at least one dimension");
+            raise(PyExc_ValueError,
+                  "encode_binary_body needs an input with at least one dimension");
         const tb::strided_rows rows = rows_of(in);
         ref body(rows_to_bytes(rows, target, threads));
         return Py_BuildValue("(Onn)", body.get(), static_cast<Py_ssize_t>(rows.rows),

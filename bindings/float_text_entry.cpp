@@ -1,5 +1,6 @@
-// The entry points that write float text: json_rows, _float_lists (embedding_data's floats), and _check_finite (the error a float body
-// raises for NaN and infinity, asked before a streamed body's first chunk).
+// The entry points that write float text: json_rows, _float_lists (embedding_data's floats), and
+// _check_finite (the error a float body raises for NaN and infinity, asked before a streamed body's
+// first chunk).
 #include <string>
 #include <vector>
 
@@ -86,8 +87,7 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 // Each row's values, converted to float32 as every encoder converts them, as a list of Python
 // floats: in 'repr' mode the float32 values themselves (what .tolist() gives); in the other modes
 // the doubles their float text reads back to (so that repr of each is that text).
-PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs,
-                            PyObject* kwnames) {
+PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     return guarded([&] {
         const call_args call =
             parse_call("_float_lists", args, nargs, kwnames, true, options::float_text);
@@ -129,9 +129,12 @@ PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs,
         {
             gil_released_if released(count >= release_gil_above_values);
             tb::encode_rows(source, float32, value_rows.data(), threads, tb::row_output::bytes);
+            // "repr": the float32 values themselves, NaN and infinity included (what .tolist()
+            // gives: a server serialising with orjson writes null for them, json.dumps refuses
+            // them); the other formats read floats back from text, which these values lack.
             result = from_text ? tb::write_float_rows(converted, format, text_rows.data(),
                                                       lengths.data(), threads)
-                               : tb::find_non_finite(converted);
+                               : tb::float_text_result{true, 0, 0};
         }
         if (!result.finite) refuse_non_finite(result);
         ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
@@ -166,9 +169,9 @@ PyMethodDef float_text_methods[] = {
     {"_float_lists", as_method(float_lists_entry), METH_FASTCALL | METH_KEYWORDS,
      "_float_lists(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
      "Each row's values (converted to float32 as the encoders convert them) as a list of Python "
-     "floats: the float32 values in 'repr' mode; in the others, the floats that the row's float "
-     "text (as json_rows writes it) reads back to. ValueError naming the row and column of a NaN "
-     "or infinity."},
+     "floats: the float32 values in 'repr' mode (NaN and infinity included); in the others, the "
+     "floats that the row's float text (as json_rows writes it) reads back to, and a ValueError "
+     "naming the row and column of a NaN or infinity, which have no text."},
     {"json_rows", as_method(json_rows_entry), METH_FASTCALL | METH_KEYWORDS,
      "json_rows(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
      "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', "

@@ -35,9 +35,9 @@ inline constexpr int name_kind_count = static_cast<int>(name_kind::layout) + 1; 
 int resolve(name_kind kind, PyObject* name);
 
 // The resolver with each kind's default where `name` is null (an argument not given).
-tb::dtype output_dtype(PyObject* name);         // float32
-tb::byte_order byte_order(PyObject* name);      // little
-tb::float_format float_format(PyObject* name);  // repr
+tb::dtype output_dtype(PyObject* name);                      // float32
+tb::byte_order byte_order(PyObject* name);                   // little
+tb::float_format float_format(PyObject* name);               // repr
 const tb::response_layout& response_layout(PyObject* name);  // openai
 
 // Interns every name, once, at import (so that a call site's literal matches by pointer).

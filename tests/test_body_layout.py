@@ -259,7 +259,7 @@ def test_entries_after_a_leading_comma_concatenate_to_the_body(encoding_format):
         if encoding_format == "base64" else \
         (lambda rows, h, t, first, comma: _native._response_body_float(rows, "repr", h, t, first, 1, "vllm", comma))
     for cuts in ([0, 10], [0, 1, 10], [0, 3, 4, 9, 10], list(range(11))):
-        parts = [write(x[a:b], head if a == 0 else b"", tail if b == 10 else b"", a, a != 0) for a, b in zip(cuts, cuts[1:])]
+        parts = [write(x[a:b], head if a == 0 else b"", tail if b == 10 else b"", a, a != 0) for a, b in zip(cuts, cuts[1:], strict=False)]
         assert b"".join(parts) == whole, cuts
     # No rows: no comma either.
     assert write(x[:0], b"", b"", 4, True) == b""

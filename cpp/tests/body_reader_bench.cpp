@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "float_row_bench.hpp"
-#include "json/scanner.hpp"
 #include "json/number_parser.hpp"
+#include "json/scanner.hpp"
 #include "tensorb64/body_reader.hpp"
 #include "tensorb64/tensorb64.hpp"
 

@@ -220,8 +220,9 @@ void test_float_rows_as_double() {
     result_buffer buffer;
     tb::body_layout layout;
     std::vector<tb::byte_span> spans;
-    const tb::body_error error = tb::read_embeddings_body(
-        reinterpret_cast<const char*>(block), body.size(), options, allocate, &buffer, &layout, &spans);
+    const tb::body_error error =
+        tb::read_embeddings_body(reinterpret_cast<const char*>(block), body.size(), options,
+                                 allocate, &buffer, &layout, &spans);
     std::free(block);
     CHECK(error.status == tb::body_status::ok && layout.element_size == 8 && layout.rows == 2 &&
           layout.row_length == 4);
@@ -230,8 +231,7 @@ void test_float_rows_as_double() {
         std::memcpy(v, buffer.bytes.data(), sizeof v);
         CHECK(v[0] == 5e-324 && v[1] == 0.0 && std::signbit(v[1]) && v[2] == 999999999999999.0 &&
               v[3] == 0.0 && !std::signbit(v[3]));
-        CHECK(v[4] == 0.1 && v[5] == 0.0 && !std::signbit(v[5]) && v[6] == 3.0 &&
-              std::isinf(v[7]));
+        CHECK(v[4] == 0.1 && v[5] == 0.0 && !std::signbit(v[5]) && v[6] == 3.0 && std::isinf(v[7]));
         CHECK(spans.size() == 2 && spans[0].present && spans[1].present);
         if (spans.size() == 2) {
             CHECK(body.substr(spans[0].offset, spans[0].length) ==

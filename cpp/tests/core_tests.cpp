@@ -1223,12 +1223,15 @@ void test_decode() {
             CHECK(out[0] == 1.0f && out[1] == 2.0f && out[16] == 1.0f && out[17] == 2.0f);
             tasks[9] = {good.data(), good.size(), le(tb::dtype::float32), out.data() + 18, 8};
             tasks[30] = {good.data(), good.size(), le(tb::dtype::float32), out.data() + 60, 8};
-            CHECK(tb::decode_each(tasks.data(), tasks.size(), true, false, threads) == tasks.size());
+            CHECK(tb::decode_each(tasks.data(), tasks.size(), true, false, threads) ==
+                  tasks.size());
             CHECK(out[18] == 1.0f && out[19] == 2.0f && out[60] == 1.0f && out[61] == 2.0f);
             CHECK(tb::decode_each(tasks.data(), 0, true, false, threads) == 0);
             const unsigned char raw[8] = {0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
-            tasks[5] = {reinterpret_cast<const char*>(raw), 8, le(tb::dtype::float32), out.data(), 8};
-            tasks[6] = {reinterpret_cast<const char*>(raw), 7, le(tb::dtype::float32), out.data(), 8};
+            tasks[5] = {reinterpret_cast<const char*>(raw), 8, le(tb::dtype::float32), out.data(),
+                        8};
+            tasks[6] = {reinterpret_cast<const char*>(raw), 7, le(tb::dtype::float32), out.data(),
+                        8};
             CHECK(tb::decode_each(tasks.data() + 5, 2, false, false, threads) == 1);
         }
     }
@@ -1397,17 +1400,17 @@ void test_body_layout() {
                  "{\"object\":\"list\",\"data\":[|],\"model\":\"m\","
                  "\"usage\":{\"prompt_tokens\":1}}",
                  "openai");
-    const tb::json_member with_extras[] = {openai_members[0], openai_members[1], openai_members[2],
-                                           {"\"id\"", "7"}, {"\"model\"", "\"n\""},
-                                           {"\"x\"", "[]"}};
+    const tb::json_member with_extras[] = {openai_members[0],      openai_members[1],
+                                           openai_members[2],      {"\"id\"", "7"},
+                                           {"\"model\"", "\"n\""}, {"\"x\"", "[]"}};
     CHECK_EQ_STR(envelope(openai, with_extras, 6),
                  "{\"object\":\"list\",\"data\":[|],\"model\":\"n\","
                  "\"usage\":{\"prompt_tokens\":1},"
                  "\"id\":7,\"x\":[]}",
                  "openai with extras, one of them a field");
     // vLLM's fields given in another order still go to their places; an unknown one goes last.
-    const tb::json_member vllm_members[] = {{"\"model\"", "\"m\""},   {"\"x\"", "1"},
-                                            {"\"usage\"", "{}"},      {"\"created\"", "12"},
+    const tb::json_member vllm_members[] = {{"\"model\"", "\"m\""},     {"\"x\"", "1"},
+                                            {"\"usage\"", "{}"},        {"\"created\"", "12"},
                                             {"\"object\"", "\"list\""}, {"\"id\"", "\"embd-1\""}};
     CHECK_EQ_STR(envelope(vllm, vllm_members, 6),
                  "{\"id\":\"embd-1\",\"object\":\"list\",\"created\":12,\"model\":\"m\","
@@ -1430,8 +1433,8 @@ void test_body_layout() {
     // Rows [0, 2) and [2, 5), the second with its leading comma, concatenate to rows [0, 5).
     std::vector<float> values(5 * 3);
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i);
-    const tb::strided_rows all{values.data(), 5, 3, 12, 4,
-                               {tb::dtype::float32, tb::host_byte_order}};
+    const tb::strided_rows all{
+        values.data(), 5, 3, 12, 4, {tb::dtype::float32, tb::host_byte_order}};
     for (const tb::response_layout* layout : both_layouts) {
         std::size_t whole_size = 0, first_size = 0, rest_size = 0;
         CHECK(tb::base64_data_size(5, 3, tb::dtype::float32, 0, &whole_size));
@@ -1452,12 +1455,15 @@ void test_body_layout() {
         char* whole_end = nullptr;
         char* parts_end = nullptr;
         CHECK(tb::write_float_data(all, tb::float_format::repr, 0, &float_whole[0], &whole_end, 1,
-                                   *layout).finite);
+                                   *layout)
+                  .finite);
         float_whole.resize(static_cast<std::size_t>(whole_end - float_whole.data()));
         CHECK(tb::write_float_data(tb::slice_rows(all, 0, 2), tb::float_format::repr, 0,
-                                   &float_parts[0], &parts_end, 1, *layout).finite);
+                                   &float_parts[0], &parts_end, 1, *layout)
+                  .finite);
         CHECK(tb::write_float_data(tb::slice_rows(all, 2, 3), tb::float_format::repr, 2, parts_end,
-                                   &parts_end, 2, *layout, true).finite);
+                                   &parts_end, 2, *layout, true)
+                  .finite);
         float_parts.resize(static_cast<std::size_t>(parts_end - float_parts.data()));
         CHECK_EQ_STR(float_parts, float_whole, "float entries with a leading comma");
     }

@@ -186,9 +186,9 @@ void test_implementations() {
     std::size_t next = 0;
     for (level l : available) {
         while (next < all.size() && all[next] != l) ++next;
-        check(next < all.size(),
-              std::string("available level in list order: ") + tb::to_string(l));
-        check(tb::implementation_for(l).built(), std::string("available and built: ") + tb::to_string(l));
+        check(next < all.size(), std::string("available level in list order: ") + tb::to_string(l));
+        check(tb::implementation_for(l).built(),
+              std::string("available and built: ") + tb::to_string(l));
     }
     check(!available.empty() && available.front() == level::scalar, "scalar is always available");
 }

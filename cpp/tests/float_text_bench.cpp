@@ -1,10 +1,10 @@
 // Micro-benchmark of float text: ns per value and bytes per value writing JSON rows of
 // N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread: the row
 // writer production runs (write_float_rows, the active level) and each SIMD level's float-text
-// block writer (dispatch/implementation.hpp) this CPU runs, in both modes, against libstdc++'s std::to_chars
-// (shortest, float and the value widened to double) doing the same rows. "check-first pass" is the
-// scalar writer with the finiteness check as a pass of its own (compare with "level scalar").
-// Medians of interleaved runs (the machine is shared: compare ratios within one run).
+// block writer (dispatch/implementation.hpp) this CPU runs, in both modes, against libstdc++'s
+// std::to_chars (shortest, float and the value widened to double) doing the same rows. "check-first
+// pass" is the scalar writer with the finiteness check as a pass of its own (compare with "level
+// scalar"). Medians of interleaved runs (the machine is shared: compare ratios within one run).
 //   float_text_bench [REPEATS [FILTER]]   FILTER: only the contenders whose names contain it
 #include <algorithm>
 #include <charconv>
@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "dispatch/dispatch.hpp"
+#include "dispatch/implementation.hpp"
 #include "float_row_bench.hpp"
 #include "float_text/float_text.hpp"
-#include "dispatch/implementation.hpp"
 
 namespace tb = tensorb64;
 

@@ -5,9 +5,9 @@
 //
 //   float_text_exhaustive [--level NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation, e.g. 0x80000000);
-//       --level: the texts of that SIMD level's float-text block writer (dispatch/implementation.hpp; rows of 512
-//       patterns, tokens split at the commas), not the scalar write_shortest_f32 / write_repr /
-//       write_orjson_f32
+//       --level: the texts of that SIMD level's float-text block writer
+//       (dispatch/implementation.hpp; rows of 512 patterns, tokens split at the commas), not the
+//       scalar write_shortest_f32 / write_repr / write_orjson_f32
 // Prints the rate and the first mismatches; exits non-zero on any.
 #include <atomic>
 #include <charconv>
@@ -24,9 +24,9 @@
 #include <string>
 
 #include "dispatch/dispatch.hpp"
+#include "dispatch/implementation.hpp"
 #include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "dispatch/implementation.hpp"
 #include "pattern_sweep.hpp"
 
 namespace {

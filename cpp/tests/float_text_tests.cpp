@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "check.hpp"
+#include "common/formats.hpp"
 #include "dispatch/dispatch.hpp"
+#include "dispatch/implementation.hpp"
 #include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "common/formats.hpp"
-#include "dispatch/implementation.hpp"
 
 namespace tb = tensorb64;
 namespace oracle = float_text_oracle;

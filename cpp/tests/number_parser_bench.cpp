@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/implementation.hpp"
 #include "float_row_bench.hpp"
 #include "float_text/float_text.hpp"
-#include "dispatch/implementation.hpp"
 #include "json/number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 

@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "dispatch/implementation.hpp"
 #include "float_text/float_text.hpp"
 #include "float_text_oracle.hpp"
-#include "dispatch/implementation.hpp"
 #include "json/number_parser.hpp"
 #include "pattern_sweep.hpp"
 #include "tensorb64/tensorb64.hpp"

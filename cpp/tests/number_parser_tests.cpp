@@ -24,8 +24,8 @@
 #endif
 
 #include "check.hpp"
-#include "float_text/float_text.hpp"
 #include "dispatch/implementation.hpp"
+#include "float_text/float_text.hpp"
 #include "json/number_parser.hpp"
 #include "tensorb64/tensorb64.hpp"
 

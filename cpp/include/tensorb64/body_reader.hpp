@@ -39,7 +39,8 @@ struct body_layout {
     std::size_t rows = 0;
     std::size_t row_length = 0;
     row_encoding encoding = row_encoding::none;
-    std::size_t element_size = 4;  // bytes of one result element (float32, float64 or the stored type)
+    std::size_t element_size =
+        4;  // bytes of one result element (float32, float64 or the stored type)
     byte_span model;
     byte_span usage;
 };

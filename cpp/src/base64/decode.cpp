@@ -1,7 +1,8 @@
 // Strict base64 decoding into a caller's output, widening to float32 on the way if asked.
 //
-// Whole groups go through the active level's group decoder (dispatch/implementation.hpp), which only
-// detects that something is wrong; one rule (first_error) then decides what is refused and where.
+// Whole groups go through the active level's group decoder (dispatch/implementation.hpp), which
+// only detects that something is wrong; one rule (first_error) then decides what is refused and
+// where.
 //
 // Strictness, compared with CPython 3.13's `binascii.a2b_base64(s, strict_mode=True)`
 // (Modules/binascii.c): 3.13 refuses characters outside the alphabet ("Only base64 data is
@@ -21,10 +22,10 @@
 #include <vector>
 
 #include "base64/alphabet.hpp"
-#include "dispatch/dispatch.hpp"
 #include "common/host.hpp"
-#include "common/thread_pool.hpp"
 #include "common/scalar_ops.hpp"
+#include "common/thread_pool.hpp"
+#include "dispatch/dispatch.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace tensorb64 {
@@ -126,7 +127,8 @@ void widen_block(dtype stored, const unsigned char* raw, std::size_t n,
 // Decodes `groups` whole groups of 4 characters into 3 bytes each; false if any character is
 // not in the alphabet ('=' included). The scalar level's decoder; the SIMD levels'
 // (levels/avx2/, levels/avx512/) give the same bytes and verdict, faster.
-bool decode_base64_groups_scalar(const char* text, std::size_t groups, unsigned char* out) noexcept {
+bool decode_base64_groups_scalar(const char* text, std::size_t groups,
+                                 unsigned char* out) noexcept {
     unsigned bad = 0;
     for (std::size_t g = 0; g < groups; ++g, text += 4, out += 3) {
         const unsigned a = value_of(text[0]), b = value_of(text[1]), c = value_of(text[2]),

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "dispatch/dispatch.hpp"
 #include "common/thread_pool.hpp"
+#include "dispatch/dispatch.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "common/formats.hpp"
 #include "common/host.hpp"
-#include "dispatch/implementation.hpp"
 #include "common/scalar_ops.hpp"
+#include "dispatch/implementation.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -1,7 +1,8 @@
 // The portable building blocks of a row encoder: base64 and element conversions over short,
 // contiguous, host-ordered blocks. Each SIMD level's ops inherit these (`struct avx2_ops :
 // scalar_ops`), replace the ones it can do faster and keep the rest; row_encoder.hpp assembles a
-// level's encoder from them. The contract every Ops type keeps (all static, noexcept, no allocation):
+// level's encoder from them. The contract every Ops type keeps (all static, noexcept, no
+// allocation):
 //   base64(in, n, out)             the base64 text of n bytes: 4 * ceil(n / 3) chars, padded
 //   widen(from, raw, n, out)       n host-ordered elements of type `from` to float32 bits, exactly
 //                                  as torch widens them (formats.hpp)

@@ -86,7 +86,6 @@ inline const implementation& implementation_for(simd_level level) noexcept {
 }
 
 // The scalar level's base64 decoder (base64/decode.cpp), which the SIMD decoders finish with.
-bool decode_base64_groups_scalar(const char* text, std::size_t groups,
-                                 unsigned char* out) noexcept;
+bool decode_base64_groups_scalar(const char* text, std::size_t groups, unsigned char* out) noexcept;
 
 }  // namespace tensorb64

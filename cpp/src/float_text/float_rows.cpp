@@ -1,7 +1,7 @@
 // Rows as JSON number text. Each row goes through in blocks held in L1, as in the base64 row
 // encoder: gathered (strides, byte order) and widened to float32 bits (or, for float64 sources,
-// kept as doubles), then written by the active SIMD level's float-text block writer (dispatch/implementation.hpp;
-// float_text.hpp's Schubfach where the level has no faster one).
+// kept as doubles), then written by the active SIMD level's float-text block writer
+// (dispatch/implementation.hpp; float_text.hpp's Schubfach where the level has no faster one).
 //
 // Baseline code: the widening is the scalar level's, since the digits cost many times more than
 // the widening (~1 ns a value); the digits are where the SIMD levels differ.
@@ -13,11 +13,11 @@
 #include <limits>
 #include <vector>
 
-#include "dispatch/dispatch.hpp"
-#include "float_text/float_text.hpp"
 #include "common/host.hpp"
 #include "common/scalar_ops.hpp"
 #include "common/thread_pool.hpp"
+#include "dispatch/dispatch.hpp"
+#include "float_text/float_text.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -38,9 +38,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "float_text/pow10.hpp"
 #include "common/host.hpp"
 #include "common/integer_math.hpp"
+#include "float_text/pow10.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace tensorb64 {
@@ -443,9 +443,9 @@ inline char* write_repr_f32(std::uint32_t float_bits, char* out) noexcept {
 
 // Each of `n` float32 values, then a ',' after each (a row's body), as write_shortest_f32
 // (shortest) or as write_repr of the value widened to a double (repr): the scalar float-text block
-// writer, which every SIMD level's writer must equal byte for byte (dispatch/implementation.hpp). Writes at most
-// n * (kShortestF32MaxBytes or kReprMaxBytes, + 1) bytes. A NaN or infinity has no JSON text:
-// returns nullptr with the first one's index in *bad.
+// writer, which every SIMD level's writer must equal byte for byte (dispatch/implementation.hpp).
+// Writes at most n * (kShortestF32MaxBytes or kReprMaxBytes, + 1) bytes. A NaN or infinity has no
+// JSON text: returns nullptr with the first one's index in *bad.
 //
 // The finiteness check is made while writing, not in a pass before: one read of the row instead of
 // two, and the check (exponent field all ones) is a compare and a never-taken branch next to

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/thread_pool.hpp"
 #include "float_text/float_rows.hpp"
 #include "tensorb64/tensorb64.hpp"
-#include "common/thread_pool.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -269,8 +269,7 @@ bool base64_data_size(std::size_t rows, std::size_t row_length, dtype target,
     if (!multiply(row_length, dtype_size(target), &row_bytes) || !encoded_size(row_bytes, &text) ||
         !add(text, 2 + entry_length, &wrapped) || !multiply(wrapped, rows, &all_rows) ||
         !digits_of_range(first_index, first_index + (rows - 1), &digits) ||
-        !add(all_rows, digits, &total) ||
-        !add(total, rows - 1 + (leading_comma ? 1 : 0), &total)) {
+        !add(all_rows, digits, &total) || !add(total, rows - 1 + (leading_comma ? 1 : 0), &total)) {
         return false;
     }
     *size = total;
@@ -388,9 +387,8 @@ body_chunk rows_chunk(const body_chunk_rule& rule, std::size_t start, bool with_
     const std::size_t stop = rule.rows - start <= fitting ? rule.rows : start + fitting;
     // (stop - start) entries: at most chunk_size - prefix bytes of them, or just one.
     const std::size_t entries = stop - start == 1 ? entry : (stop - start) * entry;
-    const bool with_tail =
-        stop == rule.rows &&
-        saturating_add(saturating_add(prefix, entries), rule.tail_size) <= rule.chunk_size;
+    const bool with_tail = stop == rule.rows && saturating_add(saturating_add(prefix, entries),
+                                                               rule.tail_size) <= rule.chunk_size;
     return {0, with_head ? rule.head_size : 0, start, stop, start != 0,
             0, with_tail ? rule.tail_size : 0};
 }
@@ -431,8 +429,7 @@ bool next_body_chunk(const body_chunk_rule& rule, const body_chunk* previous,
         return true;
     }
     if (previous->tail_end >= r.tail_size) return false;  // the tail's last piece
-    *next = envelope_piece(r, r.head_size + previous->tail_end,
-                           r.head_size + r.tail_size, r.rows);
+    *next = envelope_piece(r, r.head_size + previous->tail_end, r.head_size + r.tail_size, r.rows);
     return true;
 }
 

@@ -14,8 +14,9 @@
 // sign on zero ("-0" is Python's int 0, hence +0.0; "-0.0" is -0.0).
 //
 // Levels: parse_number_row_scalar is portable and uses integer arithmetic only (the caller's
-// rounding mode and FTZ/DAZ cannot change a bit); each SIMD level's row parser (dispatch/implementation.hpp) gives
-// exactly its results. parse_number_row runs the active level's.
+// rounding mode and FTZ/DAZ cannot change a bit); each SIMD level's row parser
+// (dispatch/implementation.hpp) gives exactly its results. parse_number_row runs the active
+// level's.
 #pragma once
 
 #include <cstddef>

@@ -2,8 +2,9 @@
 // Base64 Encoding and Decoding Using AVX2 Instructions", 2018): 32 characters at a time, classified
 // by their high and low nibbles (two pshufb lookups whose AND is non-zero for any byte outside the
 // alphabet, '=' and non-ASCII included), shifted to their 6-bit values by a third lookup, merged
-// by two multiply-adds and packed to 24 bytes. Exactly decode_base64_groups_scalar (base64/decode.cpp): the same
-// bytes, the same verdict (base64_decoder tests in core_tests compare every level with it).
+// by two multiply-adds and packed to 24 bytes. Exactly decode_base64_groups_scalar
+// (base64/decode.cpp): the same bytes, the same verdict (base64_decoder tests in core_tests compare
+// every level with it).
 //
 // Compiled with the AVX2 flags (cpp/CMakeLists.txt); to nothing elsewhere.
 #include "levels/compiled_features.hpp"
@@ -15,9 +16,7 @@
 #include "levels/avx2/avx2.hpp"
 
 namespace tensorb64 {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 bool decode_base64_groups_avx2(const char* text, std::size_t groups, unsigned char* out) noexcept {
     const __m256i lut_low =

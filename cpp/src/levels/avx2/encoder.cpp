@@ -13,11 +13,11 @@
 #if TENSORB64_COMPILES_AVX2
 #include <immintrin.h>
 
+#include "base64/row_encoder.hpp"
 #include "common/formats.hpp"
 #include "common/fp_environment.hpp"
-#include "levels/avx2/avx2.hpp"
-#include "base64/row_encoder.hpp"
 #include "common/scalar_ops.hpp"
+#include "levels/avx2/avx2.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -6,12 +6,12 @@
 
 namespace tensorb64 {
 
-constexpr implementation avx2_implementation{
+constexpr implementation avx2_implementation {
     simd_level::avx2, "avx2",
-    feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2,
+        feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2,
 #if TENSORB64_COMPILES_AVX2
-    encode_rows_avx2, &float_text_writers_scalar, detail::parse_number_row_scalar,
-    decode_base64_groups_avx2,
+        encode_rows_avx2, &float_text_writers_scalar, detail::parse_number_row_scalar,
+        decode_base64_groups_avx2,
 #endif
 };
 

@@ -2,7 +2,8 @@
 // almost the speed of a memory copy", 2019): 64 characters at a time, looked up in a 128-entry
 // table by one vpermi2b (0x80 for any character outside the alphabet, '=' included; non-ASCII
 // bytes caught by their own high bit), merged by two multiply-adds and packed to 48 bytes by a
-// vpermb. Exactly decode_base64_groups_scalar (base64/decode.cpp): the same bytes, the same verdict.
+// vpermb. Exactly decode_base64_groups_scalar (base64/decode.cpp): the same bytes, the same
+// verdict.
 //
 // Compiled with the AVX-512 flags (cpp/CMakeLists.txt); to nothing elsewhere.
 #include "levels/compiled_features.hpp"
@@ -31,7 +32,8 @@ constexpr tables table;
 
 }  // namespace
 
-bool decode_base64_groups_avx512(const char* text, std::size_t groups, unsigned char* out) noexcept {
+bool decode_base64_groups_avx512(const char* text, std::size_t groups,
+                                 unsigned char* out) noexcept {
     const __m512i lookup_low = _mm512_load_si512(table.lookup);
     const __m512i lookup_high = _mm512_load_si512(table.lookup + 64);
     const __m512i pack = _mm512_load_si512(table.pack);

@@ -16,11 +16,11 @@
 #if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
 
+#include "base64/row_encoder.hpp"
 #include "common/formats.hpp"
 #include "common/fp_environment.hpp"
-#include "levels/avx512/avx512.hpp"
-#include "base64/row_encoder.hpp"
 #include "common/scalar_ops.hpp"
+#include "levels/avx512/avx512.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -5,14 +5,14 @@
 
 namespace tensorb64 {
 
-constexpr implementation avx512_implementation{
+constexpr implementation avx512_implementation {
     simd_level::avx512, "avx512",
-    feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2 |
-        feature::avx512f | feature::avx512bw | feature::avx512vl | feature::avx512dq |
-        feature::avx512vbmi,
+        feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2 |
+            feature::avx512f | feature::avx512bw | feature::avx512vl | feature::avx512dq |
+            feature::avx512vbmi,
 #if TENSORB64_COMPILES_AVX512
-    encode_rows_avx512, &float_text_writers_avx512, parse_number_row_avx512,
-    decode_base64_groups_avx512,
+        encode_rows_avx512, &float_text_writers_avx512, parse_number_row_avx512,
+        decode_base64_groups_avx512,
 #endif
 };
 

@@ -1,6 +1,6 @@
-// The AVX-512 JSON number-row parser (the avx512 implementation's, dispatch/implementation.hpp): numbers eight
-// at a time, in three ways. The row's layout, read from the commas in its first 64 bytes, picks
-// the first; each hands the row's rest to the next where it cannot go on.
+// The AVX-512 JSON number-row parser (the avx512 implementation's, dispatch/implementation.hpp):
+// numbers eight at a time, in three ways. The row's layout, read from the commas in its first 64
+// bytes, picks the first; each hands the row's rest to the next where it cannot go on.
 //
 //  * Short numbers (orjson's / vLLM's rows: at most 15 bytes, "," between): four to a vector, one
 //    64-byte window per four, each number right-aligned in a 16-byte lane (parse_short_row).
@@ -37,8 +37,8 @@
 #include <cstdint>
 
 #include "common/fp_environment.hpp"
-#include "levels/avx512/avx512.hpp"
 #include "json/number_parser.hpp"
+#include "levels/avx512/avx512.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -757,7 +757,7 @@ number_row parse_long_row(const char* p, const char* end, float* out,
 }  // namespace
 
 detail::number_row parse_number_row_avx512(const char* p, const char* end, float* out,
-                                   std::size_t capacity) noexcept {
+                                           std::size_t capacity) noexcept {
     // The layout from the commas in the row's first 64 bytes (or all of it, if shorter).
     const std::size_t left = static_cast<std::size_t>(end - p);
     const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;

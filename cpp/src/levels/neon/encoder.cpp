@@ -14,11 +14,11 @@
 #if TENSORB64_COMPILES_NEON
 #include <arm_neon.h>
 
+#include "base64/row_encoder.hpp"
 #include "common/formats.hpp"
 #include "common/fp_environment.hpp"
-#include "levels/neon/neon.hpp"
-#include "base64/row_encoder.hpp"
 #include "common/scalar_ops.hpp"
+#include "levels/neon/neon.hpp"
 
 namespace tensorb64 {
 namespace {

@@ -6,11 +6,11 @@
 
 namespace tensorb64 {
 
-constexpr implementation neon_implementation{
+constexpr implementation neon_implementation {
     simd_level::neon, "neon", feature::neon,
 #if TENSORB64_COMPILES_NEON
-    encode_rows_neon, &float_text_writers_scalar, detail::parse_number_row_scalar,
-    decode_base64_groups_scalar,
+        encode_rows_neon, &float_text_writers_scalar, detail::parse_number_row_scalar,
+        decode_base64_groups_scalar,
 #endif
 };
 

@@ -12,9 +12,12 @@ void encode_rows_scalar(const row_job& job) noexcept { encode_rows_with<scalar_o
 extern const float_text_writers float_text_writers_scalar{write_values_f32, write_values_f64,
                                                           write_values_orjson_f32};
 
-constexpr implementation scalar_implementation{
-    simd_level::scalar, "scalar", 0,
-    encode_rows_scalar, &float_text_writers_scalar, detail::parse_number_row_scalar,
-    decode_base64_groups_scalar};
+constexpr implementation scalar_implementation{simd_level::scalar,
+                                               "scalar",
+                                               0,
+                                               encode_rows_scalar,
+                                               &float_text_writers_scalar,
+                                               detail::parse_number_row_scalar,
+                                               decode_base64_groups_scalar};
 
 }  // namespace tensorb64
