@@ -4,13 +4,15 @@
 # marked `clients`):
 #   1. openai 3.x with LangChain's OpenAIEmbeddings, LlamaIndex's OpenAIEmbedding and LiteLLM;
 #   2. openai 2.x alone (the patch's own tests).
-# Usage: ci/client_check.sh WHEEL (the tensorb64 wheel under test).
+# Usage: ci/client_check.sh WHEEL (the tensorb64 wheel under test), or ci/client_check.sh --prepare
+# (the venvs alone, no wheel needed: .ci/run builds them in the background).
 # The venvs (~0.5 GB together) are kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci)
 # and reused while their requirements are unchanged; on a fresh machine they are built (pip's
 # cache is used where present). Fails on a failure, and on a skip (nothing here may skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-wheel=$(realpath "$1")
+prepare=false
+if [[ ${1:?usage: ci/client_check.sh WHEEL | --prepare} == --prepare ]]; then prepare=true; else wheel=$(realpath "$1"); fi
 python=${CLIENT_PYTHON:-python3.11}
 cache=${TENSORB64_CI_CACHE:-/var/cache/tensorb64-ci}
 mkdir -p "$cache"
@@ -32,7 +34,7 @@ venv_for() {  # name, requirements...: the venv's path, built or reused (by its 
   else
     echo "reusing $venv" >&2
   fi
-  "$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel" >&2
+  $prepare || "$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel" >&2
   echo "$venv"
 }
 
@@ -50,7 +52,8 @@ run_tests() {  # label, venv, pytest arguments...
 }
 
 venv3=$(venv_for client-venv "${frameworks[@]}" "${common[@]}")
+venv2=$(venv_for client-oa2-venv "${openai2[@]}" "${common[@]}")
+if $prepare; then exit 0; fi
 run_tests "openai 3.57" "$venv3" tests/test_float64_rows.py tests/test_openai_patch.py
 run_tests "the frameworks (openai 3.57)" "$venv3" -m clients tests/test_client_frameworks.py
-venv2=$(venv_for client-oa2-venv "${openai2[@]}" "${common[@]}")
 run_tests "openai 2.54" "$venv2" tests/test_float64_rows.py tests/test_openai_patch.py
