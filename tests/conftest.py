@@ -73,3 +73,22 @@ def pytest_runtest_protocol(item, nextitem):
     finally:
         if limit > 0:
             faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture
+def native_reads(monkeypatch):
+    """For the openai patch's tests: the number of responses tensorb64.openai.patch() read with
+    the core (not handed back to the client's own parse); the patch is undone afterwards."""
+    from tensorb64 import _openai_patch
+
+    count = [0]
+    original = _openai_patch._read_embeddings
+
+    def counting(*args):
+        parsed = original(*args)
+        count[0] += parsed is not None
+        return parsed
+
+    monkeypatch.setattr(_openai_patch, "_read_embeddings", counting)
+    yield count
+    _openai_patch.unpatch()

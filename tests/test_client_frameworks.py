@@ -30,28 +30,11 @@ llama_openai = pytest.importorskip("llama_index.embeddings.openai")
 litellm = pytest.importorskip("litellm")
 plain_httpx = pytest.importorskip("httpx")  # LiteLLM's own HTTP handler is built on httpx
 
-from tensorb64 import _openai_patch  # noqa: E402
 from tensorb64.openai import patch, unpatch  # noqa: E402
 from tests.support.openai_mock import BASE_URL, async_http_client, same, server, sync_http_client  # noqa: E402
 
 X = np.random.default_rng(7).normal(0, 0.05, (5, 64)).astype(np.float32)
 TEXTS = ["a", "b", "c", "d"]
-
-
-@pytest.fixture
-def native_reads(monkeypatch):
-    """The number of responses the patch read with the core."""
-    count = [0]
-    original = _openai_patch._read_embeddings
-
-    def counting(*args):
-        parsed = original(*args)
-        count[0] += parsed is not None
-        return parsed
-
-    monkeypatch.setattr(_openai_patch, "_read_embeddings", counting)
-    yield count
-    unpatch()
 
 
 def patched_and_not(call):

@@ -9,7 +9,6 @@ Needs the `examples` extra (openai); skipped without it. Run with openai 3.57 an
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 
 import numpy as np
@@ -19,17 +18,7 @@ from tensorb64.openai import aembed, embed, response_body
 
 openai = pytest.importorskip("openai", reason="openai is not installed (pip install 'tensorb64[examples]')")
 
-def _http_library():
-    """The HTTP library the client is built on (httpx; httpx2 in openai 3.x)."""
-    client = openai.OpenAI(api_key="unused", base_url="http://mock.test/v1")
-    try:
-        modules = [cls.__module__.split(".")[0] for cls in type(client._client).__mro__]
-        return importlib.import_module(next(m for m in modules if m != "openai"))
-    finally:
-        client.close()
-
-
-httpx = _http_library()
+from tests.support.openai_mock import httpx  # noqa: E402  (after the importorskip: it imports openai)
 
 X = np.random.default_rng(0).normal(0, 0.05, (4, 96)).astype(np.float32)
 

@@ -16,7 +16,6 @@ import json
 import numpy as np
 import pytest
 
-from tensorb64 import _openai_patch
 from tensorb64.openai import is_patched, patch, unpatch
 
 openai = pytest.importorskip("openai", reason="openai is not installed (pip install 'tensorb64[examples]')")
@@ -34,22 +33,6 @@ def float_rows_body(rows_text: list[str]) -> bytes:
 
 def server(answer=None, **kwargs):
     return mock_server(X, answer, **kwargs)
-
-
-@pytest.fixture
-def native_reads(monkeypatch):
-    """The number of responses the patch read with the core (not handed back to the client)."""
-    count = [0]
-    original = _openai_patch._read_embeddings
-
-    def counting(*args):
-        parsed = original(*args)
-        count[0] += parsed is not None
-        return parsed
-
-    monkeypatch.setattr(_openai_patch, "_read_embeddings", counting)
-    yield count
-    unpatch()
 
 
 def outcome(call):
