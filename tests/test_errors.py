@@ -131,7 +131,13 @@ def test_malformed_json_carries_the_offset_json_loads_gives(as_str):
             json.loads(body)
         with pytest.raises(DecodeError) as caught:
             decode_response_body(body if as_str else body.encode())
-        assert caught.value.pos == expected.value.pos, body
+        json_pos = expected.value.pos
+        if body == '{"data":[],}' and sys.version_info >= (3, 13):
+            # CPython 3.13 names a trailing comma itself ("Illegal trailing comma", at the comma);
+            # earlier versions, and the reader, the byte after it, where a name was expected.
+            assert json_pos == body.index(",}")
+            json_pos += 1
+        assert caught.value.pos == json_pos, body
         assert caught.value.row is None
         assert caught.value.reason.startswith("malformed JSON: expected ")
         assert f"at byte {caught.value.pos}" in str(caught.value)
