@@ -12,7 +12,8 @@
 # output for each wheel is "wheel NAME ARCH FILE".
 #
 # Environment: TENSORB64_CI_CACHE (ci/interpreters.sh), ZIG_GLOBAL_CACHE_DIR (Zig's compiled
-# libc++ per target; default: in the cache folder), AARCH64 (space-separated names to cross-build
+# libc++ per target; default: in the cache folder), ZIG (the one zig binary all the Zig builds
+# use; default: the first build venv's), AARCH64 (space-separated names to cross-build
 # for aarch64; default "3.11 3.13", the versions Debian's arm64 packages give headers and an
 # interpreter for: ci/arm64_sysroot.sh).
 set -euo pipefail
@@ -42,6 +43,9 @@ for line in "${interpreters[@]}"; do
     "$python" -m venv "$env"
   fi
   "$env/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "${build_tools[@]}"
+  # One zig binary for every Zig build of this run, so Zig builds libc++ once a target
+  # (ci/build_old_glibc_wheels.sh says why); all envs install the same ziglang release.
+  [[ -n ${ZIG:-} ]] || export ZIG="$("$env/bin/python" -c 'import ziglang, pathlib; print(pathlib.Path(ziglang.__file__).parent / "zig")')"
   if [[ "$name" == *t ]]; then
     # Free-threaded: built with this machine's g++ rather than Zig. The Zig build goes through a
     # CMake toolchain file (cross-compiling, even for x86_64), and FindPython then does not take a

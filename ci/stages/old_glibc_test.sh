@@ -9,5 +9,11 @@ aarch64=$(built 'old-glibc/*manylinux2014_aarch64*.whl' old_glibc)
 # (they build the sources, not the wheel: run once, in the stage 'slow').
 test_venv "$work/env-old-glibc" "$x86_64"
 run_suite "$work/env-old-glibc/bin/python" "not needs_source_tree"  # the example server: the g++ run has it
-PYTHON="$python" ci/test_emulated_wheel.sh westmere "$x86_64"
-PYTHON="$work/build-env/bin/python" ARM64_SYSROOT="$work/arm64-sysroot" ci/test_emulated_wheel.sh aarch64 "$aarch64"
+# The two emulated runs side by side: each is one qemu process (one core).
+PYTHON="$python" ci/test_emulated_wheel.sh westmere "$x86_64" >"$work/westmere.log" 2>&1 &
+westmere=$!
+status=0
+PYTHON="$work/build-env/bin/python" ARM64_SYSROOT="$work/arm64-sysroot" ci/test_emulated_wheel.sh aarch64 "$aarch64" || status=$?
+wait "$westmere" || status=$?
+cat "$work/westmere.log"
+exit "$status"

@@ -9,20 +9,22 @@
 #      AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
 #   3. the libFuzzer targets (clang): fuzz_encode (every level equals scalar; identity encodings
 #      decode back to the input), fuzz_rows (odd strides, threads > 1 equal threads = 1) and
-#      fuzz_body (any bytes as a response body: an error or a result, threads > 1 equal one);
+#      fuzz_body (any bytes as a response body: an error or a result, threads > 1 equal one), run
+#      side by side, each for about its seconds of one core;
 #   4. (--full) the Python extension built with ASan + UBSan, and a subset of the Python suite run
-#      against it with libasan preloaded;
+#      against it with libasan preloaded (on JOBS pytest-xdist workers);
 #   5. (--full) the Python extension (core included) built with ThreadSanitizer (clang), and the
 #      concurrency tests run against it on a free-threaded CPython itself built with
 #      --with-thread-sanitizer (TSAN_PYTHON; ci/interpreters.sh 3.14t-tsan builds one): calls
 #      truly in parallel, every access of the interpreter and of the extension seen by TSan.
 #
 # Usage: cpp/hardening/sanitize.sh [--quick | --full] [--fuzz SECONDS]
-#   (default)   steps 1-3, fuzzers 60 s each, core_tests in full          (~6-8 min on 2 cores)
+#   (default)   steps 1-3, fuzzers 60 s of a core each, core_tests in full (~5-6 min on 2 cores)
 #   --quick     steps 1-3 with core_tests --quick, edge_tests --quick under valgrind, fuzzers 20 s
-#   --full      steps 1-4
+#   --full      steps 1-5
 #   --fuzz S    only build and run each fuzzer for S seconds (a long run: --fuzz 3600)
-# Environment: JOBS (default 2), TENSORB64_HARDENING_BUILD (default build/hardening), TSAN_PYTHON
+# Environment: JOBS (cores to use: build jobs, ctest and pytest workers, fuzzers side by side;
+#   default 2), TENSORB64_HARDENING_BUILD (default build/hardening), TSAN_PYTHON
 #   (step 5: a free-threaded CPython built with --with-thread-sanitizer; skipped when unset).
 # Exits non-zero if anything failed; prints a summary either way.
 set -u -o pipefail
@@ -61,6 +63,20 @@ step() {  # step NAME COMMAND...: runs it, records PASS/FAIL and its time
     tail -n 40 "$log"
   fi
 }
+# Like step, for a command already started in the background (its output going to LOG): waits
+# for it and records it the same way.
+step_wait() {  # step_wait NAME START_SECONDS PID LOG
+  local name="$1" start="$2" pid="$3" log="$4"
+  echo "=== $name"
+  if wait "$pid"; then
+    summary+=("PASS  $(printf '%4ds' $((SECONDS - start)))  $name")
+    tail -n 3 "$log"
+  else
+    summary+=("FAIL  $(printf '%4ds' $((SECONDS - start)))  $name   (log: $log)")
+    failed=1
+    tail -n 40 "$log"
+  fi
+}
 skip() { summary+=("SKIP         $1"); echo "=== $1: SKIPPED"; }
 finish() {
   echo
@@ -87,7 +103,7 @@ build_core() {  # build_core DIR CXX FLAGS [CMAKE ARGS...]
 run_ctest() {  # run_ctest DIR CTEST ARGS...
   local dir="$1"
   shift
-  ctest --test-dir "$dir" --timeout "${CTEST_TIMEOUT:-1800}" --output-on-failure "$@"
+  ctest --test-dir "$dir" -j "$jobs" --timeout "${CTEST_TIMEOUT:-1800}" --output-on-failure "$@"
 }
 
 # ---- libFuzzer --------------------------------------------------------------------------------
@@ -98,16 +114,32 @@ run_fuzzers() {
   mkdir -p "$dir"
   local fflags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -g -O1"
   step "fuzz: build core (clang, ASan+UBSan)" build_fuzz_core "$clang" "$dir" "$fflags"
-  for target in fuzz_encode fuzz_rows fuzz_body; do
+  local targets=(fuzz_encode fuzz_rows fuzz_body) target
+  for target in "${targets[@]}"; do
     step "fuzz: build $target" "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
          -fno-sanitize-recover=all -I"$root/cpp/include" "$here/$target.cpp" "$dir/core/libtensorb64_core.a" \
          -pthread -o "$dir/$target"
+  done
+  # The runs side by side (each libFuzzer process uses one core), each for fuzz_seconds x (the
+  # runs / the cores they share), so that each still gets about fuzz_seconds of a core.
+  local n=0 cores="$jobs"
+  for target in "${targets[@]}"; do [ -x "$dir/$target" ] && n=$((n + 1)); done
+  [ "$cores" -le "$n" ] || cores="$n"
+  local seconds=$(( (fuzz_seconds * n + cores - 1) / (cores > 0 ? cores : 1) )) start=$SECONDS pids=() names=()
+  for target in "${targets[@]}"; do
     [ -x "$dir/$target" ] || continue
     # New inputs go to a scratch corpus; the committed seeds are read only.
     mkdir -p "$dir/corpus_$target"
-    step "fuzz: run $target ${fuzz_seconds}s" "$dir/$target" -max_total_time="$fuzz_seconds" \
-         -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/crash-$target-" \
-         "$dir/corpus_$target" "$here/corpus/$target"
+    "$dir/$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$dir/crash-$target-" "$dir/corpus_$target" "$here/corpus/$target" \
+      >"$build/fuzz_run_$target.log" 2>&1 &
+    pids+=($!)
+    names+=("$target")
+  done
+  local i
+  for i in "${!pids[@]}"; do
+    step_wait "fuzz: run ${names[i]} ${seconds}s (beside $((n - 1)) others on $cores cores)" "$start" "${pids[i]}" \
+      "$build/fuzz_run_${names[i]}.log"
   done
 }
 build_fuzz_core() {
@@ -162,7 +194,7 @@ python_under_asan() {
   PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
     "$py" -c "import tensorb64._native as n, sys; assert n.__file__.startswith('$target'), n.__file__; print('extension:', n.__file__)" || return 1
   (cd "$root" && PYTHONPATH="$target" LD_PRELOAD="$libasan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
-    "$py" -m pytest -q -p no:cacheprovider -o timeout=900 tests/test_float32_parity.py tests/test_dtypes.py tests/test_rfc4648.py \
+    "$py" -m pytest -q -p no:cacheprovider -o timeout=900 -n "$jobs" tests/test_float32_parity.py tests/test_dtypes.py tests/test_rfc4648.py \
       tests/test_bad_inputs.py tests/test_decode.py tests/test_hostile_inputs.py tests/test_concurrency.py \
       tests/test_binary_body.py tests/test_reader.py tests/test_response_body.py tests/test_float_text.py \
       tests/test_decode_response_body.py)
