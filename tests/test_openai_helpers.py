@@ -8,6 +8,7 @@ import pytest
 
 import tensorb64
 import tensorb64.openai as tb_openai
+from tensorb64 import _native
 from tensorb64.openai import embedding_data
 
 torch = pytest.importorskip("torch", reason="torch (the test extra) is not installed")
@@ -45,6 +46,18 @@ def test_vllm_layout_puts_index_first(batch, encoding_format):
     assert [list(entry) for entry in vllm_order] == [["index", "object", "embedding"]] * len(batch)
     assert vllm_order == openai_order  # (dicts compare without their order)
     assert embedding_data(batch, layout="openai") == embedding_data(batch)
+
+
+@pytest.mark.parametrize("layout", sorted(_native._response_layouts()))
+def test_entries_dump_as_the_body_writes_them_in_every_layout(batch, layout):
+    """Every layout of the core's table: the entries json.dumps writes are the body's data, byte for
+    byte (their keys in that layout's order), for base64 and float rows."""
+    for encoding_format in ("base64", "float"):
+        data = embedding_data(batch, encoding_format=encoding_format, float_format="shortest", layout=layout)
+        body = tb_openai.response_body(batch, model="m", encoding_format=encoding_format, float_format="shortest",
+                                       layout=layout)
+        assert json.loads(body)["data"] == data
+        assert json.dumps(data, separators=(",", ":")).encode() in body
 
 
 def test_default_format_is_float(batch):

@@ -17,6 +17,7 @@ in bounded chunks, for ``StreamingResponse``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 import sys
@@ -70,6 +71,10 @@ def _cut(rows, dimensions):
         accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
         raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
     return rows[:, : int(dimensions)]
+
+
+# Each layout's data-entry keys, in its order.
+_ENTRY_KEYS = {name: entry_keys for name, (entry_keys, _) in _native._response_layouts().items()}
 
 
 def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "float", dimensions: int | None = None,
@@ -132,9 +137,11 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     else:
         write = _cuda.encode_rows if _cuda.route(rows) != "host" else encode_rows
         values = write(rows, dtype=dtype, byteorder=byteorder, threads=threads)
-    if layout == "vllm":  # (a dict's keys are written in the order they were inserted)
-        return [{"index": first + i, "object": "embedding", "embedding": value} for i, value in enumerate(values)]
-    return [{"object": "embedding", "index": first + i, "embedding": value} for i, value in enumerate(values)]
+    # Each entry's keys in the layout's order, from the core's table (json writes a dict's keys in
+    # the order they were inserted).
+    columns = {"object": itertools.repeat("embedding"), "index": itertools.count(first), "embedding": values}
+    keys = _ENTRY_KEYS[layout]
+    return [dict(zip(keys, entry, strict=True)) for entry in zip(*(columns[key] for key in keys), strict=False)]
 
 
 # ---- the whole response body --------------------------------------------------------------------
