@@ -9,6 +9,7 @@
 #include "float_text.hpp"
 #include "reader.hpp"
 #include "sizes.hpp"
+#include "tensorb64/body_reader.hpp"
 
 namespace binding {
 
@@ -126,35 +127,38 @@ PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
             for (std::size_t r = 0; r < source.rows; ++r) text_rows[r] = text.data() + r * bound;
         }
         tb::float_text_result result;
+        std::vector<double> read_back(from_text ? count : 0);
+        bool read_back_whole = true;
         {
             gil_released_if released(count >= release_gil_above_values);
             tb::encode_rows(source, float32, value_rows.data(), threads, tb::row_output::bytes);
             // "repr": the float32 values themselves, NaN and infinity included (what .tolist()
             // gives: a server serialising with orjson writes null for them, json.dumps refuses
-            // them); the other formats read floats back from text, which these values lack.
+            // them); the other formats read floats back from text, which these values lack, as
+            // json.loads (and so float()) reads that text.
             result = from_text ? tb::write_float_rows(converted, format, text_rows.data(),
                                                       lengths.data(), threads)
                                : tb::float_text_result{true, 0, 0};
+            for (std::size_t r = 0; from_text && result.finite && r < source.rows; ++r)
+                read_back_whole =
+                    tb::read_float_row_double(text_rows[r], lengths[r],
+                                              read_back.data() + r * source.row_length,
+                                              source.row_length) &&
+                    read_back_whole;
         }
         if (!result.finite) refuse_non_finite(result);
+        if (!read_back_whole)  // (the core's own text: never, unless the writer and reader
+                               // disagree)
+            raise(PyExc_SystemError, "_float_lists: the float text written did not read back");
         ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
         if (!list) throw python_error{};
         for (std::size_t r = 0; r < source.rows; ++r) {
             PyObject* row = PyList_New(static_cast<Py_ssize_t>(source.row_length));
             if (row == nullptr) throw python_error{};
             PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), row);
-            const char* at = from_text ? text_rows[r] + 1 : nullptr;  // after the '['
             for (std::size_t i = 0; i < source.row_length; ++i) {
-                double value = values[r * source.row_length + i];
-                if (from_text) {
-                    // The text is the core's own (digits, '.', 'e', sign), each number ended by
-                    // ',' or ']': read as float() reads it.
-                    char* end = nullptr;
-                    value = PyOS_string_to_double(at, &end, nullptr);
-                    if (value == -1.0 && PyErr_Occurred()) throw python_error{};
-                    at = end + 1;
-                }
-                PyObject* item = PyFloat_FromDouble(value);
+                const std::size_t at = r * source.row_length + i;
+                PyObject* item = PyFloat_FromDouble(from_text ? read_back[at] : values[at]);
                 if (item == nullptr) throw python_error{};
                 PyList_SET_ITEM(row, static_cast<Py_ssize_t>(i), item);
             }

@@ -246,6 +246,22 @@ void test_float_rows_as_double() {
     CHECK(narrow.values.size() == 1 && narrow.values[0] == 0.1f);
 }
 
+// read_float_row_double: one row's text to doubles; the whole text, exactly `count` numbers.
+void test_read_float_row_double() {
+    const std::string row = "[0.1,-0.0,1e-45,3.4028235e+38]";
+    double v[4] = {};
+    CHECK(tb::read_float_row_double(row.data(), row.size(), v, 4));
+    CHECK(v[0] == 0.1 && v[1] == 0.0 && std::signbit(v[1]) && v[2] == 1e-45 &&
+          v[3] == 3.4028235e38);
+    CHECK(!tb::read_float_row_double(row.data(), row.size(), v, 3));      // more numbers than asked
+    CHECK(!tb::read_float_row_double(row.data(), row.size(), v, 5));      // fewer
+    CHECK(!tb::read_float_row_double(row.data(), row.size() - 1, v, 4));  // no closing ']'
+    CHECK(!tb::read_float_row_double(row.data() + 1, row.size() - 1, v, 4));  // no '['
+    CHECK(!tb::read_float_row_double(row.data(), 0, v, 0));
+    const std::string trailing = row + " ";
+    CHECK(!tb::read_float_row_double(trailing.data(), trailing.size(), v, 4));
+}
+
 void test_stored_formats() {
     // float16 big-endian rows, kept (widen=false) and widened.
     const unsigned char half_be[] = {0x3c, 0x00, 0xc0, 0x00};  // 1.0, -2.0
@@ -555,6 +571,7 @@ int main() {
         test_written_bodies();
         test_float_rows();
         test_float_rows_as_double();
+        test_read_float_row_double();
         test_stored_formats();
         test_errors();
         test_unicode_escape_digits();

@@ -116,4 +116,11 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
                                 body_allocator allocate, void* context, body_layout* layout,
                                 std::vector<byte_span>* embeddings);
 
+// One row of float text, `[` numbers `]` as write_float_rows writes a row (JSON whitespace
+// allowed), read to the doubles json.loads gives: true if it holds exactly `count` numbers, written
+// to out[0, count). For a caller that hands the text's numbers on as Python floats. Never reads at
+// or past text + size.
+bool read_float_row_double(const char* text, std::size_t size, double* out,
+                           std::size_t count) noexcept;
+
 }  // namespace tensorb64

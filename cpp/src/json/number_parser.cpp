@@ -18,6 +18,7 @@
 //  4. The double rounded to float32 (nearest, ties to even), again in integers.
 // Integer arithmetic only, so that the caller's rounding mode and FTZ/DAZ cannot change a bit.
 #include "json/number_parser.hpp"
+#include "tensorb64/body_reader.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -648,5 +649,13 @@ number_row parse_number_row(const char* p, const char* end, float* out,
 }
 
 }  // namespace detail
+
+bool read_float_row_double(const char* text, std::size_t size, double* out,
+                           std::size_t count) noexcept {
+    if (size == 0 || text[0] != '[') return false;
+    const detail::number_row row =
+        detail::parse_number_row_double(text + 1, text + size, out, count);
+    return row.error_at == nullptr && row.count == count && row.end == text + size;
+}
 
 }  // namespace tensorb64
