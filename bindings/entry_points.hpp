@@ -10,6 +10,7 @@ namespace binding {
 extern PyMethodDef
     encode_methods[];  // encode_entry.cpp: encode, encode_rows, _row_bytes, _row_shape
 extern PyMethodDef float_text_methods[];  // float_text_entry.cpp: json_rows, _check_finite
+extern PyMethodDef float_list_methods[];  // float_list_entry.cpp: _read_float_lists
 extern PyMethodDef body_methods[];    // body_entry.cpp: _response_body_base64/_float, _entry_bound
 extern PyMethodDef decode_methods[];  // decode_entry.cpp: _decoded_length, _decode_into
 extern PyMethodDef body_reader_methods[];  // body_reader_entry.cpp: _decode_response_body

