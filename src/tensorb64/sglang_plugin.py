@@ -156,10 +156,9 @@ def embedding_body(module, ret, encoding_format: str, model: str):
     if not np.isfinite(rows).all():
         return None  # (float: orjson writes null for them, which the core does not write)
     prompt_tokens = sum(item.get("meta_info", {}).get("prompt_tokens", 0) for item in ret)
-    envelope = module.EmbeddingResponse(
-        data=[], model=model, usage=module.UsageInfo(prompt_tokens=prompt_tokens, total_tokens=prompt_tokens)
-    )
-    members = _envelope_members(envelope)
+    if type(model) is not str or type(prompt_tokens) is not int:
+        return None
+    members = _envelope_for(module, model, prompt_tokens)
     if members is None:
         return None
     return _Body(rows, members=members, encoding_format=encoding_format, float_format="orjson", threads=1,
@@ -180,6 +179,16 @@ def read_rows(ret):
     return rows
 
 
+# The envelope is a function of the model's name and the token count alone: its text is made by
+# SGLang's own models and FastAPI's encoder (~80 us, as much as a small body) once per pair.
+@functools.lru_cache(maxsize=1024)
+def _envelope_for(module, model: str, prompt_tokens: int):
+    envelope = module.EmbeddingResponse(
+        data=[], model=model, usage=module.UsageInfo(prompt_tokens=prompt_tokens, total_tokens=prompt_tokens)
+    )
+    return _envelope_members(envelope)
+
+
 def _envelope_members(envelope):
     """The envelope's members but "data", each key and value as SGLang's route writes them
     (FastAPI's jsonable_encoder, then orjson), for the core's "sglang" layout; None where its
@@ -190,8 +199,8 @@ def _envelope_members(envelope):
     fields = jsonable_encoder(envelope)
     if tuple(fields) != _sglang_fields():
         return None
-    return [(orjson.dumps(key), orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
-            for key, value in fields.items() if key != "data"]
+    return tuple((orjson.dumps(key), orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+                 for key, value in fields.items() if key != "data")
 
 
 @functools.cache
