@@ -1,6 +1,7 @@
 """SGLang's /v1/embeddings route with the tensorb64 plugin on and off, in one process.
 
-    TENSORB64_SGLANG_WHEEL=path/to/sglang-0.5.23-*.whl python -m benchmarks.sglang_route_bench
+    TENSORB64_SGLANG_WHEEL=path/to/sglang-0.5.23-*.whl [TENSORB64_DYNAMO_WHEEL=path/to/ai_dynamo-1.6.1-*.whl] \
+        python -m benchmarks.sglang_route_bench
 
 Run from the repository root (it reads SGLang's code with tests.support.sglang_code). What is
 timed is what SGLang's API process does for a request once its scheduler has handed the rows over
@@ -8,7 +9,8 @@ timed is what SGLang's API process does for a request once its scheduler has han
 _build_embedding_response (read from its wheel) behind a FastAPI route declared as SGLang's,
 driven as an ASGI app (no HTTP server, no network, no model), plugin off against on, interleaved
 request by request, with an A/A pair (off against off) for the noise floor. Also: the rows read
-by _read_float_lists alone, in ns a value.
+by _read_float_lists alone, in ns a value; with Dynamo's wheel, its SGLang worker's row encoder
+(read from the wheel) over a 64×3072 batch, its own against the plugin's.
 """
 
 from __future__ import annotations
@@ -86,6 +88,23 @@ def main() -> None:
         _native._read_float_lists(rows, out)
         reads.append(time.perf_counter() - start)
     print(f"\n_read_float_lists, 64×3072 Python floats: {statistics.median(reads) * 1e9 / out.size:.2f} ns a value (median of 51)")
+    dynamo_wheel = os.environ.get("TENSORB64_DYNAMO_WHEEL")
+    if dynamo_wheel:
+        sglang_code.install(sglang_code.dynamo_sources(dynamo_wheel), folder)
+        handler = importlib.import_module(sglang_code.DYNAMO_MODULE)
+        own_encoder = handler._encode_floats_to_base64
+        assert sglang_plugin.patch_dynamo(handler)
+        swapped = handler._encode_floats_to_base64
+        assert [swapped(row) for row in rows] == [own_encoder(row) for row in rows]
+        batches = {"Dynamo's own": [], "swapped": []}
+        for _ in range(21):
+            for name, encoder in (("Dynamo's own", own_encoder), ("swapped", swapped)):
+                start = time.perf_counter()
+                [encoder(row) for row in rows]
+                batches[name].append(time.perf_counter() - start)
+        own_ms, swapped_ms = (statistics.median(batches[k]) * 1e3 for k in ("Dynamo's own", "swapped"))
+        print(f"Dynamo 1.6.1's SGLang worker, _encode_floats_to_base64 over a 64×3072 batch: its own {own_ms:.2f} ms, "
+              f"swapped {swapped_ms:.2f} ms ({own_ms / swapped_ms:.1f}×; medians of 21)")
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.close()
     sglang_code.uninstall(folder)

@@ -101,7 +101,7 @@ def test_bodies_are_sglangs_own(sglang_tree, monkeypatch):
     assert list(first) == ["data", "model", "object", "usage"] and list(first["data"][0]) == ["embedding", "index", "object"]
 
 
-def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch):
+def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch, caplog):
     """NaN and infinity (orjson's null), ints, rows of other lengths, a value past float32 in
     base64 (struct.pack's error), a request not over HTTP (the gRPC bridge's): SGLang's own answer,
     exactly, and the plugin's writer is never asked."""
@@ -109,6 +109,8 @@ def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch):
 
     module = importlib.import_module(MODULE)
     original = module.OpenAIServingEmbedding
+    monkeypatch.setattr(sglang_plugin, "_failure_logged", False)
+    caplog.set_level(logging.ERROR, logger=sglang_plugin.logger.name)
     nan_rows = items_of([[0.5, float("nan")], [float("inf"), -float("inf")]])
     cases = [
         (nan_rows, "float"),
@@ -133,10 +135,13 @@ def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch):
     serving = patched(TokenizerManager(items_of(rows_f32(2, 8))))
     result = asyncio.run(serving._handle_non_streaming_request(None, EmbeddingRequest("base64"), None))
     assert isinstance(result, module.EmbeddingResponse)
+    assert not caplog.records  # each of these declined, none by the plugin failing
     # a failure inside the plugin: SGLang's own answer, logged once
     monkeypatch.setattr(sglang_plugin, "_envelope_members", lambda envelope: 1 / 0)
     expected = answer(original, items_of(rows_f32(2, 8)), "float")
     assert answer(patched, items_of(rows_f32(2, 8)), "float") == expected
+    assert answer(patched, items_of(rows_f32(2, 8)), "float") == expected
+    assert [r.message for r in caplog.records] == ["tensorb64: writing an embeddings body failed; SGLang's own answered (logged once)"]
 
 
 def test_patched_once_on_import_and_kept_off_when_asked(sglang_tree, monkeypatch):
@@ -184,3 +189,53 @@ def test_read_rows_reads_python_floats_exactly():
     assert sglang_plugin.read_rows(items_of([[1.0], [1.0, 2.0]])) is None
     assert sglang_plugin.read_rows([{"embedding": "abc"}]) is None
     assert sglang_plugin.read_rows([{"no embedding": []}]) is None
+
+
+# ---- Dynamo's SGLang worker ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dynamo_tree(tmp_path):
+    wheel = os.environ.get("TENSORB64_DYNAMO_WHEEL")
+    if not wheel:
+        pytest.skip("TENSORB64_DYNAMO_WHEEL (a path to ai-dynamo's wheel; ci/vllm_check.sh sets it) is not set")
+    sglang_code.install(sglang_code.dynamo_sources(wheel), tmp_path)
+    try:
+        yield
+    finally:
+        sglang_code.uninstall(tmp_path)
+
+
+def test_dynamo_encoder_gives_dynamos_strings(dynamo_tree):
+    """Dynamo 1.6.1's _encode_floats_to_base64, read from its wheel, against the swapped one: the
+    same strings (or the same error) for rows of float32 values, doubles, special values, ints,
+    NaN, infinity, values past float32, an empty row; swapped once, on import."""
+    import importlib
+
+    sglang_plugin.register()
+    module = importlib.import_module(sglang_code.DYNAMO_MODULE)
+    swapped = module._encode_floats_to_base64
+    original = swapped.__tensorb64_replaces__
+    assert original.__module__ == sglang_code.DYNAMO_MODULE
+    assert sglang_plugin.patch_dynamo(module) and module._encode_floats_to_base64 is swapped
+    rows = rows_f32(3, 3072) + rows_f32(2, 7, scale=1e30) + [SPECIAL[:8], [0.1, 1 / 3, -2.5e-39, 1e-46], [],
+                                                              [1, 2.5], [float("nan"), -float("inf")]]
+    for row in rows:
+        assert swapped(row) == original(row), row[:4]
+    for bad in ([1e39], [1e300, 0.0]):
+        with pytest.raises(OverflowError):
+            original(bad)
+        with pytest.raises(OverflowError):
+            swapped(bad)
+
+
+def test_dynamo_encoder_of_another_release_is_left_alone(caplog):
+    import types
+
+    def _encode_floats_to_base64(floats, byteorder="<"):
+        return "dynamo's own"
+
+    module = types.SimpleNamespace(__name__=sglang_code.DYNAMO_MODULE, _encode_floats_to_base64=_encode_floats_to_base64)
+    with caplog.at_level(logging.WARNING, logger=sglang_plugin.logger.name):
+        assert not sglang_plugin.patch_dynamo(module)
+    assert module._encode_floats_to_base64 is _encode_floats_to_base64 and "Dynamo's own is kept" in caplog.text

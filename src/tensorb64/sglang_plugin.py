@@ -18,8 +18,12 @@ are not equally long lists of floats, a NaN or infinity, a value past float32's 
 request, an envelope of other fields) and any request that did not come over HTTP (SGLang's gRPC
 bridge serialises the builder's result itself) go to SGLang's own code, untouched.
 
-The patch is applied when SGLang's serving module is imported (or at once, if it already is),
-through the package's one after-import mechanism: a process that never imports it pays for a hook
+Dynamo's SGLang worker (``dynamo.sglang.request_handlers.embedding.embedding_handler``, Dynamo
+1.6.1): its per-row ``_encode_floats_to_base64`` is replaced by one that reads the row natively and
+encodes it with the core (the same strings; a row it does not take, Dynamo's own).
+
+Both patches are applied when their module is imported (or at once, if it already is),
+through the package's one after-import mechanism: a process that never imports them pays for a hook
 in ``sys.meta_path`` and nothing more. Loading the plugin twice changes nothing.
 """
 
@@ -37,6 +41,7 @@ from ._import_hooks import after_import
 
 ENABLE_VARIABLE = "TENSORB64_SGLANG"
 SERVING_MODULE = "sglang.srt.entrypoints.openai.serving_embedding"
+DYNAMO_MODULE = "dynamo.sglang.request_handlers.embedding.embedding_handler"
 
 # The methods' parameters in the release whose answer this writes (0.5.23).
 BUILD_PARAMETERS = ("self", "ret", "encoding_format")
@@ -55,6 +60,7 @@ def register() -> None:
     if os.environ.get(ENABLE_VARIABLE, "1").strip().lower() in ("0", "false", "no", "off"):
         return
     after_import(SERVING_MODULE, patch_serving)
+    after_import(DYNAMO_MODULE, patch_dynamo)
 
 
 def _replaced(function) -> bool:
@@ -152,7 +158,8 @@ def embedding_body(module, ret, encoding_format: str, model: str):
     if encoding_format == "base64":
         # struct.pack("<f") rounds each double to float32 as numpy's cast does, and refuses one past
         # float32's range; NaN and infinity keep SGLang's own (struct's NaN bits are its own).
-        rows = rows.astype(np.float32)
+        with np.errstate(over="ignore"):  # (past float32: inf, checked below)
+            rows = rows.astype(np.float32)
     if not np.isfinite(rows).all():
         return None  # (float: orjson writes null for them, which the core does not write)
     prompt_tokens = sum(item.get("meta_info", {}).get("prompt_tokens", 0) for item in ret)
@@ -206,3 +213,44 @@ def _envelope_members(envelope):
 @functools.cache
 def _sglang_fields() -> tuple:
     return _native._response_layouts()["sglang"][1]
+
+
+# ---- Dynamo's SGLang worker -----------------------------------------------------------------------
+
+
+def patch_dynamo(module) -> bool:
+    """Replace ``module._encode_floats_to_base64`` with one that encodes a row of Python floats with
+    the core; True if it is (now or already) tensorb64's."""
+    original = getattr(module, "_encode_floats_to_base64", None)
+    if _replaced(original):
+        return True
+    if _parameters(original) != ("floats",):
+        logger.warning("tensorb64: this Dynamo's %s._encode_floats_to_base64 is not one tensorb64 knows; Dynamo's own "
+                       "is kept", module.__name__)
+        return False
+    module._encode_floats_to_base64 = _encode_floats_to_base64_for(original)
+    logger.info("tensorb64: Dynamo's SGLang worker encodes its base64 rows with tensorb64")
+    return True
+
+
+def _encode_floats_to_base64_for(original):
+    import numpy as np
+
+    from ._encode import encode_rows
+
+    def _encode_floats_to_base64(floats):
+        # Dynamo's: struct.pack("<nf", *floats) then base64. The row read natively, rounded to
+        # float32 as struct rounds it; NaN, infinity and values past float32 (struct's error) are
+        # Dynamo's own to write.
+        row = read_rows([{"embedding": floats}])
+        if row is None:
+            return original(floats)
+        with np.errstate(over="ignore"):  # (past float32: inf, checked below)
+            row = row.astype(np.float32)
+        if not np.isfinite(row).all():
+            return original(floats)
+        return encode_rows(row)[0]
+
+    _encode_floats_to_base64.__tensorb64_replaces__ = original
+    _encode_floats_to_base64.__doc__ = original.__doc__
+    return _encode_floats_to_base64

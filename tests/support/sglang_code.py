@@ -85,7 +85,7 @@ def install(modules: dict[str, str], folder: pathlib.Path) -> None:
 
 def uninstall(folder: pathlib.Path) -> None:
     sys.path.remove(str(folder))
-    for name in [n for n in sys.modules if n == "sglang" or n.startswith("sglang.")]:
+    for name in [n for n in sys.modules if n.split(".")[0] in ("sglang", "dynamo")]:
         del sys.modules[name]
 
 
@@ -150,3 +150,17 @@ async def request(app, encoding_format: str):
 
 def answer(serving_cls, items, encoding_format: str):
     return asyncio.run(request(route(serving_cls, items), encoding_format))
+
+
+DYNAMO_MODULE = "dynamo.sglang.request_handlers.embedding.embedding_handler"
+
+
+def dynamo_sources(wheel: str) -> dict[str, str]:
+    """Dynamo 1.6.1's SGLang worker's row encoder, _encode_floats_to_base64, as read from its wheel,
+    with the imports it uses, in a module of its own name (the rest of the module imports SGLang's
+    engine)."""
+    with zipfile.ZipFile(wheel) as z:
+        source = z.read(DYNAMO_MODULE.replace(".", "/") + ".py").decode()
+    (function,) = _definitions(source, ["_encode_floats_to_base64"], ast.FunctionDef).values()
+    header = "import base64\nimport struct\nfrom typing import List\n\n\n"
+    return {DYNAMO_MODULE.replace(".", "/") + ".py": header + ast.get_source_segment(source, function) + "\n"}
