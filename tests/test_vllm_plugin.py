@@ -211,6 +211,77 @@ def test_plugin_turned_off(env):
     )
 
 
+# ---- the next vLLM's layout (RFC #54653): this vLLM's own code moved, shims left at the old names ----
+
+MOVED_CHECK = """
+import importlib, logging, sys, warnings
+warnings.simplefilter("ignore")
+records = []
+handler = logging.Handler()
+handler.emit = records.append
+logger = logging.getLogger("vllm.plugins.tensorb64")
+logger.addHandler(handler)
+logger.setLevel(logging.INFO)
+from vllm.plugins import load_general_plugins
+load_general_plugins()  # the entry point, as vLLM loads it
+for name in sys.argv[1].split(","):
+    importlib.import_module(name)
+serving = sys.modules["vllm.frontend.entrypoints.pooling.embed.serving"]
+assert serving.__file__.endswith("vllm/frontend/entrypoints/pooling/embed/serving.py"), serving.__file__
+method = serving.ServingEmbedding._openai_json_response
+original = method.__tensorb64_replaces__
+assert not hasattr(original, "__tensorb64_replaces__"), "patched twice"
+assert [r.getMessage() for r in records if "tensorb64" in r.getMessage()] == [
+    f"tensorb64: vLLM {sys.modules['vllm'].__version__}'s /v1/embeddings float and base64 bodies are written by tensorb64"]
+
+import torch
+from vllm.outputs import PoolingOutput, PoolingRequestOutput
+from tensorb64 import vllm_plugin
+instance = object.__new__(serving.ServingEmbedding)
+utils = importlib.import_module("vllm.frontend.entrypoints.pooling.utils")
+if hasattr(utils, "get_json_response_cls"):  # 0.32 answers through self.json_response_cls
+    instance.json_response_cls = utils.get_json_response_cls()
+rows = torch.randn(3, 384, generator=torch.Generator().manual_seed(5))
+batch = [PoolingRequestOutput(f"embd-{i}", PoolingOutput(data=row.clone()), [1] * (i + 2), 0, True) for i, row in enumerate(rows)]
+for encoding_format in ("float", "base64"):
+    arguments = (batch, "embd-moved", 1764500000, "minilm", encoding_format, "float16", "big")
+    ours = method(instance, *arguments)
+    assert bytes(ours.body) == bytes(original(instance, *arguments).body), encoding_format
+    assert vllm_plugin.openai_json_body(serving, *arguments) == bytes(ours.body)
+print("imported:", ",".join(sorted(n for n in vllm_plugin.SERVING_MODULES if n in sys.modules)))
+"""
+
+
+@pytest.fixture(scope="module")
+def moved_vllm(tmp_path_factory):
+    """This vLLM's package with vllm/entrypoints moved to vllm/frontend/entrypoints as RFC #54653
+    (draft PR #54654) moves it: vLLM's imports rewritten, a shim at every old module name."""
+    import pathlib
+
+    from tests.support import vllm_moved
+
+    return vllm_moved.build(pathlib.Path(vllm.__file__).parent.parent, tmp_path_factory.mktemp("moved-vllm"))
+
+
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "vllm.frontend.entrypoints.pooling.embed.serving",  # vLLM's own imports: today's name never imported
+        "vllm.entrypoints.pooling.embed.serving",  # today's name, through its shim
+        "vllm.frontend.entrypoints.pooling.embed.serving,vllm.entrypoints.pooling.embed.serving",
+    ],
+)
+def test_moved_layout_patched_once(moved_vllm, imports):
+    """vLLM's own serving code, moved: the plugin loaded by vLLM finds ServingEmbedding at its new
+    module, whichever name is imported (and whether today's ever is), replaces it once (one log
+    line), and its bodies are the moved vLLM's own, byte for byte."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(moved_vllm), os.environ.get("PYTHONPATH")]))}
+    out = run_python(MOVED_CHECK.replace("sys.argv[1]", repr(imports)), env=env)
+    assert "imported: " + ",".join(sorted(set(imports.split(",")) | {"vllm.frontend.entrypoints.pooling.embed.serving"})) in out
+
+
 # ---- a real `vllm serve` --------------------------------------------------------------------------
 
 # is_matryoshka lets requests ask for `dimensions` (vLLM then truncates and normalises in its pooler).
@@ -306,74 +377,6 @@ def test_server_plugin_never_failed_over(servers):
     """After the requests above: none of them had its body written by vLLM's own method because
     the plugin's failed (which it logs once)."""
     assert "writing an embeddings body failed" not in servers["on"].output()
-
-
-# ---- Dynamo's vLLM worker -------------------------------------------------------------------------
-
-# dynamo.vllm.handlers itself cannot be imported here (Dynamo 1.6.1 pins vLLM 0.31 and imports
-# torchvision, whose PyPI build does not load with torch 2.13's CPU build), so its row encoder is
-# read from Dynamo's wheel: the functions themselves, with the imports they use, in a module of that
-# name, which the plugin patches as it would patch Dynamo's.
-DYNAMO_FUNCTIONS = ("_flatten_pooling_tensor", "_pooling_output_to_list", "_encode_floats_to_base64", "_pooling_output_to_base64")
-
-
-@pytest.fixture(scope="module")
-def dynamo_handlers_source():
-    import ast
-    import os
-    import zipfile
-
-    wheel = os.environ.get("TENSORB64_DYNAMO_WHEEL")
-    if not wheel:
-        pytest.skip("TENSORB64_DYNAMO_WHEEL (a path to ai-dynamo's wheel; ci/vllm_check.sh sets it) is not set")
-    with zipfile.ZipFile(wheel) as z:
-        source = z.read("dynamo/vllm/handlers.py").decode()
-    functions = {node.name: ast.get_source_segment(source, node) for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
-    missing = [name for name in DYNAMO_FUNCTIONS if name not in functions]
-    assert not missing, f"Dynamo's handlers.py has no {missing}"
-    header = "import base64\nimport struct\nfrom typing import Any\n\nimport numpy as np\nimport torch\n\n\n"
-    return header + "\n\n\n".join(functions[name] for name in DYNAMO_FUNCTIONS) + "\n"
-
-
-def dynamo_rows():
-    """Rows as Dynamo's worker gets them: 1-D, (1, D), other float dtypes, views, grad, empty."""
-    x = embeddings(4, 384)
-    x[0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0])
-    yield x[0]
-    yield x[1:2]
-    yield x[2].to(torch.bfloat16)
-    yield x[2].to(torch.float16)
-    yield x[3].to(torch.float64) * 1e300  # beyond float32: cast as torch casts (inf)
-    yield x[:, 5]  # a strided view
-    yield x[3].clone().requires_grad_()
-    yield torch.empty(0)
-    yield embeddings(1, 3072)[0]
-
-
-def test_dynamo_encoder_swapped_on_import(dynamo_handlers_source, tmp_path):
-    """The plugin registered before Dynamo's module is imported (as in Dynamo's worker, where
-    vLLM loads plugins first): importing it swaps the encoder; the strings are Dynamo's own."""
-    package = tmp_path / "dynamo" / "vllm"
-    package.mkdir(parents=True)
-    (tmp_path / "dynamo" / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
-    (package / "handlers.py").write_text(dynamo_handlers_source)
-    sys.path.insert(0, str(tmp_path))
-    try:
-        vllm_plugin.register()
-        import dynamo.vllm.handlers as handlers
-
-        swapped = handlers._pooling_output_to_base64
-        original = swapped.__tensorb64_replaces__
-        assert original.__module__ == "dynamo.vllm.handlers" and swapped is not original
-        assert vllm_plugin.patch_dynamo(handlers) and handlers._pooling_output_to_base64 is swapped  # idempotent
-        for row in dynamo_rows():
-            assert swapped(row) == original(row)
-        assert swapped([0.5, 1.5, 2.5]) == original([0.5, 1.5, 2.5])  # (a list: Dynamo's own path)
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in ("dynamo.vllm.handlers", "dynamo.vllm", "dynamo"):
-            sys.modules.pop(name, None)
 
 
 # ---- SGLang: the hook docs/integrations.md gives ---------------------------------------------------

@@ -35,8 +35,13 @@ from . import _native
 from ._import_hooks import after_import
 
 ENABLE_VARIABLE = "TENSORB64_VLLM"
-SERVING_MODULE = "vllm.entrypoints.pooling.embed.serving"
+# Where ServingEmbedding is defined: today's module (0.32, 0.33), and the one vLLM's package-layout
+# RFC (#54653) moves it to, leaving a shim at today's name. vLLM's own imports then name the new
+# module only, so a hook on today's name alone would never run; the shim, where something imports
+# it, is the new module (or re-exports its class), which is patched once.
+SERVING_MODULES = ("vllm.entrypoints.pooling.embed.serving", "vllm.frontend.entrypoints.pooling.embed.serving")
 DYNAMO_MODULE = "dynamo.vllm.handlers"
+DYNAMO_POOLING_MODULE = "dynamo.vllm.pooling_handlers"
 
 # ServingEmbedding._openai_json_response's parameters in the releases whose answer this writes:
 # 0.32 (answers through self.json_response_cls, orjson) and 0.33 (through create_json_response,
@@ -60,12 +65,22 @@ def register() -> None:
     """The entry point vLLM calls in each of its processes."""
     if os.environ.get(ENABLE_VARIABLE, "1").strip().lower() in ("0", "false", "no", "off"):
         return
-    after_import(SERVING_MODULE, patch_serving)
+    for name in SERVING_MODULES:
+        after_import(name, patch_serving)
     after_import(DYNAMO_MODULE, patch_dynamo)
+    after_import(DYNAMO_POOLING_MODULE, patch_dynamo_pooling)
 
 
 def _replaced(function) -> bool:
     return getattr(function, "__tensorb64_replaces__", None) is not None
+
+
+def _parameters(function):
+    """The names of function's parameters, or None where it has none to read (not a function)."""
+    try:
+        return tuple(inspect.signature(function).parameters) if function is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 # ---- vLLM's API server -------------------------------------------------------------------------
@@ -78,13 +93,12 @@ def patch_serving(module) -> bool:
     original = getattr(cls, "_openai_json_response", None)
     if _replaced(original):
         return True
+    # The response model and the usage are read from the module that defines the class (a shim
+    # at an old path may re-export the class alone).
+    module = sys.modules.get(getattr(cls, "__module__", None), module)
     version = getattr(sys.modules.get("vllm"), "__version__", "unknown")
     missing = [name for name in ("EmbeddingResponse", "get_pooling_usage") if not hasattr(module, name)]
-    try:
-        parameters = tuple(inspect.signature(original).parameters) if original is not None else None
-    except (TypeError, ValueError):
-        parameters = None
-    if parameters != OPENAI_JSON_RESPONSE_PARAMETERS or missing:
+    if _parameters(original) != OPENAI_JSON_RESPONSE_PARAMETERS or missing:
         logger.warning(
             "tensorb64: vLLM %s's embeddings response builder (%s.ServingEmbedding._openai_json_response) is not one "
             "tensorb64 knows; vLLM's own is kept",
@@ -150,10 +164,7 @@ def openai_json_body(
     rows = _stacked_rows(final_res_batch, encoding_format)
     if rows is None:
         return None
-    envelope = module.EmbeddingResponse(
-        id=request_id, created=created_time, model=model_name, data=[], usage=module.get_pooling_usage(final_res_batch)
-    ).model_dump()
-    members = _envelope_members(envelope, with_orjson)
+    members = _envelope_members(module, final_res_batch, request_id, created_time, model_name, with_orjson)
     if members is None:
         return None
     body = _Body(rows, members=members, encoding_format=encoding_format, dtype=embed_dtype, byteorder=endianness,
@@ -170,29 +181,70 @@ def _stacked_rows(final_res_batch, encoding_format):
     """The batch's rows as one [batch, dim] tensor, or None where vLLM's own method answers."""
     import torch
 
-    rows = [getattr(getattr(output, "outputs", None), "data", None) for output in final_res_batch]
+    try:
+        rows = [output.outputs.data for output in final_res_batch]
+    except AttributeError:
+        return None
     if not rows:
         return None
     first = rows[0]
     if not isinstance(first, torch.Tensor) or first.ndim != 1:
         return None
-    if encoding_format == "float" and first.dtype != torch.float32:
+    dtype = first.dtype
+    if encoding_format == "float" and dtype != torch.float32:
         return None  # vLLM writes other dtypes' values as Python floats (bfloat16) or numpy's float16 text
     if len(rows) == 1:
         return first[None]  # a view (torch.stack would copy)
-    for row in rows:
-        if not (isinstance(row, torch.Tensor) and row.shape == first.shape and row.dtype == first.dtype and row.device == first.device):
+    for row in rows:  # one dtype (torch.stack would promote a mixed batch); shapes and devices: stack's check
+        if not isinstance(row, torch.Tensor) or row.dtype is not dtype:
             return None
-    return torch.stack(rows)
-
-
-def _envelope_members(envelope: dict, with_orjson: bool):
-    """``envelope``'s members but "data", each key and value as vLLM writes them (orjson, or
-    json.dumps as Starlette's JSONResponse calls it), for the core's "vllm" layout; None where
-    its fields are not that layout's (another release's response: the body would differ)."""
-    if tuple(envelope) != _vllm_fields():
+    try:
+        return torch.stack(rows)
+    except RuntimeError:  # rows of different lengths or on different devices
         return None
-    return [(_dumps(key, with_orjson), _dumps(value, with_orjson)) for key, value in envelope.items() if key != "data"]
+
+
+def _envelope_members(module, final_res_batch, request_id, created_time, model_name, with_orjson: bool):
+    """The envelope's members but "data", each key and value as vLLM writes them (orjson, or
+    json.dumps as Starlette's JSONResponse calls it), for the core's "vllm" layout; None where
+    vLLM's own should answer (an envelope of other fields: another release's response).
+
+    The request's id and created time are serialised here; the rest of the envelope is a
+    function of the model's name and the prompt's token count alone, made by vLLM's own models
+    once per pair (its pydantic response, built per request, costs as much as a 64-row base64
+    body)."""
+    if type(request_id) is not str or type(created_time) is not int or not (model_name is None or type(model_name) is str):
+        return None  # (what vLLM's EmbeddingResponse would convert: its own answers)
+    prompt_tokens = 0
+    for output in final_res_batch:  # what vLLM's get_pooling_usage counts
+        token_ids = output.prompt_token_ids
+        prompt_tokens += len(token_ids) if token_ids is not None else 0
+    shared = _shared_members(module.EmbeddingResponse, module.get_pooling_usage, model_name, prompt_tokens, with_orjson)
+    if shared is None:
+        return None
+    return [(b'"id"', _dumps(request_id, with_orjson)), (b'"created"', _dumps(created_time, with_orjson)), *shared]
+
+
+class _PromptTokens:
+    """A pooling output as far as vLLM's get_pooling_usage reads it: its prompt's token count."""
+
+    __slots__ = ("prompt_token_ids",)
+
+    def __init__(self, count: int):
+        self.prompt_token_ids = range(count)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_members(response_model, get_pooling_usage, model_name, prompt_tokens: int, with_orjson: bool):
+    """The envelope's members but "data", "id" and "created", made by vLLM's own EmbeddingResponse
+    and get_pooling_usage for this model name and token count; None where its fields are not the
+    "vllm" layout's or it does not keep an id and a created time as given."""
+    usage = get_pooling_usage([_PromptTokens(prompt_tokens)])
+    envelope = response_model(id="", created=0, model=model_name, data=[], usage=usage).model_dump()
+    if tuple(envelope) != _vllm_fields() or envelope["id"] != "" or envelope["created"] != 0:
+        return None
+    return tuple((_dumps(key, with_orjson), _dumps(value, with_orjson)) for key, value in envelope.items()
+                 if key not in ("data", "id", "created"))
 
 
 @functools.cache
@@ -212,22 +264,47 @@ def _dumps(value, with_orjson: bool) -> bytes:
 
 # ---- Dynamo's vLLM worker ----------------------------------------------------------------------
 
+# vLLM's embed_dtype and endianness names, which Dynamo's pooling handlers accept (its
+# _POOLING_EMBED_DTYPES and _POOLING_ENDIANNESS) and the core takes as they are.
+VLLM_EMBED_DTYPES = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
+VLLM_ENDIANNESS = ("little", "big", "native")
+
 
 def patch_dynamo(module) -> bool:
-    """Replace ``module._pooling_output_to_base64`` with one that encodes a tensor row with
-    ``encode_rows``; True if it is (now or already) tensorb64's."""
-    original = getattr(module, "_pooling_output_to_base64", None)
+    """Replace ``module._pooling_output_to_base64`` (``dynamo.vllm.handlers``, the embeddings
+    route) with one that encodes a tensor row with ``encode_rows``; True if it is (now or
+    already) tensorb64's."""
+    return _swap(module, "_pooling_output_to_base64", ("data",), _pooling_output_to_base64_for,
+                 "encodes its base64 embeddings")
+
+
+def patch_dynamo_pooling(module) -> bool:
+    """Replace ``module._pooling_output_to_nested`` and ``_encode_pooling_output``
+    (``dynamo.vllm.pooling_handlers``, the /pooling route's float and base64 or bytes data) with
+    the core's; True if both are (now or already) tensorb64's."""
+    nested = _swap(module, "_pooling_output_to_nested", ("data",), _pooling_output_to_nested_for,
+                   "writes its /pooling float data")
+    encoded = _swap(module, "_encode_pooling_output", ("data", "embed_dtype", "endianness"),
+                    _encode_pooling_output_for, "encodes its /pooling base64 and bytes data")
+    return nested and encoded
+
+
+def _swap(module, name: str, parameters: tuple, replacement_for, what: str) -> bool:
+    """Replace the function ``module.<name>`` with ``replacement_for(original)`` where its
+    parameters are ``parameters`` (the release whose output the replacement reproduces); True if
+    it is (now or already) tensorb64's. Logs one line either way."""
+    original = getattr(module, name, None)
     if _replaced(original):
         return True
-    try:
-        parameters = tuple(inspect.signature(original).parameters) if original is not None else None
-    except (TypeError, ValueError):
-        parameters = None
-    if parameters != ("data",):
-        logger.warning("tensorb64: this Dynamo's %s._pooling_output_to_base64 is not one tensorb64 knows; Dynamo's own is kept", module.__name__)
+    if _parameters(original) != parameters:
+        logger.warning("tensorb64: this Dynamo's %s.%s is not one tensorb64 knows; Dynamo's own is kept",
+                       module.__name__, name)
         return False
-    module._pooling_output_to_base64 = _pooling_output_to_base64_for(original)
-    logger.info("tensorb64: Dynamo's vLLM worker encodes its base64 rows with tensorb64")
+    replacement = replacement_for(original)
+    replacement.__tensorb64_replaces__ = original
+    replacement.__doc__ = original.__doc__
+    setattr(module, name, replacement)
+    logger.info("tensorb64: Dynamo's vLLM worker %s with tensorb64", what)
     return True
 
 
@@ -243,6 +320,42 @@ def _pooling_output_to_base64_for(original):
             return encode_rows(data.detach().reshape(1, data.numel()))[0]
         return original(data)
 
-    _pooling_output_to_base64.__tensorb64_replaces__ = original
-    _pooling_output_to_base64.__doc__ = original.__doc__
     return _pooling_output_to_base64
+
+
+def _pooling_output_to_nested_for(original):
+    import torch
+
+    # The dtypes whose every value float32 holds exactly: the core's float32 values are the
+    # tensor's own (float64 would be rounded).
+    exact_in_float32 = (torch.float32, torch.bfloat16, torch.float16)
+
+    def _pooling_output_to_nested(data):
+        # Dynamo's: data.detach().cpu().tolist(), nested as the tensor is. For a row or a matrix
+        # the same floats (NaN and infinity included), made by the core from the tensor's memory.
+        if isinstance(data, torch.Tensor) and data.dtype in exact_in_float32 and data.ndim in (1, 2):
+            rows = data.detach().cpu()
+            lists = _native._float_lists(rows if rows.ndim == 2 else rows[None])
+            return lists if rows.ndim == 2 else lists[0]
+        return original(data)
+
+    return _pooling_output_to_nested
+
+
+def _encode_pooling_output_for(original):
+    import torch
+
+    from ._encode import encode_rows
+
+    def _encode_pooling_output(data, embed_dtype, endianness):
+        # Dynamo's: (base64 of vLLM's tensor2binary(data.detach().cpu(), embed_dtype, endianness):
+        # the tensor cast to embed_dtype, flattened, in that byte order; and the shape). The same
+        # bytes written by the core in one pass over the tensor read as one row (in place, or
+        # staged from the GPU).
+        if (isinstance(data, torch.Tensor) and data.is_floating_point() and embed_dtype in VLLM_EMBED_DTYPES
+                and endianness in VLLM_ENDIANNESS):
+            row = data.detach().reshape(1, data.numel())
+            return encode_rows(row, dtype=embed_dtype, byteorder=endianness)[0], list(data.shape)
+        return original(data, embed_dtype, endianness)
+
+    return _encode_pooling_output
