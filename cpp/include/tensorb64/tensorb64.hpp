@@ -275,6 +275,9 @@ struct response_layout {
 //   sglang: {"data":[{"embedding":...,"index":I,"object":"embedding"},...],"model":...,
 //            "object":...,"usage":...}  (SGLang's EmbeddingResponse and EmbeddingObject, their
 //            fields in declaration order, as its route sends them)
+//   infinity: {"object":"list","data":[{"object":"embedding","embedding":...,"index":I},...],
+//            "model":...,"usage":...,"id":...,"created":...}  (Infinity's OpenAIEmbeddingResult
+//            and _EmbeddingObject, their fields in declaration order, as its route sends them)
 extern const response_layout response_layouts[];
 extern const std::size_t response_layout_count;
 inline const response_layout& openai_response_layout() noexcept { return response_layouts[0]; }

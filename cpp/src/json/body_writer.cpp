@@ -22,6 +22,7 @@ namespace {
 constexpr std::string_view openai_fields[] = {"object", "data", "model", "usage"};
 constexpr std::string_view vllm_fields[] = {"id", "object", "created", "model", "data", "usage"};
 constexpr std::string_view sglang_fields[] = {"data", "model", "object", "usage"};
+constexpr std::string_view infinity_fields[] = {"object", "data", "model", "usage", "id", "created"};
 
 }  // namespace
 
@@ -40,6 +41,10 @@ constexpr response_layout response_layouts[] = {
      {entry_key::embedding, entry_key::index, entry_key::object},
      sglang_fields,
      sizeof sglang_fields / sizeof sglang_fields[0]},
+    {"infinity",
+     {entry_key::object, entry_key::embedding, entry_key::index},
+     infinity_fields,
+     sizeof infinity_fields / sizeof infinity_fields[0]},
 };
 const std::size_t response_layout_count = sizeof response_layouts / sizeof response_layouts[0];
 
