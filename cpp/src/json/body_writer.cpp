@@ -22,7 +22,8 @@ namespace {
 constexpr std::string_view openai_fields[] = {"object", "data", "model", "usage"};
 constexpr std::string_view vllm_fields[] = {"id", "object", "created", "model", "data", "usage"};
 constexpr std::string_view sglang_fields[] = {"data", "model", "object", "usage"};
-constexpr std::string_view infinity_fields[] = {"object", "data", "model", "usage", "id", "created"};
+constexpr std::string_view infinity_fields[] = {"object", "data", "model",
+                                                "usage",  "id",   "created"};
 
 }  // namespace
 
