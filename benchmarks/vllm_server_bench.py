@@ -1,6 +1,7 @@
 """vLLM's API server end to end, tensorb64's plugin on and off.
 
-    python -m benchmarks.vllm_server_bench [--rounds 5] [--clients 8] [--out FILE]
+    python -m benchmarks.vllm_server_bench [--rounds 5] [--clients 8] [--builder-only] [--out FILE]
+    TENSORB64_DYNAMO_WHEEL=path/to/ai_dynamo-1.6.1-*.whl python -m benchmarks.vllm_server_bench --dynamo
 
 Run from the repository root (it imports the tests' `vllm serve` launcher, tests.support.vllm_serve)
 with the Python of a venv holding vLLM and the wheel under test (ci/vllm_check.sh builds one).
@@ -14,6 +15,9 @@ pooled rows (unit-norm float32) when a request's input is the token ids ``[D]`` 
 3072), so what is measured is the API server's own cost: the HTTP server, request parsing,
 vLLM's pooling pipeline, and the response body this plugin writes. A text input goes to the real
 model, for scale.
+
+--dynamo: Dynamo 1.6.1's vLLM worker encoders (read from its wheel by tests/support/dynamo_code.py)
+against the plugin's swaps, in this process, and nothing else.
 
 First, vLLM's response builder alone in this process (tensorb64's and vLLM's interleaved on the
 same rows): the part of a request the plugin changes.
@@ -187,6 +191,52 @@ def measure_builder(rounds: int) -> list:
     return results
 
 
+def measure_dynamo(rounds: int) -> list:
+    """Dynamo's vLLM worker encoders, its own (read from its wheel) against the plugin's swaps, on
+    the same tensors, interleaved: the embeddings route's per-row base64, the /pooling route's
+    base64 (vLLM's tensor2binary) and float (nested lists) data."""
+    import pathlib
+    import tempfile
+
+    import torch
+
+    from tensorb64 import vllm_plugin
+    from tests.support import dynamo_code
+
+    results = []
+    with dynamo_code.installed(pathlib.Path(tempfile.mkdtemp()), *dynamo_code.MODULES):
+        vllm_plugin.register()
+        import dynamo.vllm.handlers as handlers
+        import dynamo.vllm.pooling_handlers as pooling
+
+        generator = torch.Generator().manual_seed(0)
+        cases = [
+            ("embeddings base64", handlers._pooling_output_to_base64, ()),
+            ("/pooling base64 (float32, native)", pooling._encode_pooling_output, ("float32", "native")),
+            ("/pooling float (nested lists)", pooling._pooling_output_to_nested, ()),
+        ]
+        for shape in ((3072,), (512, 1024)):
+            data = torch.randn(*shape, generator=generator)
+            for label, swapped, extra in cases:
+                if label.startswith("embeddings") and len(shape) > 1:
+                    continue
+                original = swapped.__tensorb64_replaces__
+                assert swapped(data, *extra) == original(data, *extra)
+                calls = 200 if len(shape) == 1 else 3
+                times = {"on": [], "off": []}
+                for r in range(rounds):
+                    for name, function in (("on", swapped), ("off", original)) if r % 2 == 0 else (("off", original), ("on", swapped)):
+                        start = time.perf_counter()
+                        for _ in range(calls):
+                            function(data, *extra)
+                        times[name].append((time.perf_counter() - start) / calls)
+                on, off = statistics.median(times["on"]), statistics.median(times["off"])
+                results.append({"case": label, "shape": list(shape), "us_on": 1e6 * on, "us_off": 1e6 * off})
+                print(f"dynamo {label:>34} {str(tuple(shape)):>12} | tensorb64 {1e6 * on:9.1f} µs | Dynamo {1e6 * off:9.1f} µs | "
+                      f"{off / on:6.2f}x", flush=True)
+    return results
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
         serve(sys.argv[2:])
@@ -196,11 +246,23 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8, help="concurrent connections (default 8)")
     parser.add_argument("--seconds", type=float, default=1.0, help="about how long one round of one case runs (default 1)")
     parser.add_argument("--skip-model", action="store_true", help="stub rows only, not the real model")
+    parser.add_argument("--builder-only", action="store_true", help="vLLM's response builder alone, no servers")
+    parser.add_argument("--dynamo", action="store_true", help="Dynamo's vLLM worker encoders alone (TENSORB64_DYNAMO_WHEEL)")
     parser.add_argument("--out", help="write the results as JSON here too")
     args = parser.parse_args()
 
     print(f"load average at start: {os.getloadavg()}", flush=True)
+    if args.dynamo:
+        measure_dynamo(args.rounds)
+        print(f"load average at end: {os.getloadavg()}", flush=True)
+        return
     builder = measure_builder(args.rounds)
+    if args.builder_only:
+        print(f"load average at end: {os.getloadavg()}", flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump({"rounds": args.rounds, "builder": builder}, f, indent=1)
+        return
 
     root = tempfile.mkdtemp(prefix="vllm-bench-")
     servers = []
