@@ -113,14 +113,14 @@ bool size_float_body(const body_args& call, tb::float_format format, float_body&
                               call.first_index, &bound)) {
         bound = SIZE_MAX;
     }
-    body.size = checked_total(
-        1, checked_total(1, bound, "response body") + head_size + tail_size, "response body");
+    body.size = checked_total(1, checked_total(1, bound, "response body") + head_size + tail_size,
+                              "response body");
     return true;
 }
 
 // Writes head + entries + tail into `out` (body.size bytes): the length written.
-std::size_t write_float_body(const body_args& call, tb::float_format format,
-                             const float_body& body, char* out) {
+std::size_t write_float_body(const body_args& call, tb::float_format format, const float_body& body,
+                             char* out) {
     const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
     const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
     const tb::strided_rows& source = body.source;

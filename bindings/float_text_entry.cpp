@@ -3,6 +3,7 @@
 // first chunk).
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arguments.hpp"
@@ -54,18 +55,21 @@ tb::float_text_result write_float_rows_prepared(const tb::strided_rows& source,
     constexpr std::size_t least_row_prepared = 16 * 1024;
     if (source.rows < 2 || bound < least_row_prepared || source.rows * bound < prepare_from_bytes)
         return tb::write_float_rows(source, format, outputs, lengths, threads);
-    const std::size_t first = std::clamp<std::size_t>(prepared_ahead::first_piece_bytes / bound, 1,
-                                                      source.rows - 1);
+    const std::size_t first =
+        std::clamp<std::size_t>(prepared_ahead::first_piece_bytes / bound, 1, source.rows - 1);
     tb::float_text_result result =
         tb::write_float_rows(tb::slice_rows(source, 0, first), format, outputs, lengths, threads);
     if (!result.finite) return result;
     std::size_t written = 0;
     for (std::size_t r = 0; r < first; ++r) written += lengths[r];
-    const std::size_t predicted = std::min(
-        bound, static_cast<std::size_t>(static_cast<double>(written / first) *
-                                        prepared_ahead::predicted_share));
-    for (std::size_t r = first; predicted >= least_row_prepared && r < source.rows; ++r)
-        prepare_pages(outputs[r], predicted);
+    const std::size_t predicted =
+        std::min(bound, static_cast<std::size_t>(static_cast<double>(written / first) *
+                                                 prepared_ahead::predicted_share));
+    if (predicted >= least_row_prepared) {
+        prepare_each(source.rows - first, [&](std::size_t r) {
+            return std::pair{outputs[first + r], predicted};
+        });
+    }
     result = tb::write_float_rows(tb::slice_rows(source, first, source.rows - first), format,
                                   outputs + first, lengths + first, threads);
     result.row += first;

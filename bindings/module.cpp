@@ -147,7 +147,7 @@ int exec_module(PyObject* module) {
     PyMethodDef* const tables[] = {encode_methods, float_text_methods, float_list_methods,
                                    body_methods,   decode_methods,     body_reader_methods,
                                    name_methods,   argument_methods,   reader_methods,
-                                   tensor_methods, simd_methods,   output_memory_methods};
+                                   tensor_methods, simd_methods,       output_memory_methods};
     for (PyMethodDef* table : tables)
         if (PyModule_AddFunctions(module, table) != 0) return -1;
     const char* host = tb::host_byte_order == tb::byte_order::little ? "little" : "big";

@@ -49,31 +49,43 @@ std::uintptr_t page_size() noexcept {
 // with 16 KiB and 512 MiB with 64 KiB pages (arm64).
 std::uintptr_t huge_page_size() noexcept { return page_size() * (page_size() / 8); }
 
+#endif
+
 void count(std::atomic<std::uint64_t>& counter) noexcept {
     counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-#endif
-
 }  // namespace
 
-void prepare_pages(void* begin, std::size_t size) noexcept {
+bool page_resident(const void* address) noexcept {
+#if defined(__linux__)
+    const std::uintptr_t page = page_size();
+    unsigned char resident = 0;
+    return mincore(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(address) & ~(page - 1)),
+                   page, &resident) == 0 &&
+           (resident & 1) != 0;
+#else
+    (void)address;
+    return false;
+#endif
+}
+
+bool found_resident(const void* address) noexcept {
+    if (!preparation_enabled.load(std::memory_order_relaxed)) return true;  // (nothing to do)
+    count(prepared_count);
+    const bool resident = page_resident(address);
+    if (resident) count(resident_count);
+    return resident;
+}
+
+void prepare_pages(void* begin, std::size_t size, bool probe) noexcept {
 #if defined(__linux__)
     if (!preparation_enabled.load(std::memory_order_relaxed)) return;
     const std::uintptr_t page = page_size(), huge = huge_page_size();
     const auto start = reinterpret_cast<std::uintptr_t>(begin);
     const std::uintptr_t from = (start + page - 1) & ~(page - 1), to = (start + size) & ~(page - 1);
     if (from >= to) return;
-    count(prepared_count);
-    // Memory the allocator reused is resident already (its pages were written by an earlier
-    // output), and asking the kernel to populate it would walk its page tables for nothing (about
-    // 0.2 us a 4 KiB page: as long as writing base64 into it): the last whole page tells, as an
-    // allocator hands out a block from its front, which a header has just been written to.
-    unsigned char resident = 0;
-    if (mincore(reinterpret_cast<void*>(to - page), page, &resident) == 0 && (resident & 1) != 0) {
-        count(resident_count);
-        return;
-    }
+    if (probe && found_resident(reinterpret_cast<void*>(to - page))) return;
     // Huge pages only where a whole one lies inside the range: the kernel maps one only where its
     // aligned 2 MiB is inside a region so advised, and the block's first and last 2 MiB are shared
     // with whatever the allocator put beside it.
@@ -84,33 +96,45 @@ void prepare_pages(void* begin, std::size_t size) noexcept {
 #else
     (void)begin;
     (void)size;
+    (void)probe;
 #endif
 }
 
 std::size_t prepared_ahead::next_piece(std::size_t done, char* at, std::size_t row_bound) noexcept {
     const std::size_t left = rows_ - done;
-    if (done == 0) return std::clamp<std::size_t>(first_piece_bytes / row_bound, 1, left);
-    const double per_row = static_cast<double>(at - begin_) / static_cast<double>(done);
-    const auto piece = std::clamp<std::size_t>(
-        static_cast<std::size_t>(static_cast<double>(piece_bytes) / std::max(per_row, 1.0)), 1,
-        left);
-    // Prepared up to the end of this piece's predicted text, rounded up to a huge page (the next
-    // piece writes on into it), but never past the predicted end of the whole text less a margin
-    // for rows a little shorter than those so far, nor past the bound.
-    const auto remaining = static_cast<std::size_t>(per_row * static_cast<double>(left) * predicted_share);
-    const auto room = static_cast<std::size_t>(bound_end_ - at);
-    char* const last = at + std::min(remaining, room);
-    char* want = at + std::min(static_cast<std::size_t>(per_row * static_cast<double>(piece)), room);
+    std::size_t piece = 0;
+    if (done == 0) {
+        piece = std::clamp<std::size_t>(first_piece_bytes / row_bound, 1, left);
+    } else {
+        // The text a row takes, as the last piece wrote it (rows of another kind of values,
+        // shorter, change the prediction within a piece).
+        const double per_row =
+            std::max(static_cast<double>(at - piece_at_) / static_cast<double>(piece_rows_), 1.0);
+        piece = std::clamp<std::size_t>(
+            static_cast<std::size_t>(static_cast<double>(piece_bytes) / per_row), 1, left);
+        // Prepared up to the end of this piece's predicted text, rounded up to a huge page (the
+        // next piece writes on into it), but never past the predicted end of the whole text less
+        // a margin for rows a little shorter than those so far, nor past the bound.
+        const auto room = static_cast<std::size_t>(bound_end_ - at);
+        char* const last = at + std::min(static_cast<std::size_t>(
+                                             per_row * static_cast<double>(left) * predicted_share),
+                                         room);
+        char* want =
+            at + std::min(static_cast<std::size_t>(per_row * static_cast<double>(piece)), room);
 #if defined(__linux__)
-    const std::uintptr_t huge = huge_page_size();
-    want = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(want) + huge - 1) & ~(huge - 1));
+        const std::uintptr_t huge = huge_page_size();
+        want = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(want) + huge - 1) &
+                                       ~(huge - 1));
 #endif
-    want = std::min(want, last);
-    char* const from = std::max(prepared_, at);
-    if (want > from) {
-        prepare_pages(from, static_cast<std::size_t>(want - from));
-        prepared_ = want;
+        want = std::min(want, last);
+        char* const from = std::max(prepared_, at);
+        if (want > from) {
+            prepare_pages(from, static_cast<std::size_t>(want - from));
+            prepared_ = want;
+        }
     }
+    piece_at_ = at;
+    piece_rows_ = piece;
     return piece;
 }
 
@@ -143,8 +167,8 @@ PyObject* page_preparation_counts_entry(PyObject*, PyObject* const*, Py_ssize_t 
         };
         return checked(Py_BuildValue("{sKsKsKsKsK}", "prepared", value(prepared_count), "resident",
                                      value(resident_count), "huge_advised",
-                                     value(huge_advised_count), "populated",
-                                     value(populated_count), "refused", value(refused_count)));
+                                     value(huge_advised_count), "populated", value(populated_count),
+                                     "refused", value(refused_count)));
     });
 }
 

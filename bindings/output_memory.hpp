@@ -21,17 +21,29 @@
 
 namespace binding {
 
-// Outputs below this size are written as they come. Measured (benchmarks/page_preparation.py,
-// docs/limits.md): preparing costs one or two system calls (about 1 us, more with a heap's VMA
-// split) even where the memory is already resident, as a block the allocator reuses is; that is
-// lost in the writing of a block this large, while the faults it saves, in a fresh or trimmed
-// heap, cost hundreds of microseconds.
-constexpr std::size_t prepare_from_bytes = 1024 * 1024;
+// Outputs below this size are written as they come. Measured (docs/limits.md, the bench's body
+// section): preparing costs a system call or two even where the memory is already resident, as a
+// block the allocator reuses is (the probe that finds it so, mincore, about 2 us), which must be
+// lost in the writing: below 2 MiB it would not be for base64 (about 60 us a MiB), and the
+// 64x3072 base64 body and rows (1 MiB) would get slower by a few percent wherever memory is
+// reused; above it, the faults it saves where memory is fresh (256 a MiB, 2-20 us each) cost
+// several times the writing.
+constexpr std::size_t prepare_from_bytes = 2 * 1024 * 1024;
+
+// Whether the page holding `address` is resident (mincore; false where unknown).
+bool page_resident(const void* address) noexcept;
+
+// page_resident, for an output about to be prepared: counted (_page_preparation_counts); true
+// where preparing is switched off (_set_page_preparation), as there is then nothing to do.
+bool found_resident(const void* address) noexcept;
 
 // Prepares the whole pages of [begin, begin + size) for writing (the partial pages at either end
-// are left: they may belong to a neighbour, and are touched by the header's write anyway). Safe
-// without the GIL; never fails.
-void prepare_pages(void* begin, std::size_t size) noexcept;
+// are left: they may belong to a neighbour, and are touched by the header's write anyway), unless
+// `probe` finds its last whole page resident: memory the allocator reused was written to its end
+// by an earlier output, while a fresh block is untouched but for its header at the front; and
+// asking the kernel to populate resident memory would walk its page tables for nothing (about
+// 0.2 us a 4 KiB page, as long as writing base64 into it). Safe without the GIL; never fails.
+void prepare_pages(void* begin, std::size_t size, bool probe = true) noexcept;
 
 // The one call every allocation site makes before its output is written: prepare_pages for a
 // large output, nothing for a small one.
@@ -46,10 +58,24 @@ inline void prepare_releasing_gil(void* begin, std::size_t size) {
     prepare_pages(begin, size);
 }
 
+// Blocks allocated one after another for one output (block(i): the (begin, size) of block i, the
+// part of it that will be written), each prepared alone: all of them unless the last is resident
+// (one probe: blocks allocated together come from memory reused together, or fresh together).
+template <class Block>
+void prepare_each(std::size_t count, Block&& block) noexcept {
+    if (count == 0) return;
+    const auto [last, last_size] = block(count - 1);
+    if (last_size == 0 || found_resident(last + last_size - 1)) return;
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto [begin, size] = block(i);
+        prepare_pages(begin, size, false);
+    }
+}
+
 // The output of one call made of many blocks (an object a row): block(i) is the (begin, size) of
 // block i. Prepared as one range where the blocks follow one another with less than a page
 // between each and the next (as consecutive allocations do: the gaps are their headers, and no
-// page of anyone else's lies between), else each large block alone. Safe without the GIL.
+// page of anyone else's lies between), else each alone. Safe without the GIL.
 template <class Block>
 void prepare_blocks(std::size_t count, Block&& block) noexcept {
     constexpr std::size_t small_gap = 4096;
@@ -68,21 +94,20 @@ void prepare_blocks(std::size_t count, Block&& block) noexcept {
         prepare_pages(first, static_cast<std::size_t>(end - first));
         return;
     }
-    for (std::size_t i = 0; i < count; ++i) {
-        const auto [begin, size] = block(i);
-        prepare_for_writing(begin, size);
-    }
+    prepare_each(count, block);
 }
 
 // An output written front to back into memory made at a bound whose length is known only once it
 // is written (float text): prepared in steps just ahead of the writer, each as far as the text
-// written so far predicts the text will reach, never past it (the pages beyond the text stay
-// untouched: they are given back when the object is trimmed to its length).
+// written so far predicts the next piece will reach, never past the predicted end of the whole
+// (the pages beyond the text stay untouched: they are given back when the object is trimmed to its
+// length). Rows whose text is far shorter than the rows before them can leave one piece prepared
+// past the end, given back with the rest at the trim.
 class prepared_ahead {
 public:
     // [begin, bound_end): the memory the text starts at and may run to; `rows` rows to write.
     prepared_ahead(char* begin, char* bound_end, std::size_t rows) noexcept
-        : begin_(begin), bound_end_(bound_end), prepared_(begin), rows_(rows) {}
+        : bound_end_(bound_end), prepared_(begin), piece_at_(begin), rows_(rows) {}
 
     // How many rows to write next, from row `done` whose text begins at `at`, having prepared
     // what those rows' text is predicted to take (the first piece, which the prediction is made
@@ -93,17 +118,19 @@ public:
     // faulted one at a time (a handful of them).
     static constexpr std::size_t first_piece_bytes = 64 * 1024;
     // Each later piece: about this much text, prepared just before it is written. Large enough
-    // that the pieces' calls of the core cost nothing beside them, small enough that a prediction
-    // wrong for the last piece prepares little that is not written.
-    static constexpr std::size_t piece_bytes = 8 * 1024 * 1024;
+    // that the pieces' calls of the core (and a probe and two madvise calls each, about 5 us) cost
+    // nothing beside their writing (2-3 ms), small enough that what a wrong prediction prepares
+    // past the text (rows far shorter than those before them) is at most this and a huge page.
+    static constexpr std::size_t piece_bytes = 4 * 1024 * 1024;
     // How much of the text predicted from the rows so far is prepared: a margin for rows a little
     // shorter than those, so that what is prepared is written all the same.
     static constexpr double predicted_share = 0.98;
 
 private:
-    char* begin_;
     char* bound_end_;
-    char* prepared_;
+    char* prepared_;  // the end of what is prepared
+    char* piece_at_;  // where the last piece began, and its rows: the prediction's evidence
+    std::size_t piece_rows_ = 0;
     std::size_t rows_;
 };
 

@@ -19,7 +19,14 @@ import json
 import numpy as np
 
 import tensorb64
-from .allocator import allocator_states
+from .allocator import (
+    allocator_states,
+    first_call_lines,
+    first_call_of_a_process,
+    page_floor,
+    page_floor_lines,
+    unprepared,
+)
 from .report import fmt_us, markdown_table, spread_text, text_table
 from .timing import measure, measure_paths, minor_faults_per_call
 
@@ -27,6 +34,12 @@ NAME = "body"
 REQUIRES = ("torch", "pybase64", "orjson", "starlette")
 
 BODY_SHAPES = ((1, 384), (64, 384), (64, 3072), (1024, 3072))
+# The large case: its bodies (16.8 MB base64, 38-66 MB float text) are fresh memory in any
+# allocator state but the reused one, and are also timed with the package's page preparation off
+# and, for float text, written into memory already faulted in (the floor the target is set from).
+LARGE_SHAPE = (1024, 3072)
+UNPREPARED = ", pages unprepared"
+INTO_FAULTED = " into memory already faulted in"
 BODY_MODEL = "all-MiniLM-L6-v2"
 # Above this many values, a float path that runs json.dumps on Python floats (Starlette's) takes
 # seconds a call: not timed.
@@ -82,9 +95,10 @@ def float_text_lines(o: dict) -> list:
 # --------------------------------------------------------------------------- the response body
 
 
-def body_paths(torch, pybase64, orjson, encoding_format, B, D):
+def body_paths(torch, pybase64, orjson, encoding_format, B, D, large=LARGE_SHAPE):
     """(the input tensor, response_body's bytes, {name: (zero-arg call, skip reason or None)})
-    for one case."""
+    for one case; the case `large` also with the page preparation off and written into memory
+    already faulted in."""
     from starlette.responses import JSONResponse
 
     from tensorb64.openai import embedding_data, response_body
@@ -115,6 +129,8 @@ def body_paths(torch, pybase64, orjson, encoding_format, B, D):
         paths["encode_rows + orjson"] = (rows_orjson, None)
         paths["encode_rows alone (no body)"] = (lambda: tensorb64.encode_rows(t), None)
         paths["response_body"] = (lambda: response_body(t, model=BODY_MODEL, encoding_format="base64", usage=usage), None)
+        if (B, D) == large:
+            paths["response_body" + UNPREPARED] = (unprepared(paths["response_body"][0]), None)
     else:
         slow = None
         if B * D > FLOAT_PYTHON_MAX_VALUES:
@@ -136,8 +152,35 @@ def body_paths(torch, pybase64, orjson, encoding_format, B, D):
         paths["response_body (shortest)"] = (
             lambda: response_body(t, model=BODY_MODEL, usage=usage, encoding_format="float", float_format="shortest"),
             None)
+        if (B, D) == large:
+            for mode in ("repr", "shortest"):
+                name = f"response_body ({mode})"
+                paths[name + UNPREPARED] = (unprepared(paths[name][0]), None)
+                paths[name + INTO_FAULTED] = (_into_faulted(t, usage, mode), None)
     reference = response_body(t, model=BODY_MODEL, usage=usage, encoding_format=encoding_format)
     return t, reference, paths
+
+
+def _into_faulted(t, usage, float_format):
+    """A call writing response_body's float body into one buffer made once (a bytearray at the
+    body's bound, its pages faulted in by the first call and reused by every later one): the
+    writer's own time, in memory already faulted in. Checked against response_body's bytes here."""
+    from tensorb64 import _native
+    from tensorb64.openai import _Body, response_body
+
+    body = _Body(t, model=BODY_MODEL, usage=usage, encoding_format="float", float_format=float_format)
+    rows, width = body.rows.shape
+    bound = len(body.head) + len(body.tail) + rows * _native._entry_bound(width, max(rows - 1, 0), None, float_format)
+    buffer = bytearray(bound)
+
+    def call():
+        return _native._response_body_float_into(buffer, body.rows, float_format, body.head, body.tail, 0, 1, "openai",
+                                                 False)
+
+    want = response_body(t, model=BODY_MODEL, usage=usage, encoding_format="float", float_format=float_format)
+    if buffer[:call()] != want:
+        raise AssertionError(f"the {float_format} body written into a buffer differs from response_body's")
+    return call
 
 
 def check_body_outputs(reference: bytes, paths: dict, encoding_format: str) -> list:
@@ -148,7 +191,7 @@ def check_body_outputs(reference: bytes, paths: dict, encoding_format: str) -> l
     want = json.loads(reference)
     want_rows = None
     for name, (call, _skip) in paths.items():
-        if name.startswith("encode_rows alone"):
+        if name.startswith("encode_rows alone") or name.endswith(INTO_FAULTED):  # (no body; checked when made)
             continue
         got = call()
         if got == reference:
@@ -168,11 +211,12 @@ def check_body_outputs(reference: bytes, paths: dict, encoding_format: str) -> l
 def run_body_section(torch, pybase64, orjson, cfg, log) -> list:
     cases = []
     shapes = ((2, 16), (3, 5)) if cfg["mode"] == "smoke" else BODY_SHAPES
+    large = shapes[-1]
     for state, description, apply in allocator_states():
         apply()
         for encoding_format in ("base64", "float"):
             for B, D in shapes:
-                t, reference, paths = body_paths(torch, pybase64, orjson, encoding_format, B, D)
+                t, reference, paths = body_paths(torch, pybase64, orjson, encoding_format, B, D, large)
                 errors = check_body_outputs(reference, {k: v for k, v in paths.items() if not v[1]}, encoding_format)
                 ours = next(n for n in paths if n.startswith("response_body"))
                 results = measure_paths(paths, cfg, checked=not errors, ref=ours, ratio_key="vs_response_body",
@@ -221,7 +265,14 @@ def body_target_lines(cases) -> list:
                       ("encode_rows + orjson / response_body", us(c, "encode_rows + orjson") / rb, ">=", 1.3)]
         elif key == ("base64", 1024, 3072):
             checks = [("encode_rows + orjson / response_body", us(c, "encode_rows + orjson") / rb, ">=", 1.8),
-                      ("response_body / encode_rows alone", rb / us(c, "encode_rows alone"), "", None)]
+                      ("response_body / encode_rows alone", rb / us(c, "encode_rows alone"), "", None),
+                      ("response_body unprepared / prepared", us(c, "response_body" + UNPREPARED) / rb, "", None)]
+        elif key == ("float", 1024, 3072):
+            for mode in ("repr", "shortest"):
+                ours, floor = us(c, f"response_body ({mode})"), us(c, f"response_body ({mode}){INTO_FAULTED}")
+                checks += [(f"response_body ({mode}) / the same{INTO_FAULTED}", ours / floor, "<=", 1.2),
+                           (f"response_body ({mode}) unprepared / the same{INTO_FAULTED}",
+                            us(c, f"response_body ({mode}){UNPREPARED}") / floor, "", None)]
         elif key == ("float", 64, 3072):
             starlette = us(c, "starlette")
             checks = [("Starlette route / response_body (repr)", starlette / rb if starlette else float("nan"), ">=", 40),
@@ -234,9 +285,39 @@ def body_target_lines(cases) -> list:
     return lines
 
 
+# The first call of a process (allocator.first_call_of_a_process): the base64 body of the large
+# case, response_body's first call against its later ones, with the page preparation and without.
+_FIRST_CALL_SETUP = """
+import numpy
+from tensorb64.openai import response_body
+x = numpy.random.default_rng(0).normal(0, 0.05, ({B}, {D})).astype(numpy.float32)
+usage = {{"prompt_tokens": 1, "total_tokens": 1}}
+response_body(x[:1], model="m", usage=usage, encoding_format="base64")
+def call():
+    return response_body(x, model="m", usage=usage, encoding_format="base64")
+"""
+
+
+def measure_first_calls(cfg, log) -> list:
+    """[{what, prepared, first_us, later_us, ratio, ...}]: the large base64 body's first call in a
+    fresh process against its later calls, prepared and unprepared (processes alternated)."""
+    B, D = (64, 384) if cfg["mode"] == "smoke" else LARGE_SHAPE
+    runs = 1 if cfg["mode"] == "smoke" else 5 if cfg["mode"] == "quick" else 9
+    setup = _FIRST_CALL_SETUP.format(B=B, D=D)
+    out = []
+    for prepared in (True, False):
+        got = first_call_of_a_process(setup, runs=runs, prepared=prepared)
+        out.append({"what": f"response_body base64 {B}x{D}", "B": B, "D": D, **got})
+        log(f"  done body first call ({'prepared' if prepared else 'unprepared'}): {got['ratio']:.2f}x a later call")
+    return out
+
+
 def run(mods: dict, cfg: dict, log) -> dict:
     torch, pybase64, orjson = mods["torch"], mods["pybase64"], mods["orjson"]
-    return {"float_text": measure_float_text(torch, cfg, orjson), "body_cases": run_body_section(torch, pybase64, orjson, cfg, log)}
+    smoke = cfg["mode"] == "smoke"
+    return {"float_text": measure_float_text(torch, cfg, orjson), "body_cases": run_body_section(torch, pybase64, orjson, cfg, log),
+            "body_first_calls": measure_first_calls(cfg, log),
+            "page_floor": page_floor(size_mib=4 if smoke else 64, rounds=1 if smoke else 7)}
 
 
 def errors(report: dict) -> list:
@@ -261,8 +342,8 @@ def text(report: dict) -> list:
     lines += ["note: " + n for n in sorted({r["skipped"] for c in cases for r in c["results"] if "skipped" in r})]
     targets = body_target_lines(cases)
     if targets:
-        lines += ["targets (issue 12, one thread, float32):", *targets]
-    return lines
+        lines += ["targets (issues 12 and 26, one thread, float32):", *targets]
+    return lines + ["", *first_call_lines(report.get("body_first_calls", [])), "", *page_floor_lines(report.get("page_floor"))]
 
 
 def markdown(report: dict) -> str:
@@ -270,4 +351,6 @@ def markdown(report: dict) -> str:
     out = "\n" + "\n".join("    " + line for line in float_text_lines(report["float_text"])) + "\n"
     out += "\n## The response body\n\n" + "".join(f"* {line}\n" for line in _states_lines())
     out += "\n" + markdown_table(BODY_COLUMNS, body_table_rows(cases), _RIGHT) + "\n\n"
-    return out + "\n".join("    " + line for line in body_target_lines(cases)) + "\n"
+    out += "\n".join("    " + line for line in body_target_lines(cases)) + "\n"
+    extra = [*first_call_lines(report.get("body_first_calls", [])), "", *page_floor_lines(report.get("page_floor"))]
+    return out + "\n" + "\n".join("    " + line for line in extra) + "\n"
