@@ -68,7 +68,7 @@ tb::float_text_result write_float_data_prepared(const tb::strided_rows& source,
                                                 tb::float_format format, const body_args& call,
                                                 char* out, char* bound_end, std::size_t row_bound,
                                                 char** end) {
-    if (static_cast<std::size_t>(bound_end - out) < prepare_from_bytes) {
+    if (static_cast<std::size_t>(bound_end - out) < prepare_from_bytes()) {
         return tb::write_float_data(source, format, call.first_index, out, end, call.threads,
                                     *call.layout, call.leading_comma);
     }

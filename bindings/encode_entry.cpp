@@ -40,7 +40,7 @@ PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target
         PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);  // steals the reference
         outputs[r] = static_cast<char*>(PyUnicode_DATA(text));
     }
-    if (total >= prepare_from_bytes) {
+    if (total >= prepare_from_bytes()) {
         gil_released_if released(true);
         prepare_blocks(source.rows, [&](std::size_t r) { return std::pair{outputs[r], length}; });
     }

@@ -53,7 +53,7 @@ tb::float_text_result write_float_rows_prepared(const tb::strided_rows& source,
                                                 unsigned threads) {
     // (a row's text shorter than a few pages has no page but the one its header is on to gain)
     constexpr std::size_t least_row_prepared = 16 * 1024;
-    if (source.rows < 2 || bound < least_row_prepared || source.rows * bound < prepare_from_bytes)
+    if (source.rows < 2 || bound < least_row_prepared || source.rows * bound < prepare_from_bytes())
         return tb::write_float_rows(source, format, outputs, lengths, threads);
     const std::size_t first =
         std::clamp<std::size_t>(prepared_ahead::first_piece_bytes / bound, 1, source.rows - 1);

@@ -140,12 +140,20 @@ std::size_t prepared_ahead::next_piece(std::size_t done, char* at, std::size_t r
 
 namespace {
 
-// _set_page_preparation(enabled, fail_with, /): a test and benchmark hook. enabled False: outputs
-// are written unprepared; fail_with an errno (0: none) that every madvise call then fails with,
-// in place of the call (a kernel without MADV_POPULATE_WRITE: EINVAL).
+// _set_page_preparation(enabled, fail_with, from_bytes=0, /): a test and benchmark hook. enabled
+// False: outputs are written unprepared; fail_with an errno (0: none) that every madvise call then
+// fails with, in place of the call (a kernel without MADV_POPULATE_WRITE: EINVAL); from_bytes the
+// threshold (0: the default).
 PyObject* set_page_preparation_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
-        if (nargs != 2) raise(PyExc_TypeError, "_set_page_preparation takes 2 arguments");
+        if (nargs != 2 && nargs != 3)
+            raise(PyExc_TypeError, "_set_page_preparation takes 2 or 3 arguments");
+        std::size_t from_bytes = 0;
+        if (nargs == 3) {
+            from_bytes = PyLong_AsSize_t(args[2]);
+            if (from_bytes == static_cast<std::size_t>(-1) && PyErr_Occurred())
+                throw python_error{};
+        }
         const int enabled = PyObject_IsTrue(args[0]);
         if (enabled < 0) throw python_error{};
         const long error = PyLong_AsLong(args[1]);
@@ -153,6 +161,8 @@ PyObject* set_page_preparation_entry(PyObject*, PyObject* const* args, Py_ssize_
         if (error < 0 || error > 4095) raise(PyExc_ValueError, "fail_with must be 0 or an errno");
         preparation_enabled.store(enabled != 0, std::memory_order_relaxed);
         injected_error.store(static_cast<int>(error), std::memory_order_relaxed);
+        prepare_from_setting.store(from_bytes != 0 ? from_bytes : default_prepare_from_bytes,
+                                   std::memory_order_relaxed);
         Py_RETURN_NONE;
     });
 }
@@ -176,9 +186,10 @@ PyObject* page_preparation_counts_entry(PyObject*, PyObject* const*, Py_ssize_t 
 
 PyMethodDef output_memory_methods[] = {
     {"_set_page_preparation", as_method(set_page_preparation_entry), METH_FASTCALL,
-     "_set_page_preparation(enabled, fail_with, /)\n--\n\n"
+     "_set_page_preparation(enabled, fail_with, from_bytes=0, /)\n--\n\n"
      "Test hook: enabled False writes large outputs unprepared; fail_with an errno (0: none) that "
-     "every madvise call of the preparation fails with instead of being made."},
+     "every madvise call of the preparation fails with instead of being made; from_bytes the size "
+     "from which outputs are prepared (0: the default)."},
     {"_page_preparation_counts", as_method(page_preparation_counts_entry), METH_FASTCALL,
      "_page_preparation_counts()\n--\n\n"
      "{prepared, huge_advised, populated, refused}: ranges prepared and madvise calls made or "

@@ -14,6 +14,7 @@
 // written are touched, so the process never holds more memory than the result.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <utility>
 
@@ -21,14 +22,19 @@
 
 namespace binding {
 
-// Outputs below this size are written as they come. Measured (docs/limits.md, the bench's body
-// section): preparing costs a system call or two even where the memory is already resident, as a
-// block the allocator reuses is (the probe that finds it so, mincore, about 2 us), which must be
-// lost in the writing: below 2 MiB it would not be for base64 (about 60 us a MiB), and the
-// 64x3072 base64 body and rows (1 MiB) would get slower by a few percent wherever memory is
-// reused; above it, the faults it saves where memory is fresh (256 a MiB, 2-20 us each) cost
-// several times the writing.
-constexpr std::size_t prepare_from_bytes = 2 * 1024 * 1024;
+// Outputs below this size are written as they come. Where memory is reused (resident already),
+// preparing costs the probe that finds it so (mincore, 1.5-2.5 us on the build machine): 7% of the
+// time of a 1 MiB base64 body (the 64x3072 one, about 30 us), 3% at 2 MiB, under 1% from 8 MiB
+// and for any float text. Where memory is fresh, it saves a third of a 1 MiB body's time and
+// from 4 MiB, where huge pages fit, nine tenths (the bench's body section, "the threshold").
+constexpr std::size_t default_prepare_from_bytes = 2 * 1024 * 1024;
+
+// The threshold in force: default_prepare_from_bytes, or what the benchmark's threshold sweep set
+// (_set_page_preparation).
+inline std::atomic<std::size_t> prepare_from_setting{default_prepare_from_bytes};
+inline std::size_t prepare_from_bytes() noexcept {
+    return prepare_from_setting.load(std::memory_order_relaxed);
+}
 
 // Whether the page holding `address` is resident (mincore; false where unknown).
 bool page_resident(const void* address) noexcept;
@@ -48,12 +54,12 @@ void prepare_pages(void* begin, std::size_t size, bool probe = true) noexcept;
 // The one call every allocation site makes before its output is written: prepare_pages for a
 // large output, nothing for a small one.
 inline void prepare_for_writing(void* begin, std::size_t size) noexcept {
-    if (size >= prepare_from_bytes) prepare_pages(begin, size);
+    if (size >= prepare_from_bytes()) prepare_pages(begin, size);
 }
 
 // prepare_for_writing from a call that holds the GIL: released while the kernel zeroes the pages.
 inline void prepare_releasing_gil(void* begin, std::size_t size) {
-    if (size < prepare_from_bytes) return;
+    if (size < prepare_from_bytes()) return;
     gil_released_if released(true);
     prepare_pages(begin, size);
 }
@@ -88,7 +94,7 @@ void prepare_blocks(std::size_t count, Block&& block) noexcept {
         end = begin + size;
         total += size;
     }
-    if (total < prepare_from_bytes || count == 0) return;
+    if (total < prepare_from_bytes() || count == 0) return;
     if (together) {
         char* const first = block(0).first;
         prepare_pages(first, static_cast<std::size_t>(end - first));

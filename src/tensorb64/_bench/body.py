@@ -312,11 +312,61 @@ def measure_first_calls(cfg, log) -> list:
     return out
 
 
+# The threshold sweep: base64 bodies of 64 KiB to 4 MiB (B rows of 3072 float32), the fastest
+# writer's, where a fixed cost shows most.
+THRESHOLD_ROWS = (4, 16, 64, 128, 256)
+
+
+def measure_threshold(cfg, log) -> list:
+    """[{state, B, D, bytes, unprepared_us, prepared_us, ratio}]: base64 bodies from 64 KiB to 4 MiB
+    in each allocator state, written unprepared and prepared (the threshold lowered to 64 KiB for
+    the call), interleaved: where preparing pays, and what it costs where memory is reused."""
+    from tensorb64 import _native
+    from tensorb64.openai import response_body
+
+    def prepared_from_64k(call):
+        def run():
+            _native._set_page_preparation(True, 0, 64 << 10)
+            try:
+                return call()
+            finally:
+                _native._set_page_preparation(True, 0)
+
+        return run
+
+    D = 3072
+    rows = (1, 2) if cfg["mode"] == "smoke" else THRESHOLD_ROWS
+    out = []
+    for state, _, apply in allocator_states():
+        apply()
+        for B in rows:
+            x = np.random.default_rng(B).normal(0, 0.05, (B, D)).astype(np.float32)
+
+            def body(x=x):
+                return response_body(x, model=BODY_MODEL, encoding_format="base64")
+
+            s = measure({"unprepared": unprepared(body), "prepared": prepared_from_64k(body)}, rounds=cfg["rounds"],
+                        sample_s=cfg["sample_s"], budget_s=cfg["budget_s"])
+            out.append({"state": state, "B": B, "D": D, "bytes": len(body()), "unprepared_us": s["unprepared"]["us"],
+                        "prepared_us": s["prepared"]["us"], "ratio": s["prepared"]["us"] / s["unprepared"]["us"]})
+    log(f"  done body threshold sweep ({len(out)} cases)")
+    return out
+
+
+def threshold_lines(sweep: list) -> list:
+    lines = ["The threshold (base64 bodies, prepared from 64 KiB against unprepared, interleaved; the package prepares "
+             "outputs from 2 MiB):"]
+    for c in sweep:
+        lines.append(f"  {c['state']:<8} {c['B']:>4}x{c['D']} ({c['bytes'] / 2**20:5.2f} MiB): unprepared "
+                     f"{fmt_us(c['unprepared_us'])} µs, prepared {fmt_us(c['prepared_us'])} µs: {c['ratio']:.3f}x")
+    return lines
+
+
 def run(mods: dict, cfg: dict, log) -> dict:
     torch, pybase64, orjson = mods["torch"], mods["pybase64"], mods["orjson"]
     smoke = cfg["mode"] == "smoke"
     return {"float_text": measure_float_text(torch, cfg, orjson), "body_cases": run_body_section(torch, pybase64, orjson, cfg, log),
-            "body_first_calls": measure_first_calls(cfg, log),
+            "body_first_calls": measure_first_calls(cfg, log), "body_threshold": measure_threshold(cfg, log),
             "page_floor": page_floor(size_mib=4 if smoke else 64, rounds=1 if smoke else 7)}
 
 
@@ -343,7 +393,8 @@ def text(report: dict) -> list:
     targets = body_target_lines(cases)
     if targets:
         lines += ["targets (issues 12 and 26, one thread, float32):", *targets]
-    return lines + ["", *first_call_lines(report.get("body_first_calls", [])), "", *page_floor_lines(report.get("page_floor"))]
+    return lines + ["", *first_call_lines(report.get("body_first_calls", [])), "", *threshold_lines(report.get("body_threshold", [])),
+                    "", *page_floor_lines(report.get("page_floor"))]
 
 
 def markdown(report: dict) -> str:
@@ -352,5 +403,6 @@ def markdown(report: dict) -> str:
     out += "\n## The response body\n\n" + "".join(f"* {line}\n" for line in _states_lines())
     out += "\n" + markdown_table(BODY_COLUMNS, body_table_rows(cases), _RIGHT) + "\n\n"
     out += "\n".join("    " + line for line in body_target_lines(cases)) + "\n"
-    extra = [*first_call_lines(report.get("body_first_calls", [])), "", *page_floor_lines(report.get("page_floor"))]
+    extra = [*first_call_lines(report.get("body_first_calls", [])), "", *threshold_lines(report.get("body_threshold", [])), "",
+             *page_floor_lines(report.get("page_floor"))]
     return out + "\n" + "\n".join("    " + line for line in extra) + "\n"
