@@ -27,30 +27,64 @@ def allocator_states() -> list:
     a large output can fault in all its pages. After it frees an mmapped block, glibc raises both
     (up to 32 MiB and 64 MiB), and a long-running server then reuses the same memory, for outputs
     below 32 MiB: a larger one is mapped anew in every state. Both states are pinned with mallopt
-    (which also stops glibc adjusting them), so a measurement does not depend on what ran before it.
+    (which also stops glibc adjusting them), and in the fresh state the heap's free blocks are held
+    (_plug_heap_holes), so a measurement does not depend on what ran before it.
     """
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return [("as found", "not glibc: the allocator is left as it is", lambda: None)]
     import ctypes
 
     libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
 
-    def pin(mmap_threshold, trim_threshold):
+    def pin(mmap_threshold, trim_threshold, plug):
         def apply():
+            while _heap_plugs:
+                libc.free(_heap_plugs.pop())
             if not (libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold) and libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold)):
                 raise RuntimeError("mallopt refused the thresholds")
             libc.malloc_trim(0)
+            if plug:
+                _plug_heap_holes(libc, mmap_threshold)
 
         return apply
 
     return [
         ("fresh", "glibc's initial thresholds (mmap 128 KiB, trim 128 KiB), held: a fresh process before its first "
                   "large free, or one run with MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ set; large outputs are mmapped "
-                  "or trimmed away after each call, so each call's pages are new", pin(128 << 10, 128 << 10)),
+                  "or trimmed away after each call, so each call's pages are new", pin(128 << 10, 128 << 10, True)),
         ("raised", "the thresholds glibc raises itself to after freeing a large mmapped block (mmap 32 MiB, trim "
                    "64 MiB at most), as in a long-running server once it has sent one large body by any route: "
-                   "freed memory is reused, below 32 MiB", pin(32 << 20, 64 << 20)),
+                   "freed memory is reused, below 32 MiB", pin(32 << 20, 64 << 20, False)),
     ]
+
+
+# Blocks held while the "fresh" state is in force (_plug_heap_holes), freed when a state is applied.
+_heap_plugs: list = []
+
+
+def _plug_heap_holes(libc, least: int) -> None:
+    """Holds every free block of `least` bytes or more left in the heap by what ran before (a
+    section measured in the "raised" state frees large blocks into it, and malloc_trim gives their
+    pages back but keeps the blocks), so that a large output is mapped anew as in a fresh process
+    instead of reusing one of them. The blocks are never written: they hold address space, not
+    memory. A block glibc maps on its own (IS_MMAPPED, bit 1 of the size word before it) means
+    none of that size is left."""
+    import ctypes
+
+    size = 1 << 30
+    while size >= least:
+        while True:
+            block = libc.malloc(size)
+            if not block:
+                break
+            if ctypes.c_size_t.from_address(block - ctypes.sizeof(ctypes.c_size_t)).value & 2:
+                libc.free(block)
+                break
+            _heap_plugs.append(block)
+        size //= 2
 
 
 def unprepared(call):
@@ -76,27 +110,31 @@ if not {prepared}:
     from tensorb64 import _native
     _native._set_page_preparation(False, 0)
 def timed():
+    global size
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
-    call()
-    return time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    result = call()
+    seconds = time.perf_counter() - start
+    size = len(result) if isinstance(result, bytes) else result.nbytes
+    return seconds, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 first = timed()
 later = [timed() for _ in range({later})]
-print(json.dumps({{"first": first, "later": later}}))
+print(json.dumps({{"first": first, "later": later, "size": size}}))
 """
 
 
 def first_call_of_a_process(setup: str, *, runs: int, later: int = 7, prepared: bool = True, timeout: float = 300) -> dict:
     """The first call of a fresh process against its later calls, over `runs` processes.
 
-    `setup` is Python that defines `call()` and has already made one small call of the same
-    entry point (so that imports and first-call work are done: what is left is the memory).
+    `setup` is Python that defines `call()` (returning bytes or an array) and has already made
+    one small call of the same entry point (so that imports and first-call work are done: what is
+    left is the memory).
     Each process times its first call, then `later` more (glibc raises its thresholds after the
     first large free, so those reuse memory, as a long-running server's do). Returns the medians
     over the processes: first_us, later_us (each process's median), ratio (first / later, per
-    process), first_minflt and later_minflt (minor faults of one call)."""
+    process), first_minflt and later_minflt (minor faults of one call), output_bytes."""
     script = _FIRST_CALL.format(setup=setup, prepared=prepared, later=later)
-    firsts, laters, ratios, first_faults, later_faults = [], [], [], [], []
+    firsts, laters, ratios, first_faults, later_faults, size = [], [], [], [], [], 0
     for _ in range(runs):
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
@@ -108,19 +146,32 @@ def first_call_of_a_process(setup: str, *, runs: int, later: int = 7, prepared: 
         ratios.append(got["first"][0] / later_s)
         first_faults.append(got["first"][1])
         later_faults.append(statistics.median(f for _, f in got["later"]))
+        size = got["size"]
     med = statistics.median
     return {"first_us": med(firsts), "later_us": med(laters), "ratio": med(ratios), "first_minflt": med(first_faults),
-            "later_minflt": med(later_faults), "runs": runs, "prepared": prepared}
+            "later_minflt": med(later_faults), "runs": runs, "prepared": prepared, "output_bytes": size}
 
 
-def first_call_lines(first_calls: list, target: float = 1.5) -> list:
+def zeroing_us(floor: dict | None, size: int | None) -> float | None:
+    """The kernel's zeroing of `size` bytes of fresh huge pages (MADV_POPULATE_WRITE alone, as
+    page_floor measured it), the least any output of that size costs where its memory is new."""
+    if floor is None or not size:
+        return None
+    return floor["us_per_mib"]["MADV_POPULATE_WRITE, fresh huge pages"] * size / 2**20
+
+
+def first_call_lines(first_calls: list, floor: dict | None = None, target: float = 1.5) -> list:
     lines = ["The first call of a process against its later calls (each process: one small call first, then the large "
-             "call, then 7 more; medians over the processes; minflt: minor faults of one call):"]
+             "call, then 7 more; medians over the processes; minflt: minor faults of one call; the floor: a later call "
+             "plus the kernel zeroing the output's pages, huge pages, as measured below):"]
     for f in first_calls:
         met = "" if not f["prepared"] else f"  (target <= {target})  {'met' if f['ratio'] <= target else 'NOT met'}"
+        zeroing = zeroing_us(floor, f.get("output_bytes"))
+        below = "" if zeroing is None or not f["prepared"] else \
+            f"; the floor: {(f['later_us'] + zeroing) / f['later_us']:.2f}"
         lines.append(f"  {f['what']}, {'prepared' if f['prepared'] else 'pages unprepared'}: first {f['first_us']:,.0f} µs "
                      f"({f['first_minflt']:.0f} minflt), later {f['later_us']:,.0f} µs ({f['later_minflt']:.0f} minflt): "
-                     f"first / later = {f['ratio']:.2f} over {f['runs']} processes{met}")
+                     f"first / later = {f['ratio']:.2f} over {f['runs']} processes{met}{below}")
     return lines
 
 

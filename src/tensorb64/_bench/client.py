@@ -49,7 +49,14 @@ import numpy as np
 
 import tensorb64.openai
 from tensorb64.openai import response_body
-from .allocator import allocator_states, first_call_lines, first_call_of_a_process, unprepared
+from .allocator import (
+    allocator_states,
+    first_call_lines,
+    first_call_of_a_process,
+    page_floor,
+    page_floor_lines,
+    unprepared,
+)
 from .report import fmt_us, markdown_table, spread_text, text_table
 from .timing import measure_paths, minor_faults_per_call
 
@@ -342,13 +349,14 @@ def run(mods: dict, cfg: dict, log) -> dict:
                     log(f"  done client {allocator:<6} {kind:<14} B={B:<4} D={D:<4} "
                         + ", ".join(f"{r['path']} {r['us']:.1f} µs" for r in results[-2:] if "us" in r))
     first_calls = measure_first_calls(cfg, log)
+    floor = page_floor(size_mib=4 if cfg["mode"] == "smoke" else 16, rounds=1 if cfg["mode"] == "smoke" else 7)
     versions = {m: getattr(mods[m], "__version__", None) for m in ("openai", "orjson")}
     versions["http"] = f"{_http_library(mods['openai']).__name__} {_http_library(mods['openai']).__version__}"
     patched, skipped = patch_cases(mods, cfg, log)
     for reason in skipped:
         log(f"  skipped: {reason}")
     return {"client_cases": cases, "client_versions": versions, "client_allocator": allocator,
-            "client_first_calls": first_calls, "client_patch_cases": patched, "client_patch_skipped": skipped}
+            "client_first_calls": first_calls, "client_page_floor": floor, "client_patch_cases": patched, "client_patch_skipped": skipped}
 
 
 def errors(report: dict) -> list:
@@ -418,7 +426,8 @@ def _notes(report: dict) -> list:
         notes += ["targets (issue 19, one thread):", *targets]
     first_calls = report.get("client_first_calls", [])
     if first_calls:
-        notes += first_call_lines(first_calls)
+        notes += first_call_lines(first_calls, report.get("client_page_floor"))
+        notes += page_floor_lines(report.get("client_page_floor"))
     return notes
 
 
