@@ -9,7 +9,14 @@ The body, for base64 and float rows: today's Starlette route (embedding_data or 
 JSONResponse), vLLM's route (per row .to(dtype).numpy().tobytes() + pybase64, or numpy rows for
 floats, then orjson.dumps(..., OPT_SERIALIZE_NUMPY)), encode_rows (or tolist) + orjson.dumps,
 and tensorb64.openai.response_body; with minor page faults per call, in two glibc allocator
-states (allocator.py).
+states (allocator.py). The large case (1024x3072) also with the package's page preparation off,
+and its float bodies written into memory already faulted in (the target's reference: the
+writer's own time).
+
+The memory of large outputs (issue 26, allocator.py): the first call of a fresh process for the
+large base64 body against its later calls; the threshold sweep (base64 bodies of 64 KiB to
+4 MiB, prepared against unprepared, in both states); the kernel's own page costs (zeroing,
+MADV_POPULATE_WRITE, huge pages), the floor each target is read against.
 """
 
 from __future__ import annotations
