@@ -23,10 +23,11 @@
 namespace binding {
 
 // Outputs below this size are written as they come. Where memory is reused (resident already),
-// preparing costs the probe that finds it so (mincore, 1.5-2.5 us on the build machine): 7% of the
-// time of a 1 MiB base64 body (the 64x3072 one, about 30 us), 3% at 2 MiB, under 1% from 8 MiB
-// and for any float text. Where memory is fresh, it saves a third of a 1 MiB body's time and
-// from 4 MiB, where huge pages fit, nine tenths (the bench's body section, "the threshold").
+// preparing costs the probe that finds it so (mincore: about 2 us on the build machine, more when
+// it is busy), several percent of a 1 MiB base64 body's time (the 64x3072 one, about 30 us), a
+// few at 2 MiB, under 1% from 8 MiB and for any float text; where memory is fresh, it saves a
+// third of a 1 MiB body's time, and from 2 MiB, where huge pages begin to fit, three quarters or
+// more (the bench's body section: the threshold sweep and the page costs).
 constexpr std::size_t default_prepare_from_bytes = 2 * 1024 * 1024;
 
 // The threshold in force: default_prepare_from_bytes, or what the benchmark's threshold sweep set

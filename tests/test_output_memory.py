@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import json
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -181,7 +182,7 @@ def _run(script: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or "glibc" not in " ".join(__import__("platform").libc_ver()),
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
                     reason="the fresh state is glibc's, on Linux")
 def test_in_fresh_memory_refusals_fall_back_and_huge_pages_spare_the_faults():
     got = _run(_FRESH)
