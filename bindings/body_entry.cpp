@@ -5,12 +5,14 @@
 // chunks. Every size is checked before the one allocation; the GIL is released while the core
 // writes.
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "arguments.hpp"
 #include "entry_points.hpp"
 #include "float_text.hpp"
+#include "output_memory.hpp"
 #include "reader.hpp"
 #include "sizes.hpp"
 
@@ -50,6 +52,7 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
         char* end = nullptr;
         {
             gil_released_if released(size >= release_gil_above_bytes);
+            prepare_for_writing(out, size);
             end = tb::write_base64_data(source, target, call.first_index, out + head_size,
                                         call.threads, *call.layout, call.leading_comma);
         }
@@ -58,47 +61,118 @@ PyObject* response_body_base64_entry(PyObject*, PyObject* const* args, Py_ssize_
     });
 }
 
+// The float data entries of `source` written to `out` (which may hold up to bound_end) by the core:
+// at once for a small body; for a large one, in pieces of rows, each prepared just before it is
+// written (prepared_ahead: the text's length is known only once written).
+tb::float_text_result write_float_data_prepared(const tb::strided_rows& source,
+                                                tb::float_format format, const body_args& call,
+                                                char* out, char* bound_end, std::size_t row_bound,
+                                                char** end) {
+    if (static_cast<std::size_t>(bound_end - out) < prepare_from_bytes()) {
+        return tb::write_float_data(source, format, call.first_index, out, end, call.threads,
+                                    *call.layout, call.leading_comma);
+    }
+    prepared_ahead memory(out, bound_end, source.rows);
+    *end = out;
+    for (std::size_t done = 0; done < source.rows;) {
+        const std::size_t piece = memory.next_piece(done, *end, row_bound);
+        // (entries written separately concatenate, after a comma, as a streamed body's do)
+        tb::float_text_result result = tb::write_float_data(
+            tb::slice_rows(source, done, piece), format, call.first_index + done, *end, end,
+            call.threads, *call.layout, call.leading_comma || done != 0);
+        if (!result.finite) {
+            result.row += done;
+            return result;
+        }
+        done += piece;
+    }
+    return {true, 0, 0};
+}
+
 // head + the data entries of float rows + tail, in one bytes object made at its bound and trimmed
 // (the pages past the text are never touched, so they cost address space, not memory).
+// A float body's parts: its rows, its size at the bound, and one row's entry bound.
+struct float_body {
+    input_array in;
+    tb::strided_rows source;
+    std::size_t size, per_row;
+};
+
+// Reads the rows of call.x into `body` and sizes it: false if the call goes to the fallback.
+bool size_float_body(const body_args& call, tb::float_format format, float_body& body) {
+    if (!read_input(call.x, body.in)) return false;
+    if (body.in.ndim == 0) raise(PyExc_ValueError, "embeddings need at least one dimension");
+    const tb::strided_rows& source = body.source = rows_of(body.in);
+    const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
+    const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
+    std::size_t bound = 0;
+    if (!tb::float_data_bound(1, source.row_length, source.format.type, format, 0, &body.per_row))
+        body.per_row = SIZE_MAX;
+    checked_total(source.rows, body.per_row, "response body");
+    if (!tb::float_data_bound(source.rows, source.row_length, source.format.type, format,
+                              call.first_index, &bound)) {
+        bound = SIZE_MAX;
+    }
+    body.size = checked_total(1, checked_total(1, bound, "response body") + head_size + tail_size,
+                              "response body");
+    return true;
+}
+
+// Writes head + entries + tail into `out` (body.size bytes): the length written.
+std::size_t write_float_body(const body_args& call, tb::float_format format, const float_body& body,
+                             char* out) {
+    const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
+    const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
+    const tb::strided_rows& source = body.source;
+    std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
+    char* end = nullptr;
+    tb::float_text_result result;
+    {
+        gil_released_if released(source.rows * source.row_length >= release_gil_above_values);
+        result = write_float_data_prepared(source, format, call, out + head_size, out + body.size,
+                                           body.per_row, &end);
+    }
+    if (!result.finite) refuse_non_finite(result);
+    std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
+    return static_cast<std::size_t>(end + tail_size - out);
+}
+
 PyObject* response_body_float_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return guarded([&] {
         const body_args call = parse_body_args("_response_body_float", args, nargs, 8);
         const tb::float_format format = float_format(args[1]);
-        input_array in;
-        if (!read_input(call.x, in))
+        float_body parts;
+        if (!size_float_body(call, format, parts))
             return call_fallback("_response_body_float", args, nargs, nullptr);
-        if (in.ndim == 0) raise(PyExc_ValueError, "embeddings need at least one dimension");
-        const tb::strided_rows source = rows_of(in);
-        const auto head_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.head));
-        const auto tail_size = static_cast<std::size_t>(PyBytes_GET_SIZE(call.tail));
-        std::size_t per_row = 0, bound = 0;
-        if (!tb::float_data_bound(1, source.row_length, source.format.type, format, 0, &per_row))
-            per_row = SIZE_MAX;
-        checked_total(source.rows, per_row, "response body");
-        if (!tb::float_data_bound(source.rows, source.row_length, source.format.type, format,
-                                  call.first_index, &bound)) {
-            bound = SIZE_MAX;
-        }
-        const std::size_t size = checked_total(
-            1, checked_total(1, bound, "response body") + head_size + tail_size, "response body");
-        PyObject* body = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+        PyObject* body = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(parts.size));
         if (body == nullptr) throw python_error{};
         ref owner(body);
-        char* out = PyBytes_AS_STRING(body);
-        std::memcpy(out, PyBytes_AS_STRING(call.head), head_size);
-        char* end = nullptr;
-        tb::float_text_result result;
-        {
-            gil_released_if released(source.rows * source.row_length >= release_gil_above_values);
-            result = tb::write_float_data(source, format, call.first_index, out + head_size, &end,
-                                          call.threads, *call.layout, call.leading_comma);
-        }
-        if (!result.finite) refuse_non_finite(result);
-        std::memcpy(end, PyBytes_AS_STRING(call.tail), tail_size);
+        const std::size_t length = write_float_body(call, format, parts, PyBytes_AS_STRING(body));
         body = owner.release();
-        if (_PyBytes_Resize(&body, static_cast<Py_ssize_t>(end + tail_size - out)) != 0)
-            throw python_error{};
+        if (_PyBytes_Resize(&body, static_cast<Py_ssize_t>(length)) != 0) throw python_error{};
         return body;
+    });
+}
+
+// _response_body_float_into(out, <_response_body_float's arguments>, /): the same body written
+// into the writable buffer `out`, which must hold its bound; the body's length. What the
+// benchmarks time writing into memory already faulted in against.
+PyObject* response_body_float_into_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&] {
+        if (nargs < 1) raise(PyExc_TypeError, "_response_body_float_into takes 9 arguments");
+        const body_args call = parse_body_args("_response_body_float_into", args + 1, nargs - 1, 8);
+        const tb::float_format format = float_format(args[2]);
+        float_body parts;
+        if (!size_float_body(call, format, parts))
+            raise(PyExc_TypeError, "_response_body_float_into takes arrays the core reads");
+        held_buffer out;
+        if (!out.acquire(args[0], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) throw python_error{};
+        if (static_cast<std::size_t>(out.view.len) < parts.size)
+            raise(PyExc_ValueError, "out holds " + std::to_string(out.view.len) +
+                                        " bytes, less than the body's bound, " +
+                                        std::to_string(parts.size));
+        return PyLong_FromSize_t(
+            write_float_body(call, format, parts, static_cast<char*>(out.view.buf)));
     });
 }
 
@@ -267,6 +341,11 @@ PyMethodDef body_methods[] = {
      "layout, leading_comma, /)\n--\n\n"
      "head + the data entries of every row as JSON number arrays (after a comma, with "
      "leading_comma) + tail, in one bytes object."},
+    {"_response_body_float_into", as_method(response_body_float_into_entry), METH_FASTCALL,
+     "_response_body_float_into(out, embeddings, float_format, head, tail, first_index, threads, "
+     "layout, leading_comma, /)\n--\n\n"
+     "_response_body_float's body written into the writable buffer out (at least its bound): "
+     "its length."},
     {"_entry_bound", as_method(entry_bound_entry), METH_FASTCALL,
      "_entry_bound(row_length, last_index, dtype, float_format, /)\n--\n\n"
      "The most bytes one row's data entry and its comma take (dtype None: float text)."},

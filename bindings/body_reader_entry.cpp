@@ -13,6 +13,7 @@
 #include "arguments.hpp"
 #include "entry_points.hpp"
 #include "names.hpp"
+#include "output_memory.hpp"
 #include "python_api.hpp"
 #include "tensorb64/body_reader.hpp"
 
@@ -62,11 +63,10 @@ struct result_allocation {
     held_buffer buffer;
 };
 
-// The core's body_allocator: calls allocate(rows, row_length, float_rows) with the GIL held and
-// hands the reader the memory of what it returns, which must be a writable, aligned, C-contiguous
+// Calls allocate(rows, row_length, float_rows) with the GIL held for the core's body_allocator and
+// hands it the memory of what it returns, which must be a writable, aligned, C-contiguous
 // buffer of exactly the result's size (else an error is set, and the read stops).
-void* allocate_result(void* context, const tb::body_layout& layout) {
-    auto* a = static_cast<result_allocation*>(context);
+void* allocated_result(result_allocation* a, const tb::body_layout& layout) {
     gil_released_if::retaken holding(*a->released);
     a->buffer.release();  // a second call (see body_allocator): the first result is not used
     a->result = ref(
@@ -89,6 +89,16 @@ void* allocate_result(void* context, const tb::body_layout& layout) {
         return nullptr;
     }
     return bytes != 0 ? view.buf : static_cast<void*>(a);  // non-null: "go on"
+}
+
+// The core's body_allocator: the result allocated (allocated_result, the GIL held), then its pages
+// prepared for the reader's writes.
+void* allocate_result(void* context, const tb::body_layout& layout) {
+    auto* a = static_cast<result_allocation*>(context);
+    void* memory = allocated_result(a, layout);
+    if (memory != nullptr && memory != a)  // (the GIL released again, as the core reads on)
+        prepare_for_writing(memory, static_cast<std::size_t>(a->buffer.view.len));
+    return memory;
 }
 
 // What was wrong with a body, without where (DecodeError.reason).

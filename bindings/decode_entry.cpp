@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arguments.hpp"
 
 #include "entry_points.hpp"
 #include "names.hpp"
+#include "output_memory.hpp"
 #include "python_api.hpp"
 
 namespace binding {
@@ -188,6 +190,7 @@ PyObject* decode_into_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
         tb::decode_result result;
         {
             gil_released_if released(text.size >= release_gil_above_bytes);
+            prepare_for_writing(output.view.buf, out_bytes);
             const std::size_t size = tb::dtype_size(stored.type);
             std::size_t elements = 0;
             bool sized = false;
@@ -253,6 +256,9 @@ PyObject* decode_each_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
         std::size_t failed = count;
         {
             gil_released_if released(total >= release_gil_above_bytes);
+            prepare_blocks(count, [&](std::size_t i) {
+                return std::pair{static_cast<char*>(tasks[i].out), tasks[i].out_bytes};
+            });
             failed = tb::decode_each(tasks.data(), count, base64, widen, threads);
         }
         if (failed == count) Py_RETURN_NONE;

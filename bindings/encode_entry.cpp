@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arguments.hpp"
 #include "entry_points.hpp"
+#include "output_memory.hpp"
 #include "reader.hpp"
 #include "sizes.hpp"
 
@@ -38,6 +40,10 @@ PyObject* rows_to_strs(const tb::strided_rows& source, tb::element_format target
         PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(r), text);  // steals the reference
         outputs[r] = static_cast<char*>(PyUnicode_DATA(text));
     }
+    if (total >= prepare_from_bytes()) {
+        gil_released_if released(true);
+        prepare_blocks(source.rows, [&](std::size_t r) { return std::pair{outputs[r], length}; });
+    }
     encode_rows_released(source, target, outputs.data(), threads, tb::row_output::base64, total);
     return list.release();
 }
@@ -56,6 +62,7 @@ PyObject* rows_to_one_str(const tb::strided_rows& source, tb::element_format tar
     ref text(PyUnicode_New(static_cast<Py_ssize_t>(length), 127));
     if (!text) throw python_error{};
     char* out = static_cast<char*>(PyUnicode_DATA(text.get()));
+    prepare_releasing_gil(out, length);
     const std::size_t per_part = source.row_length / std::max(threads, 1U) / 3 * 3;
     if (source.rows == 1 && threads > 1 && per_part > 0 && source.row_dims <= 1) {
         // One row (a contiguous input) for several threads: cut into equal runs of whole groups
@@ -115,6 +122,7 @@ PyObject* rows_to_bytes(const tb::strided_rows& source, tb::element_format targe
     ref body(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total)));
     if (!body) throw python_error{};
     char* data = PyBytes_AS_STRING(body.get());
+    prepare_releasing_gil(data, total);
     std::vector<char*> outputs(source.rows);
     for (std::size_t r = 0; r < source.rows; ++r) outputs[r] = data + r * row_bytes;
     encode_rows_released(source, target, outputs.data(), threads, tb::row_output::bytes, total);

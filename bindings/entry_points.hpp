@@ -18,6 +18,8 @@ extern PyMethodDef name_methods[];         // names.cpp: _resolve, _check_names
 extern PyMethodDef argument_methods[];     // arguments.cpp: _check_threads
 extern PyMethodDef reader_methods[];       // reader.cpp: _set_fallback
 extern PyMethodDef tensor_methods[];       // tensor_reader.cpp: _register_tensor_type
+// output_memory.cpp: _set_page_preparation, _page_preparation_counts (test hooks)
+extern PyMethodDef output_memory_methods[];
 // module.cpp: simd_level, available_simd_levels, _set_simd_level, _inject_failure
 extern PyMethodDef simd_methods[];
 

@@ -1,12 +1,15 @@
 // The entry points that write float text: json_rows, _float_lists (embedding_data's floats), and
 // _check_finite (the error a float body raises for NaN and infinity, asked before a streamed body's
 // first chunk).
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arguments.hpp"
 #include "entry_points.hpp"
 #include "float_text.hpp"
+#include "output_memory.hpp"
 #include "reader.hpp"
 #include "sizes.hpp"
 #include "tensorb64/body_reader.hpp"
@@ -41,6 +44,38 @@ PyObject* check_finite_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs)
     });
 }
 
+// The core's write_float_rows into rows made at their bound (`bound` bytes each): for a large
+// output, the first rows written alone, and every later row's pages prepared as far as their text
+// predicts (each row is a block of its own, with room past its text that must stay untouched).
+tb::float_text_result write_float_rows_prepared(const tb::strided_rows& source,
+                                                tb::float_format format, char* const* outputs,
+                                                std::size_t* lengths, std::size_t bound,
+                                                unsigned threads) {
+    // (a row's text shorter than a few pages has no page but the one its header is on to gain)
+    constexpr std::size_t least_row_prepared = 16 * 1024;
+    if (source.rows < 2 || bound < least_row_prepared || source.rows * bound < prepare_from_bytes())
+        return tb::write_float_rows(source, format, outputs, lengths, threads);
+    const std::size_t first =
+        std::clamp<std::size_t>(prepared_ahead::first_piece_bytes / bound, 1, source.rows - 1);
+    tb::float_text_result result =
+        tb::write_float_rows(tb::slice_rows(source, 0, first), format, outputs, lengths, threads);
+    if (!result.finite) return result;
+    std::size_t written = 0;
+    for (std::size_t r = 0; r < first; ++r) written += lengths[r];
+    const std::size_t predicted =
+        std::min(bound, static_cast<std::size_t>(static_cast<double>(written / first) *
+                                                 prepared_ahead::predicted_share));
+    if (predicted >= least_row_prepared) {
+        prepare_each(source.rows - first, [&](std::size_t r) {
+            return std::pair{outputs[first + r], predicted};
+        });
+    }
+    result = tb::write_float_rows(tb::slice_rows(source, first, source.rows - first), format,
+                                  outputs + first, lengths + first, threads);
+    result.row += first;
+    return result;
+}
+
 // Each row's JSON text as one bytes object (made at its bound, then trimmed).
 PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     return guarded([&] {
@@ -70,7 +105,8 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
         tb::float_text_result result;
         {
             gil_released_if released(source.rows * source.row_length >= release_gil_above_values);
-            result = tb::write_float_rows(source, format, outputs.data(), lengths.data(), threads);
+            result = write_float_rows_prepared(source, format, outputs.data(), lengths.data(),
+                                               bound, threads);
         }
         if (!result.finite) refuse_non_finite(result);
         for (std::size_t r = 0; r < source.rows; ++r) {

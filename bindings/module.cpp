@@ -4,8 +4,8 @@
 // Files, one job each: python_api.hpp (references, buffers, errors, the GIL), names (the
 // element-type table and the one resolver of names), arguments (parsing), reader (every input, and
 // the fallback hook) with tensor_reader (torch tensors) and dlpack.hpp, sizes (exact output sizes),
-// encode_entry / float_text_entry / body_entry / decode_entry / body_reader_entry (the entry
-// points).
+// output_memory (a large output's pages prepared before it is written), encode_entry /
+// float_text_entry / body_entry / decode_entry / body_reader_entry (the entry points).
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -147,7 +147,7 @@ int exec_module(PyObject* module) {
     PyMethodDef* const tables[] = {encode_methods, float_text_methods, float_list_methods,
                                    body_methods,   decode_methods,     body_reader_methods,
                                    name_methods,   argument_methods,   reader_methods,
-                                   tensor_methods, simd_methods};
+                                   tensor_methods, simd_methods,       output_memory_methods};
     for (PyMethodDef* table : tables)
         if (PyModule_AddFunctions(module, table) != 0) return -1;
     const char* host = tb::host_byte_order == tb::byte_order::little ? "little" : "big";

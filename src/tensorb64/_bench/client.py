@@ -20,8 +20,13 @@ float32 array that is checked bit for bit against X before it is timed:
                       one buffer allocated beforehand: no JSON work at all
   orjson + numpy      float bodies: orjson.loads, then numpy.array(rows, dtype=numpy.float32)
 and tensorb64's own routes (tensorb64_routes: decode_response_body, also with threads=2 on the
-1024x1024 bodies, and embed through the same mock for base64 bodies): ratios are each route's time over decode_response_body's. The allocator is pinned in the "raised" state
-(allocator.py: freed memory reused, as in a long-running client).
+1024x1024 bodies, and embed through the same mock for base64 bodies): ratios are each route's time
+over decode_response_body's. Every case runs in both allocator states (allocator.py: "fresh", a
+process whose large blocks are new memory each call, and "raised", freed memory reused, as in a
+long-running client), with minor page faults per call; on the 1024x1024 bodies
+decode_response_body also runs with the package's page preparation off. The first call of a
+process: decode_response_body of the 1024x3072 base64 body (16.8 MB) into a new array against its
+later calls, each in a fresh process, prepared and unprepared.
 
 The patched clients (tensorb64.openai.patch(), issue 27): each library's own call with the patch
 off against on, the two interleaved in the same rounds (each call sets the patch first), the
@@ -44,9 +49,16 @@ import numpy as np
 
 import tensorb64.openai
 from tensorb64.openai import response_body
-from .allocator import allocator_states
+from .allocator import (
+    allocator_states,
+    first_call_lines,
+    first_call_of_a_process,
+    page_floor,
+    page_floor_lines,
+    unprepared,
+)
 from .report import fmt_us, markdown_table, spread_text, text_table
-from .timing import measure_paths
+from .timing import measure_paths, minor_faults_per_call
 
 NAME = "client"
 REQUIRES = ("orjson", "pybase64", "openai")
@@ -61,6 +73,8 @@ DECODER = "tensorb64 decode_response_body"
 EMBED = "tensorb64 embed(client) (mock transport)"
 THREADED = "tensorb64 decode_response_body threads=2"
 THREADED_FROM_VALUES = 1024 * 1024  # threads=2 is timed on bodies of this many values or more
+UNPREPARED = "tensorb64 decode_response_body, pages unprepared"  # on bodies of THREADED_FROM_VALUES too
+FIRST_CALL_SHAPE = (1024, 3072)
 
 
 def _http_library(openai):
@@ -87,6 +101,8 @@ def tensorb64_routes(api, kind: str, body: bytes, client, inputs, values: int) -
     routes = {DECODER: lambda: api.decode_response_body(body)}
     if values >= THREADED_FROM_VALUES:
         routes[THREADED] = lambda: api.decode_response_body(body, threads=2)
+        if api is tensorb64.openai:
+            routes[UNPREPARED] = unprepared(routes[DECODER])
     if kind == "base64":  # embed asks for base64 whatever the caller wants
         routes[EMBED] = lambda: api.embed(client, input=inputs, model=MODEL)
     return routes
@@ -288,30 +304,59 @@ def _body(kind: str, x) -> bytes:
     return response_body(x, model=MODEL, usage=usage, encoding_format="float", float_format=kind.split()[1])
 
 
+_FIRST_CALL_SETUP = """
+import numpy
+from tensorb64.openai import decode_response_body, response_body
+x = numpy.random.default_rng(0).normal(0, 0.05, ({B}, {D})).astype(numpy.float32)
+body = response_body(x, model="m", encoding_format="base64")
+decode_response_body(response_body(x[:1], model="m", encoding_format="base64"))
+def call():
+    return decode_response_body(body)
+"""
+
+
+def measure_first_calls(cfg, log) -> list:
+    """decode_response_body of the large base64 body into a new array: its first call in a fresh
+    process against its later calls, prepared and unprepared (allocator.first_call_of_a_process)."""
+    B, D = (64, 384) if cfg["mode"] == "smoke" else FIRST_CALL_SHAPE
+    runs = 1 if cfg["mode"] == "smoke" else 5 if cfg["mode"] == "quick" else 9
+    out = []
+    for prepared in (True, False):
+        got = first_call_of_a_process(_FIRST_CALL_SETUP.format(B=B, D=D), runs=runs, prepared=prepared)
+        out.append({"what": f"decode_response_body base64 {B}x{D}", "B": B, "D": D, **got})
+        log(f"  done client first call ({'prepared' if prepared else 'unprepared'}): {got['ratio']:.2f}x a later call")
+    return out
+
+
 def run(mods: dict, cfg: dict, log) -> dict:
-    states = allocator_states()  # "raised" where glibc's can be pinned, else "as found"
-    allocator, _, apply = next((s for s in states if s[0] == "raised"), states[0])
-    apply()
     cases = []
-    for B, D in ((3, 8), (2, 5)) if cfg["mode"] == "smoke" else SHAPES:
-        x = np.random.default_rng(B * D).normal(0, 0.05, (B, D)).astype(np.float32)
-        for kind in BODIES:
-            body = _body(kind, x)
-            paths = routes(mods, tensorb64.openai, kind, body, B, D)
-            errors = _check(paths, x)
-            results = measure_paths(paths, cfg, checked=not errors, ref=DECODER, ratio_key="vs_decoder")
-            for e in errors:
-                log(f"  ERROR client {kind} B={B} D={D}: {e}")
-            cases.append({"body": kind, "B": B, "D": D, "body_bytes": len(body), "results": results, "errors": errors})
-            if cfg["mode"] != "smoke":
-                log(f"  done client {kind:<14} B={B:<4} D={D:<4} " + ", ".join(f"{r['path']} {r['us']:.1f} µs" for r in results[-2:] if "us" in r))
+    # "raised" last: the patched clients below run in it (where glibc's can be pinned, else "as found")
+    for allocator, _, apply in allocator_states():
+        apply()
+        for B, D in ((3, 8), (2, 5)) if cfg["mode"] == "smoke" else SHAPES:
+            x = np.random.default_rng(B * D).normal(0, 0.05, (B, D)).astype(np.float32)
+            for kind in BODIES:
+                body = _body(kind, x)
+                paths = routes(mods, tensorb64.openai, kind, body, B, D)
+                errors = _check(paths, x)
+                results = measure_paths(paths, cfg, checked=not errors, ref=DECODER, ratio_key="vs_decoder",
+                                        extra=lambda call, m: {"minflt": minor_faults_per_call(call, m["us"] * 1e-6)})
+                for e in errors:
+                    log(f"  ERROR client {kind} B={B} D={D} ({allocator}): {e}")
+                cases.append({"allocator": allocator, "body": kind, "B": B, "D": D, "body_bytes": len(body), "results": results,
+                              "errors": errors})
+                if cfg["mode"] != "smoke":
+                    log(f"  done client {allocator:<6} {kind:<14} B={B:<4} D={D:<4} "
+                        + ", ".join(f"{r['path']} {r['us']:.1f} µs" for r in results[-2:] if "us" in r))
+    first_calls = measure_first_calls(cfg, log)
+    floor = page_floor(size_mib=4 if cfg["mode"] == "smoke" else 16, rounds=1 if cfg["mode"] == "smoke" else 7)
     versions = {m: getattr(mods[m], "__version__", None) for m in ("openai", "orjson")}
     versions["http"] = f"{_http_library(mods['openai']).__name__} {_http_library(mods['openai']).__version__}"
     patched, skipped = patch_cases(mods, cfg, log)
     for reason in skipped:
         log(f"  skipped: {reason}")
     return {"client_cases": cases, "client_versions": versions, "client_allocator": allocator,
-            "client_patch_cases": patched, "client_patch_skipped": skipped}
+            "client_first_calls": first_calls, "client_page_floor": floor, "client_patch_cases": patched, "client_patch_skipped": skipped}
 
 
 def errors(report: dict) -> list:
@@ -324,18 +369,19 @@ def summary(report: dict) -> str:
 
 # --------------------------------------------------------------------------- output
 
-COLUMNS = ("body", "B", "D", "MB", "path", "µs/call", "spread", "× decode_response_body")
-_RIGHT = {1, 2, 3, 5, 6, 7}
+COLUMNS = ("allocator", "body", "B", "D", "MB", "path", "µs/call", "spread", "minflt/call", "× decode_response_body")
+_RIGHT = {2, 3, 4, 6, 7, 8, 9}
 
 
 def table_rows(cases):
     for c in cases:
         for r in c["results"]:
             if "us" in r:
-                cells = (fmt_us(r["us"]), spread_text(r), f"{r['vs_decoder']:.2f}×" if "vs_decoder" in r else "")
+                cells = (fmt_us(r["us"]), spread_text(r), f"{r['minflt']:.0f}" if "minflt" in r else "",
+                         f"{r['vs_decoder']:.2f}×" if "vs_decoder" in r else "")
             else:
-                cells = ("skipped" if "skipped" in r else "error", "", "")
-            yield (c["body"], str(c["B"]), str(c["D"]), f"{c['body_bytes'] / 1e6:.2f}", r["path"], *cells)
+                cells = ("skipped" if "skipped" in r else "error", "", "", "")
+            yield (c.get("allocator", ""), c["body"], str(c["B"]), str(c["D"]), f"{c['body_bytes'] / 1e6:.2f}", r["path"], *cells)
 
 
 def _us(case, name):
@@ -359,11 +405,14 @@ def target_lines(cases) -> list:
                 checks.append(("openai create / embed", create / embed, ">=", 5))
         elif key == ("base64", 1024, 1024):
             checks = [("orjson + pybase64 / decode_response_body", _us(c, "orjson.loads + pybase64 into one buffer") / ours, ">=", 8)]
+            if _us(c, UNPREPARED) is not None:
+                checks.append(("decode_response_body unprepared / prepared", _us(c, UNPREPARED) / ours, "", None))
         elif c["body"] != "base64" and (c["B"], c["D"]) == (64, 3072):
             checks = [("orjson + numpy.array / decode_response_body", _us(c, "orjson.loads + numpy.array") / ours, ">=", 8)]
         for what, value, op, target in checks:
-            met = value <= target if op == "<=" else value >= target
-            lines.append(f"  {c['body']} {c['B']}x{c['D']}: {what} = {value:.2f} (target {op} {target})  {'met' if met else 'NOT met'}")
+            verdict = "" if target is None else \
+                f" (target {op} {target})  {'met' if (value <= target if op == '<=' else value >= target) else 'NOT met'}"
+            lines.append(f"  {c.get('allocator', '')} {c['body']} {c['B']}x{c['D']}: {what} = {value:.2f}{verdict}")
     return lines
 
 
@@ -375,6 +424,10 @@ def _notes(report: dict) -> list:
     targets = target_lines(cases)
     if targets:
         notes += ["targets (issue 19, one thread):", *targets]
+    first_calls = report.get("client_first_calls", [])
+    if first_calls:
+        notes += first_call_lines(first_calls, report.get("client_page_floor"))
+        notes += page_floor_lines(report.get("client_page_floor"))
     return notes
 
 
@@ -387,8 +440,9 @@ def _patch_notes(report: dict) -> list:
 
 
 def text(report: dict) -> list:
-    out = ["", "A response body back to one float32 array (µs/call: median of interleaved rounds; × decode_response_body: "
-           f"the route's time over decode_response_body's, same body; allocator {report['client_allocator']}):",
+    out = ["", "A response body back to one float32 array (µs/call: median of interleaved rounds; minflt/call: minor page "
+           "faults per call; × decode_response_body: the route's time over decode_response_body's, same body and allocator "
+           "state, allocator.py's):",
            text_table(COLUMNS, table_rows(report["client_cases"]), _RIGHT), *("note: " + n for n in _notes(report))]
     if report.get("client_patch_cases"):
         out += ["", "The clients' own calls, tensorb64.openai.patch() off against on (× patch on: the row's time over the "
