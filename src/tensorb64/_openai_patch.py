@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sys
 import threading
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = ["patch", "unpatch", "is_patched"]
 # (owner, attribute name, the original object) for each attribute replaced, in the order replaced.
 _originals: list[tuple[type, str, Any]] = []
 _patched = False  # between patch() and unpatch(): modules imported later are patched on import
+_waiting: set[str] = set()  # the modules whose after-import callback has not run yet
 _lock = threading.Lock()
 
 
@@ -143,14 +145,19 @@ def _replace(owner: type, name: str, replacement: Any) -> None:
     setattr(owner, name, replacement)
 
 
-def _patch_module(replacements: Any, module: Any) -> None:
+def _patch_module(module_name: str, replacements: Any, module: Any) -> None:
     """After-import callback: the replacements for ``module`` installed if patch() is still in
-    effect and they are not installed already (a patch(), unpatch(), patch() before the import
-    leaves two callbacks waiting)."""
+    effect and they are not installed already."""
     with _lock:
+        _waiting.discard(module_name)
         if not _patched:
             return
-        for owner, name, replacement in replacements(module):
+        try:
+            replaced = replacements(module)
+        except Exception:  # a module of a shape not foreseen: left as it is, its import unbroken
+            logging.getLogger("tensorb64").exception("tensorb64.openai.patch(): %s left unpatched", module_name)
+            return
+        for owner, name, replacement in replaced:
             if not any(o is owner and n == name for o, n, _ in _originals):
                 _replace(owner, name, replacement)
 
@@ -171,9 +178,13 @@ def patch() -> None:
         for cls in _response_classes():
             _replace(cls, "_parse", _patched_parse(cls.__dict__["_parse"]))
         _patched = True
-    # Outside the lock: a module imported already has its callback run at once.
     for module_name, replacements in _litellm_patch.REPLACEMENTS:
-        after_import(module_name, functools.partial(_patch_module, replacements))
+        with _lock:
+            if module_name in _waiting:  # (from an earlier patch(): one callback is enough)
+                continue
+            _waiting.add(module_name)
+        # Outside the lock: a module imported already has its callback run at once.
+        after_import(module_name, functools.partial(_patch_module, module_name, replacements))
 
 
 def unpatch() -> None:
