@@ -206,3 +206,49 @@ def test_a_post_call_of_another_shape_is_not_replaced():
     assert logging_replacements(module) == []
     assert logging_replacements(types.ModuleType("empty")) == []
     assert _litellm_patch.hosted_vllm_replacements(types.ModuleType("empty")) == []
+
+
+# ---- installed when the module is imported -----------------------------------------------------------
+
+
+def test_modules_imported_later_patched_once_and_their_import_never_broken(tmp_path, monkeypatch, caplog):
+    """patch() before a module's import: its replacements installed on import, by one callback
+    however many patch() calls came before; replacements that fail leave the module as it is and
+    its import unbroken; unpatch() restores what was replaced."""
+    pytest.importorskip("openai", reason="openai is not installed (pip install 'tensorb64[examples]')")
+    import importlib
+    import sys
+
+    from tensorb64.openai import patch, unpatch
+
+    (tmp_path / "tb64_late_module.py").write_text("class Config:\n    def method(self):\n        return 'own'\n")
+    (tmp_path / "tb64_odd_module.py").write_text("x = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calls = []
+
+    def late(module):
+        calls.append(module.__name__)
+        return [(module.Config, "method", lambda self: "replaced")]
+
+    def odd(module):
+        raise AttributeError("not the shape foreseen")
+
+    monkeypatch.setattr(_litellm_patch, "REPLACEMENTS", (("tb64_late_module", late), ("tb64_odd_module", odd)))
+    for _ in range(3):
+        patch()
+        unpatch()
+    patch()
+    try:
+        late_module = importlib.import_module("tb64_late_module")
+        odd_module = importlib.import_module("tb64_odd_module")
+        assert calls == ["tb64_late_module"]
+        assert late_module.Config().method() == "replaced" and odd_module.x == 1
+        assert "tb64_odd_module left unpatched" in caplog.text
+        unpatch()
+        assert late_module.Config().method() == "own"
+        patch()  # imported now: replaced at once
+        assert late_module.Config().method() == "replaced" and calls == ["tb64_late_module"] * 2
+    finally:
+        unpatch()
+        sys.modules.pop("tb64_late_module", None)
+        sys.modules.pop("tb64_odd_module", None)
