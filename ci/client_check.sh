@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tensorb64.openai.patch() against the real client libraries, patched against unpatched in one
-# process (tests/test_float64_rows.py and tests/test_openai_patch.py; tests/test_client_frameworks.py,
-# marked `clients`):
+# process (tests/test_float64_rows.py, tests/test_openai_patch.py and tests/test_litellm_patch.py;
+# tests/test_client_frameworks.py, marked `clients`):
 #   1. openai 3.x with LangChain's OpenAIEmbeddings, LlamaIndex's OpenAIEmbedding and LiteLLM;
 #   2. openai 2.x alone (the patch's own tests).
 # Usage: ci/client_check.sh WHEEL (the tensorb64 wheel under test), or ci/client_check.sh --prepare
@@ -54,6 +54,6 @@ run_tests() {  # label, venv, pytest arguments...
 venv3=$(venv_for client-venv "${frameworks[@]}" "${common[@]}")
 venv2=$(venv_for client-oa2-venv "${openai2[@]}" "${common[@]}")
 if $prepare; then exit 0; fi
-run_tests "openai 3.57" "$venv3" tests/test_float64_rows.py tests/test_openai_patch.py
+run_tests "openai 3.57" "$venv3" tests/test_float64_rows.py tests/test_openai_patch.py tests/test_litellm_patch.py
 run_tests "the frameworks (openai 3.57)" "$venv3" -m clients tests/test_client_frameworks.py
-run_tests "openai 2.54" "$venv2" tests/test_float64_rows.py tests/test_openai_patch.py
+run_tests "openai 2.54" "$venv2" tests/test_float64_rows.py tests/test_openai_patch.py tests/test_litellm_patch.py

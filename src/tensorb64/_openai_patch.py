@@ -27,12 +27,17 @@ Global, not per client: the parse is the response classes', shared by every ``Op
 makes inside itself (LangChain, LlamaIndex, LiteLLM), which a caller cannot reach to patch one by
 one; and the wrappers a client has already cached (``with_raw_response``) keep working, since
 nothing they hold is replaced.
+
+LiteLLM is covered by the same call (``_litellm_patch``: its ``hosted_vllm`` provider, which posts
+with its own HTTP handler, and the eager text of its ``RAW RESPONSE`` debug line), as soon as the
+modules concerned are imported, before or after ``patch()``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import sys
 import threading
 from typing import Any
@@ -41,8 +46,10 @@ from ._client import _read_rows_and_offsets
 
 __all__ = ["patch", "unpatch", "is_patched"]
 
-# (class, the original _parse) for each class patched; empty when not patched.
-_originals: list[tuple[type, Any]] = []
+# (owner, attribute name, the original object) for each attribute replaced, in the order replaced.
+_originals: list[tuple[type, str, Any]] = []
+_patched = False  # between patch() and unpatch(): modules imported later are patched on import
+_waiting: set[str] = set()  # the modules whose after-import callback has not run yet
 _lock = threading.Lock()
 
 
@@ -132,29 +139,65 @@ def _patched_parse(original: Any) -> Any:
     return _parse
 
 
+def _replace(owner: type, name: str, replacement: Any) -> None:
+    """Under _lock: ``owner.name`` replaced, its original kept for unpatch()."""
+    _originals.append((owner, name, owner.__dict__[name]))
+    setattr(owner, name, replacement)
+
+
+def _patch_module(module_name: str, replacements: Any, module: Any) -> None:
+    """After-import callback: the replacements for ``module`` installed if patch() is still in
+    effect and they are not installed already."""
+    with _lock:
+        _waiting.discard(module_name)
+        if not _patched:
+            return
+        try:
+            replaced = replacements(module)
+        except Exception:  # a module of a shape not foreseen: left as it is, its import unbroken
+            logging.getLogger("tensorb64").exception("tensorb64.openai.patch(): %s left unpatched", module_name)
+            return
+        for owner, name, replacement in replaced:
+            if not any(o is owner and n == name for o, n, _ in _originals):
+                _replace(owner, name, replacement)
+
+
 def patch() -> None:
     """Makes every openai client (``OpenAI``, ``AsyncOpenAI``, made before or after this call)
     read ``/v1/embeddings`` responses with the core: the same ``CreateEmbeddingResponse``, the
-    same Python floats, without the per-row ``b64decode`` or the per-float validation. Calling it
-    again does nothing; ``unpatch()`` restores the client's own parsing."""
+    same Python floats, without the per-row ``b64decode`` or the per-float validation; and
+    LiteLLM's ``hosted_vllm`` embeddings likewise (``_litellm_patch``). Calling it again does
+    nothing; ``unpatch()`` restores the client's own parsing."""
+    global _patched
+    from . import _litellm_patch
+    from ._import_hooks import after_import
+
     with _lock:
-        if _originals:
+        if _patched:
             return
         for cls in _response_classes():
-            original = cls.__dict__["_parse"]
-            cls._parse = _patched_parse(original)
-            _originals.append((cls, original))
+            _replace(cls, "_parse", _patched_parse(cls.__dict__["_parse"]))
+        _patched = True
+    for module_name, replacements in _litellm_patch.REPLACEMENTS:
+        with _lock:
+            if module_name in _waiting:  # (from an earlier patch(): one callback is enough)
+                continue
+            _waiting.add(module_name)
+        # Outside the lock: a module imported already has its callback run at once.
+        after_import(module_name, functools.partial(_patch_module, module_name, replacements))
 
 
 def unpatch() -> None:
-    """Undoes ``patch()``: each method it replaced is the original object again. Does nothing
-    when not patched."""
+    """Undoes ``patch()``: each attribute it replaced is the original object again, and modules
+    imported later are left alone. Does nothing when not patched."""
+    global _patched
     with _lock:
+        _patched = False
         while _originals:
-            cls, original = _originals.pop()
-            cls._parse = original
+            owner, name, original = _originals.pop()
+            setattr(owner, name, original)
 
 
 def is_patched() -> bool:
     """Whether ``patch()`` is in effect."""
-    return bool(_originals)
+    return _patched
