@@ -655,13 +655,351 @@ inline bool any_non_finite_f32(const std::uint32_t* bits, std::size_t n) noexcep
     return found != 0;
 }
 
-// Shortest float32 text in Python's layout, or with Orjson in orjson's (write_orjson_f32): the
-// same fast path (1e-4 <= |x| < 1 is fixed notation, the same text, in both).
+// ---- sixteen float32 values at a time, in 32-bit lanes ----
+//
+// The shortest-digit path for groups of sixteen values below 1 in magnitude (every group of an
+// embedding row): Schubfach's steps in 32-bit lanes, exactly as to_decimal32 computes them in
+// uint32_t and int, only its three 64x32-bit products in 64-bit lanes (even and odd values apart);
+// the digits as bytes; then each value's text picked out of a fixed 16-byte template by a byte
+// mask and packed with vpcompressb (AVX512_VBMI2). Sixteen lanes halve the instructions of the
+// eight-lane path on everything but the products (measured: float_text_bench).
+
+inline __m512i set32(std::uint32_t v) noexcept {
+    __m512i c = _mm512_set1_epi32(static_cast<int>(v));
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__("" : "+v"(c));
+#endif
+    return c;
+}
+
+// (x m) >> (32 + Shift) in each 32-bit lane (the high half of the 32x32-bit product, shifted).
+template <unsigned Shift>
+inline __m512i mul_high_x16(__m512i x, __m512i m) noexcept {
+    const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(x, m), 32 + Shift);
+    const __m512i odd = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(x, 32), m), Shift);
+    return _mm512_mask_blend_epi32(0xaaaa, even, odd);
+}
+
+// floor_log10_pow2, floor_log10_three_quarters_pow2 and floor_log2_pow10 (float_text.hpp) with
+// products that fit 32 bits: equal to them over the exponents of float32 (checked below).
+constexpr int floor_log10_pow2_32(int e) { return (e * 631305) >> 21; }
+constexpr int floor_log10_three_quarters_pow2_32(int e) { return (e * 631305 - 261663) >> 21; }
+constexpr int floor_log2_pow10_32(int e) { return (e * 1741647) >> 19; }
+constexpr bool exponent_formulas_agree() {
+    for (int q = -149; q <= 104; ++q) {
+        if (floor_log10_pow2_32(q) != static_cast<int>((std::int64_t{q} * 661971961083LL) >> 41) ||
+            floor_log10_three_quarters_pow2_32(q) !=
+                static_cast<int>((std::int64_t{q} * 661971961083LL - 274743187321LL) >> 41))
+            return false;
+    }
+    for (int e = -46; e <= 46; ++e) {
+        if (floor_log2_pow10_32(e) != static_cast<int>((std::int64_t{e} * 913124641741LL) >> 38))
+            return false;
+    }
+    return true;
+}
+static_assert(exponent_formulas_agree(), "the 32-bit exponent formulas");
+
+// to_decimal32's g = kSchubfachG[k][0] + 1 as 32-bit halves, for k from kG32KMin: the 48 rows
+// two permutes reach, enough for every value below 1 (k from -45 to -8).
+constexpr int kG32KMin = -45;
+struct g32_table {
+    alignas(64) std::uint32_t high[48];
+    alignas(64) std::uint32_t low[48];
+};
+constexpr g32_table make_g32_table() {
+    g32_table t{};
+    for (int i = 0; i < 48; ++i) {
+        const std::uint64_t g = kSchubfachG[kG32KMin + i - kSchubfachKMin][0] + 1;
+        t.high[i] = static_cast<std::uint32_t>(g >> 32);
+        t.low[i] = static_cast<std::uint32_t>(g);
+    }
+    return t;
+}
+constexpr g32_table kG32 = make_g32_table();
+alignas(64) constexpr std::uint32_t kPow10x16[16] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000, 0, 0, 0, 0, 0, 0};
+
+// round_to_odd_32(g, x << h) for sixteen lanes, g given as halves (and their odd lanes' copies
+// shifted down), h32 = h - 32: x << h has its low 32 bits zero (h >= 33, x << (h - 32) < 2^31), so
+// the product's high 64 bits are g_high cp + (g_low cp >> 32) with cp = x << (h - 32).
+struct g_halves {
+    __m512i high, low, high_odd, low_odd;
+};
+inline __m512i round_to_odd_x16(const g_halves& g, __m512i x, __m512i h32) noexcept {
+    const __m512i cp = _mm512_sllv_epi32(x, h32);
+    const __m512i cp_odd = _mm512_srli_epi64(cp, 32);
+    const __m512i even =
+        _mm512_add_epi64(_mm512_mul_epu32(g.high, cp),
+                         _mm512_srli_epi64(_mm512_mul_epu32(g.low, cp), 32));
+    const __m512i odd =
+        _mm512_add_epi64(_mm512_mul_epu32(g.high_odd, cp_odd),
+                         _mm512_srli_epi64(_mm512_mul_epu32(g.low_odd, cp_odd), 32));
+    // x1 >> 31, its last bit set where x1's low 32 bits are not all zero.
+    const __m512i high = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(even, 31),
+                                                 _mm512_slli_epi64(odd, 1));
+    const __m512i low = _mm512_mask_blend_epi32(0xaaaa, even, _mm512_slli_epi64(odd, 32));
+    return _mm512_mask_or_epi32(high, _mm512_test_epi32_mask(low, low), high, set32(1));
+}
+
+// Sixteen values' shortest digits as what the layout needs: the first digit, digits 2..5 and
+// 6..9 as bytes 0..9 in string order (the first in the lowest byte), the decimal exponent and the
+// count of significant digits. Zero lanes: digits 0, e10 -1, n 1 ("0.0").
+struct shortest_x16 {
+    __m512i lead, digits2to5, digits6to9, e10, n;
+};
+
+// Digits of x < 10^4 (each 32-bit lane) as four bytes 0..9, the first in the lowest byte.
+inline __m512i digit_bytes4_x16(__m512i x) noexcept {
+    const __m512i hundreds = _mm512_srli_epi32(_mm512_mullo_epi32(x, set32(5243)), 19);
+    // hundreds | (x - 100 hundreds) << 16
+    const __m512i pairs = _mm512_sub_epi32(_mm512_slli_epi32(x, 16),
+                                           _mm512_mullo_epi32(hundreds, set32(6553599)));
+    const __m512i tens = _mm512_srli_epi16(_mm512_mullo_epi16(pairs, _mm512_set1_epi16(103)), 10);
+    // tens | (pair - 10 tens) << 8
+    return _mm512_sub_epi16(_mm512_slli_epi16(pairs, 8),
+                            _mm512_mullo_epi16(tens, _mm512_set1_epi16(2559)));
+}
+
+// Bytes up to the last nonzero one of each lane (0 for zero): from the exponent of the lane
+// converted to float rounding toward zero (floor(log2 x) + 127; 0 for zero).
+inline __m512i float_exponent_x16(__m512i x) noexcept {
+    return _mm512_srli_epi32(
+        _mm512_castps_si512(_mm512_cvt_roundepu32_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
+        23);
+}
+
+// to_decimal32 (and write_float_text's digit steps) of sixteen magnitudes below 1.
+TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i mag) noexcept {
+    const __m512i one = set32(1);
+    const __m512i biased = _mm512_srli_epi32(mag, 23);
+    const __m512i fraction = _mm512_and_si512(mag, set32(0x7fffff));
+    const __mmask16 normal = _mm512_test_epi32_mask(biased, biased);
+    const __m512i c = _mm512_mask_or_epi32(fraction, normal, fraction, set32(1u << 23));
+    const __m512i q = _mm512_mask_sub_epi32(set32(static_cast<std::uint32_t>(-149)), normal,
+                                            biased, set32(150));
+    // At a power of two (c == hidden, q > -149) the interval below is half as wide.
+    const __mmask16 irregular =
+        _mm512_mask_testn_epi32_mask(_mm512_cmpgt_epi32_mask(biased, one), fraction, fraction);
+    const __m512i k = _mm512_srai_epi32(
+        _mm512_mask_sub_epi32(_mm512_mullo_epi32(q, set32(631305)), irregular,
+                              _mm512_mullo_epi32(q, set32(631305)), set32(261663)),
+        21);
+    // h - 32 = q + floor_log2_pow10(-k) + 1
+    const __m512i h32 = _mm512_add_epi32(
+        _mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, set32(static_cast<std::uint32_t>(
+                                                                      -1741647))),
+                                           set32(1u << 19)),
+                          19),
+        q);
+    const __m512i index = _mm512_sub_epi32(k, set32(static_cast<std::uint32_t>(kG32KMin)));
+    const __mmask16 upper = _mm512_cmpge_epi32_mask(index, set32(32));
+    const auto lookup = [&](const std::uint32_t* t) {
+        const __m512i v = _mm512_permutex2var_epi32(_mm512_load_si512(t), index,
+                                                    _mm512_load_si512(t + 16));
+        return _mm512_mask_permutexvar_epi32(v, upper, index, _mm512_load_si512(t + 32));
+    };
+    g_halves g;
+    g.high = lookup(kG32.high);
+    g.low = lookup(kG32.low);
+    g.high_odd = _mm512_srli_epi64(g.high, 32);
+    g.low_odd = _mm512_srli_epi64(g.low, 32);
+    const __m512i cb = _mm512_slli_epi32(c, 2);
+    const __m512i cbl =
+        _mm512_mask_add_epi32(_mm512_sub_epi32(cb, set32(2)), irregular, cb, set32(static_cast<std::uint32_t>(-1)));
+    const __m512i vb = round_to_odd_x16(g, cb, h32);
+    const __m512i vbl = round_to_odd_x16(g, cbl, h32);
+    const __m512i vbr = round_to_odd_x16(g, _mm512_add_epi32(cb, set32(2)), h32);
+    // choose_digits in uint32_t (the same sums and shifts, cut to 32 bits alike).
+    const __mmask16 odd = _mm512_test_epi32_mask(c, one);  // the interval excludes its bounds
+    const __m512i s = _mm512_srli_epi32(vb, 2);
+    const __m512i s4 = _mm512_andnot_si512(set32(3), vb);  // s << 2
+    const __m512i sp10 = _mm512_mullo_epi32(mul_high_x16<3>(s, set32(0xcccccccdu)), set32(10));
+    const __m512i sp10_4 = _mm512_slli_epi32(sp10, 2);
+    const __m512i vbl_out = _mm512_mask_add_epi32(vbl, odd, vbl, one);
+    const __mmask16 up_in = _mm512_cmple_epu32_mask(vbl_out, sp10_4);
+    const __m512i wp = _mm512_add_epi32(sp10_4, set32(40));
+    const __mmask16 wp_in = _mm512_cmple_epu32_mask(_mm512_mask_add_epi32(wp, odd, wp, one), vbr);
+    const __mmask16 u_in = _mm512_cmple_epu32_mask(vbl_out, s4);
+    const __m512i w = _mm512_add_epi32(s4, set32(4));
+    const __mmask16 w_in = _mm512_cmple_epu32_mask(_mm512_mask_add_epi32(w, odd, w, one), vbr);
+    const __m512i middle = _mm512_add_epi32(s4, set32(2));
+    const __mmask16 nearer_s =
+        _mm512_cmplt_epu32_mask(vb, middle) |
+        _mm512_mask_cmpeq_epi32_mask(_mm512_testn_epi32_mask(s, one), vb, middle);
+    const __mmask16 one_in = u_in ^ w_in;
+    const __mmask16 pick_s = (one_in & u_in) | (~one_in & nearer_s);
+    const __m512i one_of_st = _mm512_mask_add_epi32(s, static_cast<__mmask16>(~pick_s), s, one);
+    const __m512i ten_multiple =
+        _mm512_mask_add_epi32(sp10, static_cast<__mmask16>(~up_in), sp10, set32(10));
+    const __mmask16 use_ten_multiple =
+        _mm512_cmpge_epu32_mask(s, set32(10)) & (up_in ^ wp_in);
+    const __m512i digits = _mm512_mask_mov_epi32(one_of_st, use_ten_multiple, ten_multiple);
+    // The length (decimal_length), then the digits scaled to nine: digits9 = digits 10^(9 - length).
+    const __m512i bits = _mm512_sub_epi32(float_exponent_x16(digits), set32(126));
+    const __m512i approx = _mm512_srli_epi32(_mm512_mullo_epi32(bits, set32(1233)), 12);
+    const __m512i pow10 = _mm512_load_si512(kPow10x16);
+    const __m512i length = _mm512_mask_add_epi32(
+        approx, _mm512_cmpge_epu32_mask(digits, _mm512_permutexvar_epi32(approx, pow10)), approx,
+        one);
+    const __mmask16 zero = _mm512_testn_epi32_mask(mag, mag);
+    const __m512i digits9 = _mm512_maskz_mullo_epi32(
+        static_cast<__mmask16>(~zero), digits,
+        _mm512_permutexvar_epi32(_mm512_sub_epi32(set32(9), length), pow10));
+    shortest_x16 r;
+    r.e10 = _mm512_mask_mov_epi32(_mm512_add_epi32(k, _mm512_sub_epi32(length, one)), zero,
+                                  set32(static_cast<std::uint32_t>(-1)));
+    // digits9 = lead 10^8 + high4 10^4 + low4
+    const __m512i high5 = mul_high_x16<13>(digits9, set32(3518437209u));  // digits9 / 10^4
+    const __m512i low4 = _mm512_sub_epi32(digits9, _mm512_mullo_epi32(high5, set32(10000)));
+    r.lead = _mm512_srli_epi32(_mm512_mullo_epi32(_mm512_srli_epi32(high5, 4), set32(6711)), 22);
+    const __m512i high4 = _mm512_sub_epi32(high5, _mm512_mullo_epi32(r.lead, set32(10000)));
+    r.digits2to5 = digit_bytes4_x16(high4);
+    r.digits6to9 = digit_bytes4_x16(low4);
+    // n = 1 + (digits 6..9 nonzero ? 4 + their significant bytes : those of digits 2..5): from
+    // the float exponents, a byte per 8 of them.
+    const __m512i e_high = float_exponent_x16(r.digits2to5);
+    const __m512i e_low = float_exponent_x16(r.digits6to9);
+    const __m512i e = _mm512_mask_add_epi32(e_high, _mm512_test_epi32_mask(r.digits6to9, r.digits6to9),
+                                            e_low, set32(32));
+    r.n = _mm512_max_epi32(_mm512_srai_epi32(_mm512_sub_epi32(e, set32(111)), 3), one);
+    return r;
+}
+
+// The 16-byte templates every text below 1 is a subsequence of, as byte indices into the two
+// tables of a vpermt2b: the first the digits 2..9 of eight values (8 bytes each), the second
+// `kTemplateBytes` (16 first digits, punctuation, two exponent digits for each value).
+//   fixed:      - 0 . 0 0 0 d1 d2 ... d9 ,          ("-0.000ddd,", zeros and digits as needed)
+//   scientific: - d1 . d2 ... d9 e - x1 x2 ,         ("-d.ddde-xx,", the '.' only with n > 1)
+namespace text_template {
+constexpr int kLead = 64, kMinus = 80, kZero = 81, kPoint = 82, kComma = 83, kE = 84,
+              kExponent = 96;
+// The byte index of template slot byte p (0..15) for value v (0..15), fixed or scientific.
+constexpr unsigned char fixed_byte(int v, int p) {
+    const int tail = 8 * (v % 8);
+    return static_cast<unsigned char>(p == 0   ? kMinus
+                                      : p == 1 ? kZero
+                                      : p == 2 ? kPoint
+                                      : p < 6  ? kZero
+                                      : p == 6 ? kLead + v
+                                      : p < 15 ? tail + p - 7
+                                               : kComma);
+}
+constexpr unsigned char scientific_byte(int v, int p) {
+    const int tail = 8 * (v % 8);
+    return static_cast<unsigned char>(p == 0    ? kMinus
+                                      : p == 1  ? kLead + v
+                                      : p == 2  ? kPoint
+                                      : p < 11  ? tail + p - 3
+                                      : p == 11 ? kE
+                                      : p == 12 ? kMinus
+                                      : p == 13 ? kExponent + 2 * v
+                                      : p == 14 ? kExponent + 2 * v + 1
+                                                : kComma);
+}
+struct tables {
+    alignas(64) unsigned char fixed[4][64];
+    alignas(64) unsigned char scientific[4][64];
+};
+constexpr tables make_tables() {
+    tables t{};
+    for (int v = 0; v < 16; ++v) {
+        for (int p = 0; p < 16; ++p) {
+            t.fixed[v / 4][16 * (v % 4) + p] = fixed_byte(v, p);
+            t.scientific[v / 4][16 * (v % 4) + p] = scientific_byte(v, p);
+        }
+    }
+    return t;
+}
+}  // namespace text_template
+constexpr text_template::tables kTemplates = text_template::make_tables();
+// The second table's fixed part: the punctuation at 16..20 (the first digits and the exponent
+// digits are inserted over bytes 0..15 and 32..63).
+alignas(64) constexpr unsigned char kTemplateBytes[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '-', '0', '.', ',', 'e'};
+
+// Sixteen texts of values below 1 (m of them real: the rest get no bytes), Python's layout or
+// with Orjson orjson's, each followed by a ','. Writes at most 256 bytes from out (four 64-byte
+// stores, the last at most 192 bytes in), or with m < 16 nothing past the texts.
 template <bool Orjson>
-inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
+TENSORB64_ALWAYS_INLINE char* write_below_one_x16(const shortest_x16& d, __m512i sign, std::size_t m,
+                                 char* out) noexcept {
+    // Python: fixed notation from 1e-4 (e10 >= -4), exponents of two digits at least; orjson
+    // fixed from 1e-6 (the caller keeps 1e-6 <= x < 1e-4 away: those texts need more than 16
+    // bytes), exponents of as many digits as they have.
+    const __mmask16 scientific = _mm512_cmplt_epi32_mask(d.e10, set32(Orjson ? -6 : -4));
+    const __m512i one = set32(1);
+    const __m512i exponent = _mm512_sub_epi32(_mm512_setzero_si512(), d.e10);  // -e10
+    // Each value's byte mask over its template slot (bit p: slot byte p is in the text).
+    const __m512i zeros = _mm512_sub_epi32(exponent, one);                      // after "0."
+    const __m512i fixed_mask = _mm512_add_epi32(
+        _mm512_add_epi32(_mm512_sllv_epi32(set32(8), zeros), _mm512_sllv_epi32(set32(64), d.n)),
+        _mm512_add_epi32(sign, set32(0x8006 - 72)));
+    // '-' d1 (the '.' and digits 2..n: bits 2..n+1, none for n = 1) then "e-xx,"
+    const __m512i dot_digits = _mm512_sub_epi32(_mm512_sllv_epi32(set32(4), d.n), set32(4));
+    const __m512i short_exponent =
+        Orjson ? _mm512_maskz_mov_epi32(_mm512_cmplt_epi32_mask(exponent, set32(10)),
+                                        set32(0x2000))
+               : _mm512_setzero_si512();
+    __m512i scientific_mask = _mm512_sub_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(dot_digits, sign), set32(0xf802)), short_exponent);
+    scientific_mask = _mm512_mask_sub_epi32(scientific_mask, _mm512_cmpeq_epi32_mask(d.n, one),
+                                            scientific_mask, set32(4));
+    const __m512i masks = _mm512_maskz_mov_epi32(
+        static_cast<__mmask16>((1u << m) - 1),
+        _mm512_mask_mov_epi32(fixed_mask, scientific, scientific_mask));
+    alignas(32) std::uint64_t byte_masks[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(byte_masks), _mm512_cvtepi32_epi16(masks));
+    // The exponent's digits (x1 x2 = -e10 / 10, -e10 % 10) as two ASCII bytes.
+    const __m512i tens = _mm512_srli_epi32(_mm512_mullo_epi32(exponent, set32(205)), 11);
+    const __m512i exponent_digits =
+        _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(exponent, 8), set32(0x3030)),
+                         _mm512_mullo_epi32(tens, set32(2559)));
+    const __m128i leads = _mm512_cvtepi32_epi8(_mm512_add_epi32(d.lead, set32('0')));
+    const __m512i table2 = _mm512_inserti64x4(
+        _mm512_inserti32x4(_mm512_load_si512(kTemplateBytes), leads, 0),
+        _mm512_cvtepi32_epi16(exponent_digits), 1);
+    const __m512i ascii = set32(0x30303030u);
+    const __m512i high = _mm512_or_si512(d.digits2to5, ascii);
+    const __m512i low = _mm512_or_si512(d.digits6to9, ascii);
+    const __m512i tails[2] = {
+        _mm512_permutex2var_epi32(
+            high, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), low),
+        _mm512_permutex2var_epi32(high,
+                                  _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29,
+                                                    14, 30, 15, 31),
+                                  low)};
+    const unsigned scientific_bits = scientific;
+    for (int j = 0; j < 4; ++j) {
+        // The scientific template for the slots (four dwords each) whose value needs it.
+        const __mmask16 slots =
+            static_cast<__mmask16>(_pdep_u32(scientific_bits >> (4 * j), 0x1111u) * 0xfu);
+        const __m512i index = _mm512_mask_mov_epi32(
+            _mm512_load_si512(kTemplates.fixed[j]), slots, _mm512_load_si512(kTemplates.scientific[j]));
+        const __m512i text = _mm512_maskz_compress_epi8(
+            byte_masks[j], _mm512_permutex2var_epi8(tails[j / 2], index, table2));
+        const std::size_t length = static_cast<std::size_t>(_mm_popcnt_u64(byte_masks[j]));
+        if (m == 16) {
+            _mm512_storeu_si512(out, text);
+        } else {
+            _mm512_mask_storeu_epi8(out, _bzhi_u64(~std::uint64_t{0}, static_cast<unsigned>(length)),
+                                    text);
+        }
+        out += length;
+    }
+    return out;
+}
+
+// Shortest float32 text of a group of eight (m of them real) in Python's layout, or with Orjson
+// in orjson's (write_orjson_f32), any values: the eight-lane digits, then the fixed-notation
+// fast path for 1e-4 <= |x| < 1 (the same text in both layouts) or each value's layout alone.
+// Kept out of line: the sixteen-lane loop's constants then stay in registers.
+template <bool Orjson>
+TENSORB64_NOINLINE char* write_shortest_group8(const std::uint32_t* bits, std::size_t m,
+                                               char* out) noexcept {
     digits_x8 d;
-    for (std::size_t i = 0; i < n; i += 8) {
-        const std::size_t m = n - i < 8 ? n - i : 8;
+    {
+        const std::size_t i = 0;
         const __m256i raw =
             _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits + i);
         const __m512i wide = _mm512_cvtepu32_epi64(raw);
@@ -673,14 +1011,14 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
                                         _mm512_test_epi64_mask(mag, mag);
         if (fixed_fraction == 0xff) {
             out = write_fixed_fractions_x8(x, _mm512_srli_epi64(wide, 31), out);
-            continue;
+            return out;
         }
         // The digits carry write_shortest_f32's one exception (to_decimal32_x8), which orjson's
         // text has not: a group holding it is written by the scalar writer.
         if (Orjson && _mm512_cmpeq_epi64_mask(mag, set64(0x15ae43fdu)) != 0) {
             std::size_t none = 0;
             out = write_values_orjson_f32(bits + i, m, out, &none);
-            continue;
+            return out;
         }
         _mm512_store_si512(d.lead, x.lead);
         _mm512_store_si512(d.tail, x.tail);
@@ -706,6 +1044,36 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
             }
             *out++ = ',';
         }
+    }
+    return out;
+}
+
+// Shortest float32 text in Python's layout, or with Orjson in orjson's (write_orjson_f32):
+// groups of sixteen values below 1 (and not write_shortest_f32's exception, whose digits the
+// sixteen-lane path does not carry) in sixteen lanes, any other group in eight.
+template <bool Orjson>
+inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
+    for (std::size_t i = 0; i < n; i += 16) {
+        const std::size_t m = n - i < 16 ? n - i : 16;
+        const __m512i raw =
+            _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << m) - 1), bits + i);
+        const __m512i mag = _mm512_and_si512(raw, set32(0x7fffffffu));
+        __mmask16 other = _mm512_cmpge_epu32_mask(mag, set32(0x3f800000u));
+        if (!Orjson) other |= _mm512_cmpeq_epi32_mask(mag, set32(0x15ae43fdu));
+        if (other == 0) {
+            const shortest_x16 d = shortest_digits_x16(mag);
+            // orjson's fixed texts from 1e-6 to 1e-4 take up to 18 bytes, past a 16-byte slot.
+            const __mmask16 long_fixed =
+                Orjson ? _mm512_cmplt_epi32_mask(d.e10, set32(static_cast<std::uint32_t>(-4))) &
+                             _mm512_cmpge_epi32_mask(d.e10, set32(static_cast<std::uint32_t>(-6)))
+                       : 0;
+            if (long_fixed == 0) {
+                out = write_below_one_x16<Orjson>(d, _mm512_srli_epi32(raw, 31), m, out);
+                continue;
+            }
+        }
+        out = write_shortest_group8<Orjson>(bits + i, m < 8 ? m : 8, out);
+        if (m > 8) out = write_shortest_group8<Orjson>(bits + i + 8, m - 8, out);
     }
     return out;
 }
