@@ -597,16 +597,10 @@ TENSORB64_ALWAYS_INLINE char* write_repr_x8(__m512i mag, __m512i sign, std::size
     return write_repr_group(x, m, negative, zero, out);
 }
 
-inline char* write_repr_f32_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
-    for (std::size_t i = 0; i < n; i += 8) {
-        const std::size_t m = n - i < 8 ? n - i : 8;
-        const __m256i raw =
-            _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits + i);
-        const __m512i wide = _mm512_cvtepu32_epi64(raw);
-        const __m512i mag32 = _mm512_and_si512(wide, set64(0x7fffffffu));
-        out = write_repr_x8<true>(widen_magnitudes(mag32), _mm512_srli_epi64(wide, 31), m, out);
-    }
-    return out;
+// write_repr_x8 of float32 magnitudes widened, out of line (the sixteen-lane loop's other groups).
+TENSORB64_NOINLINE char* write_repr_group8(__m512i mag, __m512i sign, std::size_t m,
+                                           char* out) noexcept {
+    return write_repr_x8<true>(mag, sign, m, out);
 }
 
 inline char* write_repr_f64_block(const std::uint64_t* bits, std::size_t n, char* out) noexcept {
@@ -686,7 +680,7 @@ constexpr int floor_log10_pow2_32(int e) { return (e * 631305) >> 21; }
 constexpr int floor_log10_three_quarters_pow2_32(int e) { return (e * 631305 - 261663) >> 21; }
 constexpr int floor_log2_pow10_32(int e) { return (e * 1741647) >> 19; }
 constexpr bool exponent_formulas_agree() {
-    for (int q = -149; q <= 104; ++q) {
+    for (int q = -179; q <= 104; ++q) {  // float32's exponents, and those of its doubles
         if (floor_log10_pow2_32(q) != static_cast<int>((std::int64_t{q} * 661971961083LL) >> 41) ||
             floor_log10_three_quarters_pow2_32(q) !=
                 static_cast<int>((std::int64_t{q} * 661971961083LL - 274743187321LL) >> 41))
@@ -866,128 +860,314 @@ TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i mag) noexcept {
     return r;
 }
 
-// The 16-byte templates every text below 1 is a subsequence of, as byte indices into the two
-// tables of a vpermt2b: the first the digits 2..9 of eight values (8 bytes each), the second
-// `kTemplateBytes` (16 first digits, punctuation, two exponent digits for each value).
-//   fixed:      - 0 . 0 0 0 d1 d2 ... d9 ,          ("-0.000ddd,", zeros and digits as needed)
-//   scientific: - d1 . d2 ... d9 e - x1 x2 ,         ("-d.ddde-xx,", the '.' only with n > 1)
+// The templates every text below 1 is a subsequence of, a slot of 16 bytes (shortest: 8 digits
+// after the first) or 32 (repr: 16), as byte indices into the two tables of a vpermt2b: the
+// first the digits after the first of 64 / TailDigits values, the second kTemplateBytes with the
+// first digits (bytes 0..15) and two exponent digits a value (32..63) put in.
+//   fixed:      - 0 . 0 0 0 d1 d2 ... ,          ("-0.000ddd,", zeros and digits as needed)
+//   scientific: - d1 . d2 ... e - x1 x2 ,         ("-d.ddde-xx,", the '.' only with n > 1)
 namespace text_template {
 constexpr int kLead = 64, kMinus = 80, kZero = 81, kPoint = 82, kComma = 83, kE = 84,
               kExponent = 96;
-// The byte index of template slot byte p (0..15) for value v (0..15), fixed or scientific.
-constexpr unsigned char fixed_byte(int v, int p) {
-    const int tail = 8 * (v % 8);
-    return static_cast<unsigned char>(p == 0   ? kMinus
-                                      : p == 1 ? kZero
-                                      : p == 2 ? kPoint
-                                      : p < 6  ? kZero
-                                      : p == 6 ? kLead + v
-                                      : p < 15 ? tail + p - 7
-                                               : kComma);
+// The byte index of slot byte p for value v (0..15), fixed or scientific, W = TailDigits.
+constexpr unsigned char fixed_byte(int w, int v, int p) {
+    const int tail = w * (v % (64 / w));
+    return static_cast<unsigned char>(p == 0       ? kMinus
+                                      : p == 1     ? kZero
+                                      : p == 2     ? kPoint
+                                      : p < 6      ? kZero
+                                      : p == 6     ? kLead + v
+                                      : p < 7 + w  ? tail + p - 7
+                                                   : kComma);
 }
-constexpr unsigned char scientific_byte(int v, int p) {
-    const int tail = 8 * (v % 8);
-    return static_cast<unsigned char>(p == 0    ? kMinus
-                                      : p == 1  ? kLead + v
-                                      : p == 2  ? kPoint
-                                      : p < 11  ? tail + p - 3
-                                      : p == 11 ? kE
-                                      : p == 12 ? kMinus
-                                      : p == 13 ? kExponent + 2 * v
-                                      : p == 14 ? kExponent + 2 * v + 1
-                                                : kComma);
+constexpr unsigned char scientific_byte(int w, int v, int p) {
+    const int tail = w * (v % (64 / w));
+    return static_cast<unsigned char>(p == 0       ? kMinus
+                                      : p == 1     ? kLead + v
+                                      : p == 2     ? kPoint
+                                      : p < 3 + w  ? tail + p - 3
+                                      : p == 3 + w ? kE
+                                      : p == 4 + w ? kMinus
+                                      : p == 5 + w ? kExponent + 2 * v
+                                      : p == 6 + w ? kExponent + 2 * v + 1
+                                                   : kComma);
 }
+template <int TailDigits>
 struct tables {
-    alignas(64) unsigned char fixed[4][64];
-    alignas(64) unsigned char scientific[4][64];
+    static constexpr int kSlot = TailDigits == 8 ? 16 : 32;
+    static constexpr int kVectors = 16 * kSlot / 64;  // output vectors for sixteen values
+    alignas(64) unsigned char fixed[kVectors][64];
+    alignas(64) unsigned char scientific[kVectors][64];
 };
-constexpr tables make_tables() {
-    tables t{};
+template <int TailDigits>
+constexpr tables<TailDigits> make_tables() {
+    tables<TailDigits> t{};
+    constexpr int slot = tables<TailDigits>::kSlot;
     for (int v = 0; v < 16; ++v) {
-        for (int p = 0; p < 16; ++p) {
-            t.fixed[v / 4][16 * (v % 4) + p] = fixed_byte(v, p);
-            t.scientific[v / 4][16 * (v % 4) + p] = scientific_byte(v, p);
+        for (int p = 0; p < slot; ++p) {
+            t.fixed[v * slot / 64][v * slot % 64 + p] = fixed_byte(TailDigits, v, p);
+            t.scientific[v * slot / 64][v * slot % 64 + p] = scientific_byte(TailDigits, v, p);
         }
     }
     return t;
 }
+template <int TailDigits>
+constexpr tables<TailDigits> kTables = make_tables<TailDigits>();
 }  // namespace text_template
-constexpr text_template::tables kTemplates = text_template::make_tables();
-// The second table's fixed part: the punctuation at 16..20 (the first digits and the exponent
-// digits are inserted over bytes 0..15 and 32..63).
+// The second table's fixed part: the punctuation at 16..20.
 alignas(64) constexpr unsigned char kTemplateBytes[64] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '-', '0', '.', ',', 'e'};
 
-// Sixteen texts of values below 1 (m of them real: the rest get no bytes), Python's layout or
-// with Orjson orjson's, each followed by a ','. Writes at most 256 bytes from out (four 64-byte
-// stores, the last at most 192 bytes in), or with m < 16 nothing past the texts.
-template <bool Orjson>
-TENSORB64_ALWAYS_INLINE char* write_below_one_x16(const shortest_x16& d, __m512i sign, std::size_t m,
-                                 char* out) noexcept {
+// Sixteen texts of values below 1 (m of them real: the rest get no bytes), each followed by a
+// ',', from their digits: `tails` the digits after the first as bytes 0..9 in string order,
+// TailDigits a value (8 or 16), 64 / TailDigits values a vector; `lead` the first digit, `n` the
+// significant digits, e10 the decimal exponent, `sign` 0 or 1 (32-bit lanes). Python's layout, or
+// with Orjson orjson's. Writes at most 4 (16-byte slots) or 8 (32-byte) 64-byte stores, each at
+// the end of the texts before it, or with m < 16 nothing past the texts.
+template <int TailDigits, bool Orjson>
+TENSORB64_ALWAYS_INLINE char* write_texts_x16(const __m512i* tails, __m512i lead, __m512i e10,
+                                              __m512i n, __m512i sign, std::size_t m,
+                                              char* out) noexcept {
+    using table = text_template::tables<TailDigits>;
+    constexpr int comma_bit = 7 + TailDigits;  // in both templates
     // Python: fixed notation from 1e-4 (e10 >= -4), exponents of two digits at least; orjson
     // fixed from 1e-6 (the caller keeps 1e-6 <= x < 1e-4 away: those texts need more than 16
     // bytes), exponents of as many digits as they have.
-    const __mmask16 scientific = _mm512_cmplt_epi32_mask(d.e10, set32(Orjson ? -6 : -4));
+    const __mmask16 scientific = _mm512_cmplt_epi32_mask(e10, set32(Orjson ? -6 : -4));
     const __m512i one = set32(1);
-    const __m512i exponent = _mm512_sub_epi32(_mm512_setzero_si512(), d.e10);  // -e10
-    // Each value's byte mask over its template slot (bit p: slot byte p is in the text).
-    const __m512i zeros = _mm512_sub_epi32(exponent, one);                      // after "0."
+    const __m512i exponent = _mm512_sub_epi32(_mm512_setzero_si512(), e10);  // -e10
+    // Each value's byte mask over its slot (bit p: slot byte p is in the text). Fixed: '-', "0.",
+    // the zeros after the point, the digits (from bit 6), ','.
+    const __m512i zeros = _mm512_sub_epi32(exponent, one);
     const __m512i fixed_mask = _mm512_add_epi32(
-        _mm512_add_epi32(_mm512_sllv_epi32(set32(8), zeros), _mm512_sllv_epi32(set32(64), d.n)),
-        _mm512_add_epi32(sign, set32(0x8006 - 72)));
-    // '-' d1 (the '.' and digits 2..n: bits 2..n+1, none for n = 1) then "e-xx,"
-    const __m512i dot_digits = _mm512_sub_epi32(_mm512_sllv_epi32(set32(4), d.n), set32(4));
+        _mm512_add_epi32(_mm512_sllv_epi32(set32(8), zeros), _mm512_sllv_epi32(set32(64), n)),
+        _mm512_add_epi32(sign, set32((1u << comma_bit) + 6 - 72)));
+    // Scientific: '-', d1, the '.' and digits 2..n (bits 2..n+1, none for n = 1), "e-xx,".
+    const __m512i dot_digits = _mm512_sub_epi32(_mm512_sllv_epi32(set32(4), n), set32(4));
     const __m512i short_exponent =
         Orjson ? _mm512_maskz_mov_epi32(_mm512_cmplt_epi32_mask(exponent, set32(10)),
-                                        set32(0x2000))
+                                        set32(1u << (5 + TailDigits)))
                : _mm512_setzero_si512();
-    __m512i scientific_mask = _mm512_sub_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(dot_digits, sign), set32(0xf802)), short_exponent);
-    scientific_mask = _mm512_mask_sub_epi32(scientific_mask, _mm512_cmpeq_epi32_mask(d.n, one),
+    __m512i scientific_mask =
+        _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(dot_digits, sign),
+                                          set32((0x1fu << (3 + TailDigits)) | 2)),
+                         short_exponent);
+    scientific_mask = _mm512_mask_sub_epi32(scientific_mask, _mm512_cmpeq_epi32_mask(n, one),
                                             scientific_mask, set32(4));
-    const __m512i masks = _mm512_maskz_mov_epi32(
-        static_cast<__mmask16>((1u << m) - 1),
-        _mm512_mask_mov_epi32(fixed_mask, scientific, scientific_mask));
-    alignas(32) std::uint64_t byte_masks[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(byte_masks), _mm512_cvtepi32_epi16(masks));
+    const __m512i masks =
+        _mm512_maskz_mov_epi32(static_cast<__mmask16>((1u << m) - 1),
+                               _mm512_mask_mov_epi32(fixed_mask, scientific, scientific_mask));
+    alignas(64) std::uint64_t byte_masks[table::kVectors];
+    if (table::kSlot == 16) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(byte_masks), _mm512_cvtepi32_epi16(masks));
+    } else {
+        _mm512_store_si512(byte_masks, masks);
+    }
     // The exponent's digits (x1 x2 = -e10 / 10, -e10 % 10) as two ASCII bytes.
     const __m512i tens = _mm512_srli_epi32(_mm512_mullo_epi32(exponent, set32(205)), 11);
     const __m512i exponent_digits =
         _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(exponent, 8), set32(0x3030)),
                          _mm512_mullo_epi32(tens, set32(2559)));
-    const __m128i leads = _mm512_cvtepi32_epi8(_mm512_add_epi32(d.lead, set32('0')));
+    const __m128i leads = _mm512_cvtepi32_epi8(_mm512_add_epi32(lead, set32('0')));
     const __m512i table2 = _mm512_inserti64x4(
         _mm512_inserti32x4(_mm512_load_si512(kTemplateBytes), leads, 0),
         _mm512_cvtepi32_epi16(exponent_digits), 1);
-    const __m512i ascii = set32(0x30303030u);
-    const __m512i high = _mm512_or_si512(d.digits2to5, ascii);
-    const __m512i low = _mm512_or_si512(d.digits6to9, ascii);
-    const __m512i tails[2] = {
-        _mm512_permutex2var_epi32(
-            high, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), low),
-        _mm512_permutex2var_epi32(high,
-                                  _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29,
-                                                    14, 30, 15, 31),
-                                  low)};
     const unsigned scientific_bits = scientific;
-    for (int j = 0; j < 4; ++j) {
-        // The scientific template for the slots (four dwords each) whose value needs it.
-        const __mmask16 slots =
-            static_cast<__mmask16>(_pdep_u32(scientific_bits >> (4 * j), 0x1111u) * 0xfu);
-        const __m512i index = _mm512_mask_mov_epi32(
-            _mm512_load_si512(kTemplates.fixed[j]), slots, _mm512_load_si512(kTemplates.scientific[j]));
+    constexpr int per_vector = 64 / table::kSlot;  // values a vector
+    __m512i digits[TailDigits / 4];
+    for (int i = 0; i < TailDigits / 4; ++i)
+        digits[i] = _mm512_or_si512(tails[i], set32(0x30303030u));
+    for (int j = 0; j < table::kVectors; ++j) {
+        // The scientific template for the slots (kSlot / 4 dwords each) whose value needs it.
+        const unsigned value_bits = (scientific_bits >> (per_vector * j)) & ((1u << per_vector) - 1);
+        const __mmask16 slots = static_cast<__mmask16>(
+            table::kSlot == 16 ? _pdep_u32(value_bits, 0x1111u) * 0xfu
+                               : _pdep_u32(value_bits, 0x0101u) * 0xffu);
+        const __m512i index =
+            _mm512_mask_mov_epi32(_mm512_load_si512(text_template::kTables<TailDigits>.fixed[j]),
+                                  slots,
+                                  _mm512_load_si512(text_template::kTables<TailDigits>.scientific[j]));
         const __m512i text = _mm512_maskz_compress_epi8(
-            byte_masks[j], _mm512_permutex2var_epi8(tails[j / 2], index, table2));
+            byte_masks[j],
+            _mm512_permutex2var_epi8(digits[j * per_vector * TailDigits / 64], index, table2));
         const std::size_t length = static_cast<std::size_t>(_mm_popcnt_u64(byte_masks[j]));
         if (m == 16) {
             _mm512_storeu_si512(out, text);
         } else {
-            _mm512_mask_storeu_epi8(out, _bzhi_u64(~std::uint64_t{0}, static_cast<unsigned>(length)),
-                                    text);
+            _mm512_mask_storeu_epi8(
+                out, _bzhi_u64(~std::uint64_t{0}, static_cast<unsigned>(length)), text);
         }
         out += length;
     }
     return out;
+}
+
+// ---- repr of sixteen float32 values below 1 ----
+//
+// A float32's double c 2^q (c = c32 2^29, q = q32 - 29) has out = 0 (c is even) and, below 1 and
+// from about 1e-11 (k from -27 to -16), Schubfach's products g (cb << h) exactly: 4 v 10^-k =
+// c32 5^-k 2^(q32 - k + 2), a product of 24 and 63 bits shifted right by u = k - q32 - 2 (5 to 31
+// there), and the bounds 4 (v -/+ ulp / 2) 10^-k that plus or minus 5^-k 2^-(30 + u) (2^-(31 + u)
+// below a power of two). Round to odd of those is what round_to_odd_64 computes from the 126-bit
+// g: the same vb, vbl, vbr (checked for every such float32 when this was written, and by
+// float_text_exhaustive's repr), from two vpmuludq and a table of twelve powers of five instead
+// of the g table's gathers and the 128-bit products.
+constexpr int kReprKMin = -27;
+struct pow5_table {
+    alignas(64) std::uint64_t values[16];
+};
+constexpr pow5_table make_pow5_table() {
+    pow5_table t{};
+    for (int i = 0; i < 12; ++i) {  // 5^-k for k = kReprKMin + i
+        std::uint64_t p = 1;
+        for (int j = 0; j < -(kReprKMin + i); ++j) p *= 5;
+        t.values[i] = p;
+    }
+    return t;
+}
+constexpr pow5_table kPow5 = make_pow5_table();
+static_assert(kPow5.values[0] == 7450580596923828125ull, "5^27");
+
+// The digits of sixteen repr texts: the first, digits 2..17 (16 bytes a value, four values a
+// vector), the significant digits and the decimal exponent, in 32-bit lanes.
+struct repr_x16 {
+    __m512i lead, e10, n;
+    __m512i tails[4];
+};
+
+// Eight values' digits, 64-bit lanes: c the significand, u the shift, index the row of kPow5,
+// irregular where c = 2^23 (a power of two: the interval below is half as wide).
+struct repr_x8_digits {
+    __m512i lead, e10, upper, lower;  // upper: digits 2..9, lower: 10..17 (< 10^8)
+};
+TENSORB64_ALWAYS_INLINE repr_x8_digits repr_digits_x8_exact(__m512i c, __m512i u, __m512i k,
+                                                            __m512i index,
+                                                            __mmask8 irregular) noexcept {
+    const __m512i one = set64(1);
+    const __m512i power = _mm512_permutex2var_epi64(_mm512_load_si512(kPow5.values), index,
+                                                    _mm512_load_si512(kPow5.values + 8));
+    // c 5^-k = high 2^32 + low (high < 2^55, low < 2^56)
+    const __m512i high = _mm512_mul_epu32(c, _mm512_srli_epi64(power, 32));
+    const __m512i low = _mm512_mul_epu32(c, power);
+    const __m512i base = _mm512_sllv_epi64(high, _mm512_sub_epi64(set64(32), u));
+    const __m512i below = _mm512_sub_epi64(_mm512_sllv_epi64(one, u), one);
+    const __m512i vb0 = _mm512_add_epi64(base, _mm512_srlv_epi64(low, u));
+    const __m512i vb = _mm512_mask_or_epi64(vb0, _mm512_test_epi64_mask(low, below), vb0, one);
+    // The bounds' fractions are never zero (5^-k is odd): their last bit is always set.
+    const __m512i right = _mm512_srli_epi64(power, 30);
+    const __m512i left = _mm512_mask_srli_epi64(right, irregular, power, 31);
+    const __m512i vbr = _mm512_or_si512(
+        _mm512_add_epi64(base, _mm512_srlv_epi64(_mm512_add_epi64(low, right), u)), one);
+    const __m512i vbl = _mm512_or_si512(
+        _mm512_add_epi64(
+            base, _mm512_srav_epi64(_mm512_sub_epi64(_mm512_sub_epi64(low, left), one), u)),
+        one);
+    // choose_digits with out = 0 (s >= 10: it has 16 or 17 digits).
+    const __m512i s = _mm512_srli_epi64(vb, 2);
+    const __m512i s4 = _mm512_andnot_si512(set64(3), vb);
+    const __m512i sp10 = mul_low(_mm512_srli_epi64(mul_high(s, set64(0xcccccccccccccccdull)), 3),
+                                 hidden_constant(set64(10)));
+    const __m512i sp10_4 = _mm512_slli_epi64(sp10, 2);
+    const __mmask8 up_in = _mm512_cmple_epu64_mask(vbl, sp10_4);
+    const __mmask8 wp_in = _mm512_cmple_epu64_mask(_mm512_add_epi64(sp10_4, set64(40)), vbr);
+    const __mmask8 u_in = _mm512_cmple_epu64_mask(vbl, s4);
+    const __mmask8 w_in = _mm512_cmple_epu64_mask(_mm512_add_epi64(s4, set64(4)), vbr);
+    const __m512i middle = _mm512_add_epi64(s4, set64(2));
+    const __mmask8 nearer_s =
+        _mm512_cmplt_epu64_mask(vb, middle) |
+        _mm512_mask_cmpeq_epu64_mask(_mm512_testn_epi64_mask(s, one), vb, middle);
+    const __mmask8 one_in = u_in ^ w_in;
+    const __mmask8 pick_s = (one_in & u_in) | (~one_in & nearer_s);
+    const __m512i one_of_st = _mm512_mask_add_epi64(s, static_cast<__mmask8>(~pick_s), s, one);
+    const __m512i ten_multiple =
+        _mm512_mask_add_epi64(sp10, static_cast<__mmask8>(~up_in), sp10, set64(10));
+    const __m512i digits =
+        _mm512_mask_mov_epi64(one_of_st, static_cast<__mmask8>(up_in ^ wp_in), ten_multiple);
+    // 16 or 17 digits, as 17 (repr_digits_x8's fast case), then 1 + 8 + 8.
+    const __mmask8 is17 = _mm512_cmpge_epu64_mask(digits, set64(kPow10[16]));
+    const __m512i digits17 =
+        _mm512_mask_mov_epi64(mul_low(digits, hidden_constant(set64(10))), is17, digits);
+    repr_x8_digits r;
+    r.e10 = _mm512_mask_add_epi64(_mm512_add_epi64(k, set64(15)), is17, k, set64(16));
+    const __m512i high9 =
+        _mm512_srli_epi64(mul_high(digits17, set64(12379400392853802749ull)), 26);
+    r.lower = _mm512_sub_epi64(digits17, _mm512_mul_epu32(high9, set64(100000000u)));
+    r.lead = _mm512_srli_epi64(_mm512_mul_epu32(high9, set64(1441151881u)), 57);
+    r.upper = _mm512_sub_epi64(high9, _mm512_mul_epu32(r.lead, set64(100000000u)));
+    return r;
+}
+
+// repr's digits of sixteen magnitudes (zero or from kReprKMin's range to below 1: `in_range`
+// false, and nothing computed, where one is not).
+TENSORB64_ALWAYS_INLINE bool repr_digits_x16(__m512i magnitude, repr_x16* r) noexcept {
+    const __mmask16 zero = _mm512_testn_epi32_mask(magnitude, magnitude);
+    const __m512i mag = _mm512_mask_mov_epi32(magnitude, zero, set32(0x3e000000u));  // a stand-in
+    const __m512i fraction = _mm512_and_si512(mag, set32(0x7fffff));
+    const __mmask16 irregular = _mm512_testn_epi32_mask(fraction, fraction);
+    const __m512i c = _mm512_or_si512(fraction, set32(1u << 23));
+    const __m512i q32 = _mm512_sub_epi32(_mm512_srli_epi32(mag, 23), set32(150));
+    // k of the double's exponent q32 - 29 (a subnormal float32 gets one far out of range).
+    const __m512i scaled = _mm512_mullo_epi32(_mm512_sub_epi32(q32, set32(29)), set32(631305));
+    const __m512i k = _mm512_srai_epi32(
+        _mm512_mask_sub_epi32(scaled, irregular, scaled, set32(261663)), 21);
+    const __m512i index = _mm512_sub_epi32(k, set32(static_cast<std::uint32_t>(kReprKMin)));
+    if ((_mm512_cmpgt_epu32_mask(index, set32(11)) |
+         _mm512_cmpge_epu32_mask(mag, set32(0x3f800000u))) != 0)
+        return false;
+    const __m512i u = _mm512_sub_epi32(_mm512_sub_epi32(k, q32), set32(2));
+    const auto half = [](__m512i v, int h) {
+        return _mm512_cvtepu32_epi64(h == 0 ? _mm512_castsi512_si256(v)
+                                            : _mm512_extracti64x4_epi64(v, 1));
+    };
+    const auto signed_half = [](__m512i v, int h) {
+        return _mm512_cvtepi32_epi64(h == 0 ? _mm512_castsi512_si256(v)
+                                            : _mm512_extracti64x4_epi64(v, 1));
+    };
+    repr_x8_digits d[2];
+    for (int h = 0; h < 2; ++h) {
+        d[h] = repr_digits_x8_exact(half(c, h), half(u, h), signed_half(k, h), half(index, h),
+                                    static_cast<__mmask8>(irregular >> (8 * h)));
+    }
+    // Back to 32-bit lanes: value v in lane v; zeros: "0.0" (digits 0, e10 -1).
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    r->lead = _mm512_maskz_mov_epi32(static_cast<__mmask16>(~zero),
+                                     _mm512_permutex2var_epi32(d[0].lead, evens, d[1].lead));
+    r->e10 = _mm512_mask_mov_epi32(_mm512_permutex2var_epi32(d[0].e10, evens, d[1].e10), zero,
+                                   set32(static_cast<std::uint32_t>(-1)));
+    // Digits 2..17 as four 4-digit numbers a value, then bytes: value 4j + i's at bytes
+    // 16 i .. 16 i + 15 of tails[j].
+    const __m512i pairs = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+    for (int h = 0; h < 2; ++h) {
+        const __m512i upper = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero >> (8 * h)), d[h].upper);
+        const __m512i lower = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero >> (8 * h)), d[h].lower);
+        const __m512i x = _mm512_permutex2var_epi32(upper, pairs, lower);  // u0 l0 u1 l1 ...
+        const __m512i high4 = mul_high_x16<13>(x, set32(3518437209u));    // x / 10^4
+        const __m512i low4 = _mm512_sub_epi32(x, _mm512_mullo_epi32(high4, set32(10000)));
+        r->tails[2 * h] = digit_bytes4_x16(_mm512_permutex2var_epi32(
+            high4, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), low4));
+        r->tails[2 * h + 1] = digit_bytes4_x16(_mm512_permutex2var_epi32(
+            high4, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),
+            low4));
+    }
+    // n = 1 + the last nonzero digit's place among digits 2..17: from each 8-byte half's float
+    // exponent (floor(log2) + 1023, 0 for zero), (e - 1015) / 8 bytes in digits 2..9 and 8 more
+    // in 10..17 (negative where all zero), the larger of the two.
+    const __m512i offsets = _mm512_setr_epi64(-1015, -951, -1015, -951, -1015, -951, -1015, -951);
+    __m512i places[4];
+    for (int j = 0; j < 4; ++j) {
+        const __m512i e = _mm512_srli_epi64(
+            _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(r->tails[j], _MM_FROUND_TO_ZERO |
+                                                                          _MM_FROUND_NO_EXC)),
+            52);
+        const __m512i place = _mm512_srai_epi64(_mm512_add_epi64(e, offsets), 3);
+        places[j] = _mm512_max_epi64(place, _mm512_shuffle_epi32(place, _MM_PERM_BADC));
+    }
+    const __m512i fours = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+    const __m512i first8 = _mm512_permutex2var_epi32(places[0], fours, places[1]);
+    const __m512i last8 = _mm512_permutex2var_epi32(places[2], fours, places[3]);
+    const __m512i place = _mm512_inserti64x4(first8, _mm512_castsi512_si256(last8), 1);
+    r->n = _mm512_add_epi32(_mm512_max_epi32(place, _mm512_setzero_si512()), set32(1));
+    return true;
 }
 
 // Shortest float32 text of a group of eight (m of them real) in Python's layout, or with Orjson
@@ -1068,12 +1248,48 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
                              _mm512_cmpge_epi32_mask(d.e10, set32(static_cast<std::uint32_t>(-6)))
                        : 0;
             if (long_fixed == 0) {
-                out = write_below_one_x16<Orjson>(d, _mm512_srli_epi32(raw, 31), m, out);
+                // The digits after the first, eight a value: digits 2..5 and 6..9 side by side.
+                const __m512i tails[2] = {
+                    _mm512_permutex2var_epi32(d.digits2to5,
+                                              _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4,
+                                                                20, 5, 21, 6, 22, 7, 23),
+                                              d.digits6to9),
+                    _mm512_permutex2var_epi32(d.digits2to5,
+                                              _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12,
+                                                                28, 13, 29, 14, 30, 15, 31),
+                                              d.digits6to9)};
+                out = write_texts_x16<8, Orjson>(tails, d.lead, d.e10, d.n,
+                                                 _mm512_srli_epi32(raw, 31), m, out);
                 continue;
             }
         }
         out = write_shortest_group8<Orjson>(bits + i, m < 8 ? m : 8, out);
         if (m > 8) out = write_shortest_group8<Orjson>(bits + i + 8, m - 8, out);
+    }
+    return out;
+}
+
+// repr of float32 values (widened to doubles): groups of sixteen zeros or values from about
+// 1e-11 to below 1 in sixteen lanes, any other group in eight.
+inline char* write_repr_f32_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
+    for (std::size_t i = 0; i < n; i += 16) {
+        const std::size_t m = n - i < 16 ? n - i : 16;
+        const __m512i raw =
+            _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << m) - 1), bits + i);
+        const __m512i mag = _mm512_and_si512(raw, set32(0x7fffffffu));
+        repr_x16 d;
+        if (repr_digits_x16(mag, &d)) {
+            out = write_texts_x16<16, false>(d.tails, d.lead, d.e10, d.n,
+                                             _mm512_srli_epi32(raw, 31), m, out);
+            continue;
+        }
+        for (std::size_t h = 0; h < m; h += 8) {
+            const std::size_t mh = m - h < 8 ? m - h : 8;
+            const __m512i wide = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(
+                static_cast<__mmask8>((1u << mh) - 1), bits + i + h));
+            const __m512i mag32 = _mm512_and_si512(wide, set64(0x7fffffffu));
+            out = write_repr_group8(widen_magnitudes(mag32), _mm512_srli_epi64(wide, 31), mh, out);
+        }
     }
     return out;
 }
