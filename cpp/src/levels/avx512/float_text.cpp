@@ -711,8 +711,6 @@ constexpr g32_table make_g32_table() {
     return t;
 }
 constexpr g32_table kG32 = make_g32_table();
-alignas(64) constexpr std::uint32_t kPow10x16[16] = {
-    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000, 0, 0, 0, 0, 0, 0};
 
 // round_to_odd_32(g, x << h) for sixteen lanes, g given as halves (and their odd lanes' copies
 // shifted down), h32 = h - 32: x << h has its low 32 bits zero (h >= 33, x << (h - 32) < 2^31), so
@@ -763,15 +761,15 @@ inline __m512i float_exponent_x16(__m512i x) noexcept {
         23);
 }
 
-// to_decimal32 (and write_float_text's digit steps) of sixteen magnitudes below 1.
-TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i mag) noexcept {
+// to_decimal32 (and write_float_text's digit steps) of sixteen magnitudes below 1, zeros or normal.
+TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i magnitude) noexcept {
     const __m512i one = set32(1);
+    const __mmask16 zero = _mm512_testn_epi32_mask(magnitude, magnitude);
+    const __m512i mag = _mm512_mask_mov_epi32(magnitude, zero, set32(0x3e000000u));  // a stand-in
     const __m512i biased = _mm512_srli_epi32(mag, 23);
     const __m512i fraction = _mm512_and_si512(mag, set32(0x7fffff));
-    const __mmask16 normal = _mm512_test_epi32_mask(biased, biased);
-    const __m512i c = _mm512_mask_or_epi32(fraction, normal, fraction, set32(1u << 23));
-    const __m512i q = _mm512_mask_sub_epi32(set32(static_cast<std::uint32_t>(-149)), normal,
-                                            biased, set32(150));
+    const __m512i c = _mm512_or_si512(fraction, set32(1u << 23));
+    const __m512i q = _mm512_sub_epi32(biased, set32(150));
     // At a power of two (c == hidden, q > -149) the interval below is half as wide.
     const __mmask16 irregular =
         _mm512_mask_testn_epi32_mask(_mm512_cmpgt_epi32_mask(biased, one), fraction, fraction);
@@ -829,19 +827,16 @@ TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i mag) noexcept {
     const __mmask16 use_ten_multiple =
         _mm512_cmpge_epu32_mask(s, set32(10)) & (up_in ^ wp_in);
     const __m512i digits = _mm512_mask_mov_epi32(one_of_st, use_ten_multiple, ten_multiple);
-    // The length (decimal_length), then the digits scaled to nine: digits9 = digits 10^(9 - length).
-    const __m512i bits = _mm512_sub_epi32(float_exponent_x16(digits), set32(126));
-    const __m512i approx = _mm512_srli_epi32(_mm512_mullo_epi32(bits, set32(1233)), 12);
-    const __m512i pow10 = _mm512_load_si512(kPow10x16);
-    const __m512i length = _mm512_mask_add_epi32(
-        approx, _mm512_cmpge_epu32_mask(digits, _mm512_permutexvar_epi32(approx, pow10)), approx,
-        one);
-    const __mmask16 zero = _mm512_testn_epi32_mask(mag, mag);
-    const __m512i digits9 = _mm512_maskz_mullo_epi32(
-        static_cast<__mmask16>(~zero), digits,
-        _mm512_permutexvar_epi32(_mm512_sub_epi32(set32(9), length), pow10));
+    // A normal float32's digits have 7 to 9 digits (s is in [2^23, 10 * 2^24), the choice
+    // within 10 of it): the length is two compares; then the digits scaled to nine.
+    const __mmask16 ge7 = _mm512_cmpge_epu32_mask(digits, set32(10000000));
+    const __mmask16 ge8 = _mm512_cmpge_epu32_mask(digits, set32(100000000));
+    const __m512i scale = _mm512_mask_mov_epi32(_mm512_mask_mov_epi32(set32(100), ge7, set32(10)),
+                                                ge8, one);
+    const __m512i digits9 = _mm512_maskz_mullo_epi32(static_cast<__mmask16>(~zero), digits, scale);
     shortest_x16 r;
-    r.e10 = _mm512_mask_mov_epi32(_mm512_add_epi32(k, _mm512_sub_epi32(length, one)), zero,
+    const __m512i e7 = _mm512_mask_add_epi32(_mm512_add_epi32(k, set32(6)), ge7, k, set32(7));
+    r.e10 = _mm512_mask_mov_epi32(_mm512_mask_add_epi32(e7, ge8, e7, one), zero,
                                   set32(static_cast<std::uint32_t>(-1)));
     // digits9 = lead 10^8 + high4 10^4 + low4
     const __m512i high5 = mul_high_x16<13>(digits9, set32(3518437209u));  // digits9 / 10^4
@@ -942,51 +937,54 @@ TENSORB64_ALWAYS_INLINE char* write_texts_x16(const __m512i* tails, __m512i lead
     const __m512i fixed_mask = _mm512_add_epi32(
         _mm512_add_epi32(_mm512_sllv_epi32(set32(8), zeros), _mm512_sllv_epi32(set32(64), n)),
         _mm512_add_epi32(sign, set32((1u << comma_bit) + 6 - 72)));
-    // Scientific: '-', d1, the '.' and digits 2..n (bits 2..n+1, none for n = 1), "e-xx,".
-    const __m512i dot_digits = _mm512_sub_epi32(_mm512_sllv_epi32(set32(4), n), set32(4));
-    const __m512i short_exponent =
-        Orjson ? _mm512_maskz_mov_epi32(_mm512_cmplt_epi32_mask(exponent, set32(10)),
-                                        set32(1u << (5 + TailDigits)))
-               : _mm512_setzero_si512();
-    __m512i scientific_mask =
-        _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(dot_digits, sign),
-                                          set32((0x1fu << (3 + TailDigits)) | 2)),
-                         short_exponent);
-    scientific_mask = _mm512_mask_sub_epi32(scientific_mask, _mm512_cmpeq_epi32_mask(n, one),
-                                            scientific_mask, set32(4));
-    const __m512i masks =
-        _mm512_maskz_mov_epi32(static_cast<__mmask16>((1u << m) - 1),
-                               _mm512_mask_mov_epi32(fixed_mask, scientific, scientific_mask));
+    __m512i masks = fixed_mask;
+    const __m128i leads = _mm512_cvtepi32_epi8(_mm512_add_epi32(lead, set32('0')));
+    __m512i table2 = _mm512_inserti32x4(_mm512_load_si512(kTemplateBytes), leads, 0);
+    const unsigned scientific_bits = scientific;
+    if (scientific_bits != 0) {  // rare in embeddings (|x| < 1e-4)
+        // Scientific: '-', d1, the '.' and digits 2..n (bits 2..n+1, none for n = 1), "e-xx,".
+        const __m512i dot_digits = _mm512_sub_epi32(_mm512_sllv_epi32(set32(4), n), set32(4));
+        const __m512i short_exponent =
+            Orjson ? _mm512_maskz_mov_epi32(_mm512_cmplt_epi32_mask(exponent, set32(10)),
+                                            set32(1u << (5 + TailDigits)))
+                   : _mm512_setzero_si512();
+        __m512i scientific_mask =
+            _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(dot_digits, sign),
+                                              set32((0x1fu << (3 + TailDigits)) | 2)),
+                             short_exponent);
+        scientific_mask = _mm512_mask_sub_epi32(scientific_mask, _mm512_cmpeq_epi32_mask(n, one),
+                                                scientific_mask, set32(4));
+        masks = _mm512_mask_mov_epi32(masks, scientific, scientific_mask);
+        // The exponent's digits (x1 x2 = -e10 / 10, -e10 % 10) as two ASCII bytes.
+        const __m512i tens = _mm512_srli_epi32(_mm512_mullo_epi32(exponent, set32(205)), 11);
+        const __m512i exponent_digits =
+            _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(exponent, 8), set32(0x3030)),
+                             _mm512_mullo_epi32(tens, set32(2559)));
+        table2 = _mm512_inserti64x4(table2, _mm512_cvtepi32_epi16(exponent_digits), 1);
+    }
+    masks = _mm512_maskz_mov_epi32(static_cast<__mmask16>((1u << m) - 1), masks);
     alignas(64) std::uint64_t byte_masks[table::kVectors];
     if (table::kSlot == 16) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(byte_masks), _mm512_cvtepi32_epi16(masks));
     } else {
         _mm512_store_si512(byte_masks, masks);
     }
-    // The exponent's digits (x1 x2 = -e10 / 10, -e10 % 10) as two ASCII bytes.
-    const __m512i tens = _mm512_srli_epi32(_mm512_mullo_epi32(exponent, set32(205)), 11);
-    const __m512i exponent_digits =
-        _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(exponent, 8), set32(0x3030)),
-                         _mm512_mullo_epi32(tens, set32(2559)));
-    const __m128i leads = _mm512_cvtepi32_epi8(_mm512_add_epi32(lead, set32('0')));
-    const __m512i table2 = _mm512_inserti64x4(
-        _mm512_inserti32x4(_mm512_load_si512(kTemplateBytes), leads, 0),
-        _mm512_cvtepi32_epi16(exponent_digits), 1);
-    const unsigned scientific_bits = scientific;
     constexpr int per_vector = 64 / table::kSlot;  // values a vector
     __m512i digits[TailDigits / 4];
     for (int i = 0; i < TailDigits / 4; ++i)
         digits[i] = _mm512_or_si512(tails[i], set32(0x30303030u));
     for (int j = 0; j < table::kVectors; ++j) {
-        // The scientific template for the slots (kSlot / 4 dwords each) whose value needs it.
-        const unsigned value_bits = (scientific_bits >> (per_vector * j)) & ((1u << per_vector) - 1);
-        const __mmask16 slots = static_cast<__mmask16>(
-            table::kSlot == 16 ? _pdep_u32(value_bits, 0x1111u) * 0xfu
-                               : _pdep_u32(value_bits, 0x0101u) * 0xffu);
-        const __m512i index =
-            _mm512_mask_mov_epi32(_mm512_load_si512(text_template::kTables<TailDigits>.fixed[j]),
-                                  slots,
-                                  _mm512_load_si512(text_template::kTables<TailDigits>.scientific[j]));
+        __m512i index = _mm512_load_si512(text_template::kTables<TailDigits>.fixed[j]);
+        if (scientific_bits != 0) {
+            // The scientific template for the slots (kSlot / 4 dwords each) whose value needs it.
+            const unsigned value_bits =
+                (scientific_bits >> (per_vector * j)) & ((1u << per_vector) - 1);
+            const __mmask16 slots = static_cast<__mmask16>(
+                table::kSlot == 16 ? _pdep_u32(value_bits, 0x1111u) * 0xfu
+                                   : _pdep_u32(value_bits, 0x0101u) * 0xffu);
+            index = _mm512_mask_mov_epi32(
+                index, slots, _mm512_load_si512(text_template::kTables<TailDigits>.scientific[j]));
+        }
         const __m512i text = _mm512_maskz_compress_epi8(
             byte_masks[j],
             _mm512_permutex2var_epi8(digits[j * per_vector * TailDigits / 64], index, table2));
@@ -1229,8 +1227,8 @@ TENSORB64_NOINLINE char* write_shortest_group8(const std::uint32_t* bits, std::s
 }
 
 // Shortest float32 text in Python's layout, or with Orjson in orjson's (write_orjson_f32):
-// groups of sixteen values below 1 (and not write_shortest_f32's exception, whose digits the
-// sixteen-lane path does not carry) in sixteen lanes, any other group in eight.
+// groups of sixteen zeros and normal values below 1 (and not write_shortest_f32's exception,
+// whose digits the sixteen-lane path does not carry) in sixteen lanes, any other group in eight.
 template <bool Orjson>
 inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
     for (std::size_t i = 0; i < n; i += 16) {
@@ -1238,7 +1236,10 @@ inline char* write_shortest_block(const std::uint32_t* bits, std::size_t n, char
         const __m512i raw =
             _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << m) - 1), bits + i);
         const __m512i mag = _mm512_and_si512(raw, set32(0x7fffffffu));
-        __mmask16 other = _mm512_cmpge_epu32_mask(mag, set32(0x3f800000u));
+        // Below 1 and normal or zero (a subnormal: mag - 1 below 0x7fffff).
+        __mmask16 other =
+            _mm512_cmpge_epu32_mask(mag, set32(0x3f800000u)) |
+            _mm512_cmplt_epu32_mask(_mm512_sub_epi32(mag, set32(1)), set32(0x7fffffu));
         if (!Orjson) other |= _mm512_cmpeq_epi32_mask(mag, set32(0x15ae43fdu));
         if (other == 0) {
             const shortest_x16 d = shortest_digits_x16(mag);
