@@ -747,10 +747,11 @@ inline __m512i digit_bytes4_x16(__m512i x) noexcept {
     // hundreds | (x - 100 hundreds) << 16
     const __m512i pairs = _mm512_sub_epi32(_mm512_slli_epi32(x, 16),
                                            _mm512_mullo_epi32(hundreds, set32(6553599)));
-    const __m512i tens = _mm512_srli_epi16(_mm512_mullo_epi16(pairs, _mm512_set1_epi16(103)), 10);
+    const __m512i tens =
+        _mm512_srli_epi16(_mm512_mullo_epi16(pairs, hidden_constant(_mm512_set1_epi16(103))), 10);
     // tens | (pair - 10 tens) << 8
     return _mm512_sub_epi16(_mm512_slli_epi16(pairs, 8),
-                            _mm512_mullo_epi16(tens, _mm512_set1_epi16(2559)));
+                            _mm512_mullo_epi16(tens, hidden_constant(_mm512_set1_epi16(2559))));
 }
 
 // Bytes up to the last nonzero one of each lane (0 for zero): from the exponent of the lane
