@@ -1037,20 +1037,20 @@ TENSORB64_ALWAYS_INLINE char* write_texts_x16(const __m512i* tails, __m512i lead
 // ---- repr of sixteen float32 values below 1 ----
 //
 // A float32's double c 2^q (c = c32 2^29, q = q32 - 29) has out = 0 (c is even) and, below 1 and
-// from about 1e-11 (k from -27 to -16), Schubfach's products g (cb << h) exactly: 4 v 10^-k =
-// c32 5^-k 2^(q32 - k + 2), a product of 24 and 63 bits shifted right by u = k - q32 - 2 (5 to 31
+// from about 1e-10 (k from -26 to -16), Schubfach's products g (cb << h) exactly: 4 v 10^-k =
+// c32 5^-k 2^(q32 - k + 2), a product of 24 and 61 bits shifted right by u = k - q32 - 2 (5 to 29
 // there), and the bounds 4 (v -/+ ulp / 2) 10^-k that plus or minus 5^-k 2^-(30 + u) (2^-(31 + u)
 // below a power of two). Round to odd of those is what round_to_odd_64 computes from the 126-bit
 // g: the same vb, vbl, vbr (checked for every such float32 when this was written, and by
-// float_text_exhaustive's repr), from two vpmuludq and a table of twelve powers of five instead
-// of the g table's gathers and the 128-bit products.
-constexpr int kReprKMin = -27;
+// float_text_exhaustive's repr), from two vpmuludq and a table of powers of five instead of the
+// g table's gathers and the 128-bit products; and s / 10 is c32 5^(-k-1) >> (u + 3), exactly.
+constexpr int kReprKMin = -26;
 struct pow5_table {
     alignas(64) std::uint64_t values[16];
 };
 constexpr pow5_table make_pow5_table() {
     pow5_table t{};
-    for (int i = 0; i < 12; ++i) {  // 5^-k for k = kReprKMin + i
+    for (int i = 0; i < 12; ++i) {  // 5^(-k) for k = kReprKMin + i, one more for k = -15
         std::uint64_t p = 1;
         for (int j = 0; j < -(kReprKMin + i); ++j) p *= 5;
         t.values[i] = p;
@@ -1058,7 +1058,8 @@ constexpr pow5_table make_pow5_table() {
     return t;
 }
 constexpr pow5_table kPow5 = make_pow5_table();
-static_assert(kPow5.values[0] == 7450580596923828125ull, "5^27");
+static_assert(kPow5.values[0] == 1490116119384765625ull && kPow5.values[11] == 30517578125ull,
+              "5^26 .. 5^15");
 
 // The digits of sixteen repr texts: the first, digits 2..17 (16 bytes a value, four values a
 // vector), the significant digits and the decimal exponent, in 32-bit lanes.
@@ -1076,9 +1077,10 @@ TENSORB64_ALWAYS_INLINE repr_x8_digits repr_digits_x8_exact(__m512i c, __m512i u
                                                             __m512i index,
                                                             __mmask8 irregular) noexcept {
     const __m512i one = c64<(1)>();
-    const __m512i power = _mm512_permutex2var_epi64(_mm512_load_si512(kPow5.values), index,
-                                                    _mm512_load_si512(kPow5.values + 8));
-    // c 5^-k = high 2^32 + low (high < 2^55, low < 2^56)
+    const __m512i table_low = _mm512_load_si512(kPow5.values);
+    const __m512i table_high = _mm512_load_si512(kPow5.values + 8);
+    const __m512i power = _mm512_permutex2var_epi64(table_low, index, table_high);
+    // c 5^-k = high 2^32 + low (high < 2^53, low < 2^56)
     const __m512i high = _mm512_mul_epu32(c, _mm512_srli_epi64(power, 32));
     const __m512i low = _mm512_mul_epu32(c, power);
     const __m512i base = _mm512_sllv_epi64(high, _mm512_sub_epi64(c64<(32)>(), u));
@@ -1094,11 +1096,17 @@ TENSORB64_ALWAYS_INLINE repr_x8_digits repr_digits_x8_exact(__m512i c, __m512i u
         _mm512_add_epi64(
             base, _mm512_srav_epi64(_mm512_sub_epi64(_mm512_sub_epi64(low, left), one), u)),
         one);
-    // choose_digits with out = 0 (s >= 10: it has 16 or 17 digits).
+    // choose_digits with out = 0 (s >= 10: it has 16 or 17 digits). s / 10 = floor(c 5^-k /
+    // 2^(u + 3) / 5) = c 5^(-k-1) >> (u + 3), u + 3 <= 32.
+    const __m512i power_tenth =
+        _mm512_permutex2var_epi64(table_low, _mm512_add_epi64(index, one), table_high);
+    const __m512i s10 = _mm512_add_epi64(
+        _mm512_sllv_epi64(_mm512_mul_epu32(c, _mm512_srli_epi64(power_tenth, 32)),
+                          _mm512_sub_epi64(c64<(29)>(), u)),
+        _mm512_srlv_epi64(_mm512_mul_epu32(c, power_tenth), _mm512_add_epi64(u, c64<(3)>())));
     const __m512i s = _mm512_srli_epi64(vb, 2);
     const __m512i s4 = _mm512_andnot_si512(c64<(3)>(), vb);
-    const __m512i sp10 = mul_low(_mm512_srli_epi64(mul_high(s, c64<(0xcccccccccccccccdull)>()), 3),
-                                 hidden_constant(c64<(10)>()));
+    const __m512i sp10 = mul_low(s10, hidden_constant(c64<(10)>()));
     const __m512i sp10_4 = _mm512_slli_epi64(sp10, 2);
     const __mmask8 up_in = _mm512_cmple_epu64_mask(vbl, sp10_4);
     const __mmask8 wp_in = _mm512_cmple_epu64_mask(_mm512_add_epi64(sp10_4, c64<(40)>()), vbr);
@@ -1150,11 +1158,11 @@ TENSORB64_ALWAYS_INLINE repr_setup repr_setup_x16(__m512i magnitude) noexcept {
     return r;
 }
 
-// Whether all sixteen magnitudes are zeros or below 1 with k from kReprKMin on (from about 1e-11).
+// Whether all sixteen magnitudes are zeros or below 1 with k from kReprKMin on (from about 1e-10).
 TENSORB64_ALWAYS_INLINE bool repr_fast_x16(__m512i magnitude) noexcept {
     const repr_setup x = repr_setup_x16(magnitude);
     const __m512i index = _mm512_sub_epi32(x.k, c32<(static_cast<std::uint32_t>(kReprKMin))>());
-    return (_mm512_cmpgt_epu32_mask(index, c32<(11)>()) |
+    return (_mm512_cmpgt_epu32_mask(index, c32<(-16 - kReprKMin)>()) |
             _mm512_cmpge_epu32_mask(magnitude, c32<(0x3f800000u)>())) == 0;
 }
 
@@ -1316,7 +1324,7 @@ struct shortest_writer {
     }
 };
 
-// repr of float32 values (widened to doubles): zeros and values from about 1e-11 to below 1.
+// repr of float32 values (widened to doubles): zeros and values from about 1e-10 to below 1.
 struct repr_writer {
     TENSORB64_ALWAYS_INLINE static bool fast(__m512i mag) noexcept { return repr_fast_x16(mag); }
     TENSORB64_ALWAYS_INLINE static repr_x16 digits(__m512i mag) noexcept {
