@@ -1,18 +1,20 @@
-// The AVX-512 float-text block writers (the avx512 implementation's, dispatch/implementation.hpp):
-// float_text.hpp's Schubfach (R. Giulietti, "The Schubfach way to render doubles", 2020) for eight
-// values at once in 64-bit lanes, then the digits as bytes with the same multiply-and-shift splits
-// as digit_bytes8, in 32- and 16-bit lanes. Layout: a group of eight that is all in fixed notation
-// below 1 (1e-4 <= |x| < 1: nearly every group of an embedding row, the same text in Python's and
-// orjson's layouts) is laid out with no branch, each value's text built in a 16-byte (shortest) or
-// 32-byte (repr) slot by a byte shuffle and the slots stored end to end; any other group goes
-// through float_text.hpp's layout value by value.
+// The AVX-512 float-text block writers (the avx512 implementation's, dispatch/implementation.hpp),
+// byte-identical to the scalar writer: float_text_tests ("every level equals scalar"), core_tests
+// ("float rows, every level"), float_text_exhaustive --level avx512 (all 2^32, three formats).
+//
+// float32 rows (shortest, repr, orjson) go sixteen values at a time, two groups of sixteen
+// together: a group of zeros and values below 1 (every group of an embedding row) takes a
+// sixteen-lane path, Schubfach (R. Giulietti, "The Schubfach way to render doubles", 2020) in
+// 32-bit lanes with only its products in 64-bit ones (repr: exact products by powers of five, see
+// there), the digits as bytes, and each text picked out of a fixed template by a byte mask and
+// packed by vpcompressb (AVX512_VBMI2); any other group goes through the eight-lane path below,
+// float_text.hpp's Schubfach in 64-bit lanes (its layout branch-free for fixed notation below 1,
+// float_text.hpp's value by value otherwise), which float64 rows take too.
 // A block with a NaN or an infinity goes to the scalar writer, which names the first one.
-// Byte-identical to the scalar writer: float_text_tests ("every level equals scalar"),
-// core_tests ("float rows, every level"), float_text_exhaustive --level avx512 (all 2^32).
 //
 // The 64x64 -> 128-bit products are built from vpmuludq's 32x32 -> 64 (AVX-512F); IFMA's 52-bit
 // multiplies would need a feature bit (AVX512_IFMA52) the avx512 level does not require. The
-// integer-to-double conversions used to find bit lengths round toward zero by their encoding, so
+// integer-to-float conversions used to find bit lengths round toward zero by their encoding, so
 // neither the caller's rounding mode nor FTZ/DAZ changes a digit (core_tests checks under both).
 //
 // Compiled where the build gives levels/avx512/ its flags (x86-64: cpp/CMakeLists.txt); to nothing
@@ -651,12 +653,10 @@ inline bool any_non_finite_f32(const std::uint32_t* bits, std::size_t n) noexcep
 
 // ---- sixteen float32 values at a time, in 32-bit lanes ----
 //
-// The shortest-digit path for groups of sixteen values below 1 in magnitude (every group of an
-// embedding row): Schubfach's steps in 32-bit lanes, exactly as to_decimal32 computes them in
-// uint32_t and int, only its three 64x32-bit products in 64-bit lanes (even and odd values apart);
-// the digits as bytes; then each value's text picked out of a fixed 16-byte template by a byte
-// mask and packed with vpcompressb (AVX512_VBMI2). Sixteen lanes halve the instructions of the
-// eight-lane path on everything but the products (measured: float_text_bench).
+// The shortest digits of sixteen values below 1: to_decimal32's steps in 32-bit lanes, exactly as
+// it computes them in uint32_t and int, only its three 64x32-bit products in 64-bit lanes (even
+// and odd values apart). Sixteen lanes halve the instructions of the eight-lane path on
+// everything but the products.
 
 // A constant read from memory where it is used (an embedded-broadcast operand, no vector uop):
 // GCC otherwise builds each with a mov and a vpbroadcastd in the loop, or keeps it in a register
@@ -699,20 +699,20 @@ inline __m512i mul_high_x16(__m512i x, __m512i m) noexcept {
 }
 
 // floor_log10_pow2, floor_log10_three_quarters_pow2 and floor_log2_pow10 (float_text.hpp) with
-// products that fit 32 bits: equal to them over the exponents of float32 (checked below).
-constexpr int floor_log10_pow2_32(int e) { return (e * 631305) >> 21; }
-constexpr int floor_log10_three_quarters_pow2_32(int e) { return (e * 631305 - 261663) >> 21; }
-constexpr int floor_log2_pow10_32(int e) { return (e * 1741647) >> 19; }
+// products that fit 32 bits, equal to them over the exponents of float32 and of its doubles
+// (checked below): (e kLog10Pow2 - [kLog10FourThirds]) >> kLog10Shift, (e kLog2Pow10) >>
+// kLog2Shift.
+constexpr int kLog10Pow2 = 631305, kLog10FourThirds = 261663, kLog10Shift = 21;
+constexpr int kLog2Pow10 = 1741647, kLog2Shift = 19;
 constexpr bool exponent_formulas_agree() {
-    for (int q = -179; q <= 104; ++q) {  // float32's exponents, and those of its doubles
-        if (floor_log10_pow2_32(q) != static_cast<int>((std::int64_t{q} * 661971961083LL) >> 41) ||
-            floor_log10_three_quarters_pow2_32(q) !=
-                static_cast<int>((std::int64_t{q} * 661971961083LL - 274743187321LL) >> 41))
+    for (int q = -179; q <= 104; ++q) {
+        if (((q * kLog10Pow2) >> kLog10Shift) != floor_log10_pow2(q) ||
+            ((q * kLog10Pow2 - kLog10FourThirds) >> kLog10Shift) !=
+                floor_log10_three_quarters_pow2(q))
             return false;
     }
     for (int e = -46; e <= 46; ++e) {
-        if (floor_log2_pow10_32(e) != static_cast<int>((std::int64_t{e} * 913124641741LL) >> 38))
-            return false;
+        if (((e * kLog2Pow10) >> kLog2Shift) != floor_log2_pow10(e)) return false;
     }
     return true;
 }
@@ -745,15 +745,14 @@ struct g_halves {
 inline __m512i round_to_odd_x16(const g_halves& g, __m512i x, __m512i h32) noexcept {
     const __m512i cp = _mm512_sllv_epi32(x, h32);
     const __m512i cp_odd = _mm512_srli_epi64(cp, 32);
-    const __m512i even =
-        _mm512_add_epi64(_mm512_mul_epu32(g.high, cp),
-                         _mm512_srli_epi64(_mm512_mul_epu32(g.low, cp), 32));
+    const __m512i even = _mm512_add_epi64(_mm512_mul_epu32(g.high, cp),
+                                          _mm512_srli_epi64(_mm512_mul_epu32(g.low, cp), 32));
     const __m512i odd =
         _mm512_add_epi64(_mm512_mul_epu32(g.high_odd, cp_odd),
                          _mm512_srli_epi64(_mm512_mul_epu32(g.low_odd, cp_odd), 32));
     // x1 >> 31, its last bit set where x1's low 32 bits are not all zero.
-    const __m512i high = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(even, 31),
-                                                 _mm512_slli_epi64(odd, 1));
+    const __m512i high =
+        _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
     const __m512i low = _mm512_mask_blend_epi32(0xaaaa, even, _mm512_slli_epi64(odd, 32));
     return _mm512_mask_or_epi32(high, _mm512_test_epi32_mask(low, low), high, c32<(1)>());
 }
@@ -770,8 +769,8 @@ struct shortest_x16 {
 inline __m512i digit_bytes4_x16(__m512i x) noexcept {
     const __m512i hundreds = _mm512_srli_epi32(_mm512_mullo_epi32(x, c32<(5243)>()), 19);
     // hundreds | (x - 100 hundreds) << 16
-    const __m512i pairs = _mm512_sub_epi32(_mm512_slli_epi32(x, 16),
-                                           _mm512_mullo_epi32(hundreds, c32<(6553599)>()));
+    const __m512i pairs =
+        _mm512_sub_epi32(_mm512_slli_epi32(x, 16), _mm512_mullo_epi32(hundreds, c32<(6553599)>()));
     const __m512i tens =
         _mm512_srli_epi16(_mm512_mullo_epi16(pairs, hidden_constant(_mm512_set1_epi16(103))), 10);
     // tens | (pair - 10 tens) << 8
@@ -779,8 +778,8 @@ inline __m512i digit_bytes4_x16(__m512i x) noexcept {
                             _mm512_mullo_epi16(tens, hidden_constant(_mm512_set1_epi16(2559))));
 }
 
-// Bytes up to the last nonzero one of each lane (0 for zero): from the exponent of the lane
-// converted to float rounding toward zero (floor(log2 x) + 127; 0 for zero).
+// floor(log2 x) + 127 of each lane x (0 for zero): the exponent of x converted to float rounding
+// toward zero.
 inline __m512i float_exponent_x16(__m512i x) noexcept {
     return _mm512_srli_epi32(
         _mm512_castps_si512(_mm512_cvt_roundepu32_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
@@ -799,22 +798,20 @@ TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i magnitude) noex
     // At a power of two (c == hidden, q > -149) the interval below is half as wide.
     const __mmask16 irregular =
         _mm512_mask_testn_epi32_mask(_mm512_cmpgt_epi32_mask(biased, one), fraction, fraction);
+    const __m512i scaled = _mm512_mullo_epi32(q, c32<(kLog10Pow2)>());
     const __m512i k = _mm512_srai_epi32(
-        _mm512_mask_sub_epi32(_mm512_mullo_epi32(q, c32<(631305)>()), irregular,
-                              _mm512_mullo_epi32(q, c32<(631305)>()), c32<(261663)>()),
-        21);
+        _mm512_mask_sub_epi32(scaled, irregular, scaled, c32<(kLog10FourThirds)>()), kLog10Shift);
     // h - 32 = q + floor_log2_pow10(-k) + 1
     const __m512i h32 = _mm512_add_epi32(
-        _mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, c32<(static_cast<std::uint32_t>(
-                                                                      -1741647))>()),
-                                           c32<(1u << 19)>()),
-                          19),
+        _mm512_srai_epi32(
+            _mm512_add_epi32(_mm512_mullo_epi32(k, c32<(-kLog2Pow10)>()), c32<(1 << kLog2Shift)>()),
+            kLog2Shift),
         q);
-    const __m512i index = _mm512_sub_epi32(k, c32<(static_cast<std::uint32_t>(kG32KMin))>());
+    const __m512i index = _mm512_sub_epi32(k, c32<(kG32KMin)>());
     const __mmask16 upper = _mm512_cmpge_epi32_mask(index, c32<(32)>());
     const auto lookup = [&](const std::uint32_t* t) {
-        const __m512i v = _mm512_permutex2var_epi32(_mm512_load_si512(t), index,
-                                                    _mm512_load_si512(t + 16));
+        const __m512i v =
+            _mm512_permutex2var_epi32(_mm512_load_si512(t), index, _mm512_load_si512(t + 16));
         return _mm512_mask_permutexvar_epi32(v, upper, index, _mm512_load_si512(t + 32));
     };
     g_halves g;
@@ -824,7 +821,7 @@ TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i magnitude) noex
     g.low_odd = _mm512_srli_epi64(g.low, 32);
     const __m512i cb = _mm512_slli_epi32(c, 2);
     const __m512i cbl =
-        _mm512_mask_add_epi32(_mm512_sub_epi32(cb, c32<(2)>()), irregular, cb, c32<(static_cast<std::uint32_t>(-1))>());
+        _mm512_mask_add_epi32(_mm512_sub_epi32(cb, c32<(2)>()), irregular, cb, c32<(-1)>());
     const __m512i vb = round_to_odd_x16(g, cb, h32);
     const __m512i vbl = round_to_odd_x16(g, cbl, h32);
     const __m512i vbr = round_to_odd_x16(g, _mm512_add_epi32(cb, c32<(2)>()), h32);
@@ -850,20 +847,18 @@ TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i magnitude) noex
     const __m512i one_of_st = _mm512_mask_add_epi32(s, static_cast<__mmask16>(~pick_s), s, one);
     const __m512i ten_multiple =
         _mm512_mask_add_epi32(sp10, static_cast<__mmask16>(~up_in), sp10, c32<(10)>());
-    const __mmask16 use_ten_multiple =
-        _mm512_cmpge_epu32_mask(s, c32<(10)>()) & (up_in ^ wp_in);
+    const __mmask16 use_ten_multiple = _mm512_cmpge_epu32_mask(s, c32<(10)>()) & (up_in ^ wp_in);
     const __m512i digits = _mm512_mask_mov_epi32(one_of_st, use_ten_multiple, ten_multiple);
     // A normal float32's digits have 7 to 9 digits (s is in [2^23, 10 * 2^24), the choice
     // within 10 of it): the length is two compares; then the digits scaled to nine.
     const __mmask16 ge7 = _mm512_cmpge_epu32_mask(digits, c32<(10000000)>());
     const __mmask16 ge8 = _mm512_cmpge_epu32_mask(digits, c32<(100000000)>());
-    const __m512i scale = _mm512_mask_mov_epi32(_mm512_mask_mov_epi32(c32<(100)>(), ge7, c32<(10)>()),
-                                                ge8, one);
+    const __m512i scale =
+        _mm512_mask_mov_epi32(_mm512_mask_mov_epi32(c32<(100)>(), ge7, c32<(10)>()), ge8, one);
     const __m512i digits9 = _mm512_maskz_mullo_epi32(static_cast<__mmask16>(~zero), digits, scale);
     shortest_x16 r;
     const __m512i e7 = _mm512_mask_add_epi32(_mm512_add_epi32(k, c32<(6)>()), ge7, k, c32<(7)>());
-    r.e10 = _mm512_mask_mov_epi32(_mm512_mask_add_epi32(e7, ge8, e7, one), zero,
-                                  c32<(static_cast<std::uint32_t>(-1))>());
+    r.e10 = _mm512_mask_mov_epi32(_mm512_mask_add_epi32(e7, ge8, e7, one), zero, c32<(-1)>());
     // digits9 = lead 10^8 + high4 10^4 + low4
     const __m512i high5 = mul_high_x16<13>(digits9, c32<(3518437209u)>());  // digits9 / 10^4
     const __m512i low4 = _mm512_sub_epi32(digits9, _mm512_mullo_epi32(high5, c32<(10000)>()));
@@ -875,16 +870,14 @@ TENSORB64_ALWAYS_INLINE shortest_x16 shortest_digits_x16(__m512i magnitude) noex
         digits2to5, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
         digits6to9);
     r.tails[1] = _mm512_permutex2var_epi32(
-        digits2to5,
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),
+        digits2to5, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),
         digits6to9);
     // n = 1 + (digits 6..9 nonzero ? 4 + their significant bytes : those of digits 2..5): from
     // the float exponents, a byte per 8 of them.
     const __m512i e_high = float_exponent_x16(digits2to5);
     const __m512i e_low = float_exponent_x16(digits6to9);
-    const __m512i e =
-        _mm512_mask_add_epi32(e_high, _mm512_test_epi32_mask(digits6to9, digits6to9), e_low,
-                              c32<(32)>());
+    const __m512i e = _mm512_mask_add_epi32(e_high, _mm512_test_epi32_mask(digits6to9, digits6to9),
+                                            e_low, c32<(32)>());
     r.n = _mm512_max_epi32(_mm512_srai_epi32(_mm512_sub_epi32(e, c32<(111)>()), 3), one);
     return r;
 }
@@ -901,13 +894,13 @@ constexpr int kLead = 64, kMinus = 80, kZero = 81, kPoint = 82, kComma = 83, kE 
 // The byte index of slot byte p for value v (0..15), fixed or scientific, W = TailDigits.
 constexpr unsigned char fixed_byte(int w, int v, int p) {
     const int tail = w * (v % (64 / w));
-    return static_cast<unsigned char>(p == 0       ? kMinus
-                                      : p == 1     ? kZero
-                                      : p == 2     ? kPoint
-                                      : p < 6      ? kZero
-                                      : p == 6     ? kLead + v
-                                      : p < 7 + w  ? tail + p - 7
-                                                   : kComma);
+    return static_cast<unsigned char>(p == 0      ? kMinus
+                                      : p == 1    ? kZero
+                                      : p == 2    ? kPoint
+                                      : p < 6     ? kZero
+                                      : p == 6    ? kLead + v
+                                      : p < 7 + w ? tail + p - 7
+                                                  : kComma);
 }
 constexpr unsigned char scientific_byte(int w, int v, int p) {
     const int tail = w * (v % (64 / w));
@@ -944,8 +937,8 @@ template <int TailDigits>
 constexpr tables<TailDigits> kTables = make_tables<TailDigits>();
 }  // namespace text_template
 // The second table's fixed part: the punctuation at 16..20.
-alignas(64) constexpr unsigned char kTemplateBytes[64] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '-', '0', '.', ',', 'e'};
+alignas(64) constexpr unsigned char kTemplateBytes[64] = {0, 0, 0, 0, 0, 0,   0,   0,   0,   0,  0,
+                                                          0, 0, 0, 0, 0, '-', '0', '.', ',', 'e'};
 
 // Sixteen texts of values below 1 (m of them real: the rest get no bytes), each followed by a
 // ',', from their digits: `tails` the digits after the first as bytes 0..9 in string order,
@@ -1013,9 +1006,9 @@ TENSORB64_ALWAYS_INLINE char* write_texts_x16(const __m512i* tails, __m512i lead
             // The scientific template for the slots (kSlot / 4 dwords each) whose value needs it.
             const unsigned value_bits =
                 (scientific_bits >> (per_vector * j)) & ((1u << per_vector) - 1);
-            const __mmask16 slots = static_cast<__mmask16>(
-                table::kSlot == 16 ? _pdep_u32(value_bits, 0x1111u) * 0xfu
-                                   : _pdep_u32(value_bits, 0x0101u) * 0xffu);
+            const __mmask16 slots =
+                static_cast<__mmask16>(table::kSlot == 16 ? _pdep_u32(value_bits, 0x1111u) * 0xfu
+                                                          : _pdep_u32(value_bits, 0x0101u) * 0xffu);
             index = _mm512_mask_mov_epi32(
                 index, slots, _mm512_load_si512(text_template::kTables<TailDigits>.scientific[j]));
         }
@@ -1093,8 +1086,8 @@ TENSORB64_ALWAYS_INLINE repr_x8_digits repr_digits_x8_exact(__m512i c, __m512i u
     const __m512i vbr = _mm512_or_si512(
         _mm512_add_epi64(base, _mm512_srlv_epi64(_mm512_add_epi64(low, right), u)), one);
     const __m512i vbl = _mm512_or_si512(
-        _mm512_add_epi64(
-            base, _mm512_srav_epi64(_mm512_sub_epi64(_mm512_sub_epi64(low, left), one), u)),
+        _mm512_add_epi64(base,
+                         _mm512_srav_epi64(_mm512_sub_epi64(_mm512_sub_epi64(low, left), one), u)),
         one);
     // choose_digits with out = 0 (s >= 10: it has 16 or 17 digits). s / 10 = floor(c 5^-k /
     // 2^(u + 3) / 5) = c 5^(-k-1) >> (u + 3), u + 3 <= 32.
@@ -1153,15 +1146,16 @@ TENSORB64_ALWAYS_INLINE repr_setup repr_setup_x16(__m512i magnitude) noexcept {
     r.q32 = _mm512_sub_epi32(_mm512_srli_epi32(mag, 23), c32<(150)>());
     // floor_log10_pow2_32 (or its three-quarters form) of the double's exponent q32 - 29
     const __m512i scaled =
-        _mm512_mullo_epi32(_mm512_sub_epi32(r.q32, c32<(29)>()), c32<(631305)>());
-    r.k = _mm512_srai_epi32(_mm512_mask_sub_epi32(scaled, r.irregular, scaled, c32<(261663)>()), 21);
+        _mm512_mullo_epi32(_mm512_sub_epi32(r.q32, c32<(29)>()), c32<(kLog10Pow2)>());
+    r.k = _mm512_srai_epi32(
+        _mm512_mask_sub_epi32(scaled, r.irregular, scaled, c32<(kLog10FourThirds)>()), kLog10Shift);
     return r;
 }
 
 // Whether all sixteen magnitudes are zeros or below 1 with k from kReprKMin on (from about 1e-10).
 TENSORB64_ALWAYS_INLINE bool repr_fast_x16(__m512i magnitude) noexcept {
     const repr_setup x = repr_setup_x16(magnitude);
-    const __m512i index = _mm512_sub_epi32(x.k, c32<(static_cast<std::uint32_t>(kReprKMin))>());
+    const __m512i index = _mm512_sub_epi32(x.k, c32<(kReprKMin)>());
     return (_mm512_cmpgt_epu32_mask(index, c32<(-16 - kReprKMin)>()) |
             _mm512_cmpge_epu32_mask(magnitude, c32<(0x3f800000u)>())) == 0;
 }
@@ -1173,7 +1167,7 @@ TENSORB64_ALWAYS_INLINE repr_x16 repr_digits_x16(__m512i magnitude) noexcept {
     const repr_setup x = repr_setup_x16(magnitude);
     const __m512i &c = x.c, &q32 = x.q32, &k = x.k;
     const __mmask16 zero = x.zero, irregular = x.irregular;
-    const __m512i index = _mm512_sub_epi32(k, c32<(static_cast<std::uint32_t>(kReprKMin))>());
+    const __m512i index = _mm512_sub_epi32(k, c32<(kReprKMin)>());
     const __m512i u = _mm512_sub_epi32(_mm512_sub_epi32(k, q32), c32<(2)>());
     const auto half = [](__m512i v, int h) {
         return _mm512_cvtepu32_epi64(h == 0 ? _mm512_castsi512_si256(v)
@@ -1189,22 +1183,27 @@ TENSORB64_ALWAYS_INLINE repr_x16 repr_digits_x16(__m512i magnitude) noexcept {
                                     static_cast<__mmask8>(irregular >> (8 * h)));
     }
     // Back to 32-bit lanes: value v in lane v; zeros: "0.0" (digits 0, e10 -1).
-    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i evens =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     r->lead = _mm512_maskz_mov_epi32(static_cast<__mmask16>(~zero),
                                      _mm512_permutex2var_epi32(d[0].lead, evens, d[1].lead));
     r->e10 = _mm512_mask_mov_epi32(_mm512_permutex2var_epi32(d[0].e10, evens, d[1].e10), zero,
-                                   c32<(static_cast<std::uint32_t>(-1))>());
+                                   c32<(-1)>());
     // Digits 2..17 as four 4-digit numbers a value, then bytes: value 4j + i's at bytes
     // 16 i .. 16 i + 15 of tails[j].
-    const __m512i pairs = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+    const __m512i pairs =
+        _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
     for (int h = 0; h < 2; ++h) {
-        const __m512i upper = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero >> (8 * h)), d[h].upper);
-        const __m512i lower = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero >> (8 * h)), d[h].lower);
+        const __m512i upper =
+            _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero >> (8 * h)), d[h].upper);
+        const __m512i lower =
+            _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero >> (8 * h)), d[h].lower);
         const __m512i x = _mm512_permutex2var_epi32(upper, pairs, lower);  // u0 l0 u1 l1 ...
-        const __m512i high4 = mul_high_x16<13>(x, c32<(3518437209u)>());    // x / 10^4
+        const __m512i high4 = mul_high_x16<13>(x, c32<(3518437209u)>());   // x / 10^4
         const __m512i low4 = _mm512_sub_epi32(x, _mm512_mullo_epi32(high4, c32<(10000)>()));
         r->tails[2 * h] = digit_bytes4_x16(_mm512_permutex2var_epi32(
-            high4, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), low4));
+            high4, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
+            low4));
         r->tails[2 * h + 1] = digit_bytes4_x16(_mm512_permutex2var_epi32(
             high4, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),
             low4));
@@ -1215,14 +1214,15 @@ TENSORB64_ALWAYS_INLINE repr_x16 repr_digits_x16(__m512i magnitude) noexcept {
     const __m512i offsets = _mm512_setr_epi64(-1015, -951, -1015, -951, -1015, -951, -1015, -951);
     __m512i places[4];
     for (int j = 0; j < 4; ++j) {
-        const __m512i e = _mm512_srli_epi64(
-            _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(r->tails[j], _MM_FROUND_TO_ZERO |
-                                                                          _MM_FROUND_NO_EXC)),
-            52);
+        const __m512i e =
+            _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvt_roundepu64_pd(
+                                  r->tails[j], _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
+                              52);
         const __m512i place = _mm512_srai_epi64(_mm512_add_epi64(e, offsets), 3);
         places[j] = _mm512_max_epi64(place, _mm512_shuffle_epi32(place, _MM_PERM_BADC));
     }
-    const __m512i fours = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+    const __m512i fours =
+        _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
     const __m512i first8 = _mm512_permutex2var_epi32(places[0], fours, places[1]);
     const __m512i last8 = _mm512_permutex2var_epi32(places[2], fours, places[3]);
     const __m512i place = _mm512_inserti64x4(first8, _mm512_castsi512_si256(last8), 1);
@@ -1233,57 +1233,49 @@ TENSORB64_ALWAYS_INLINE repr_x16 repr_digits_x16(__m512i magnitude) noexcept {
 // Shortest float32 text of a group of eight (m of them real) in Python's layout, or with Orjson
 // in orjson's (write_orjson_f32), any values: the eight-lane digits, then the fixed-notation
 // fast path for 1e-4 <= |x| < 1 (the same text in both layouts) or each value's layout alone.
-// Kept out of line: the sixteen-lane loop's constants then stay in registers.
+// Out of line: the sixteen-lane loop stays small.
 template <bool Orjson>
 TENSORB64_NOINLINE char* write_shortest_group8(const std::uint32_t* bits, std::size_t m,
                                                char* out) noexcept {
+    const __m256i raw = _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits);
+    const __m512i wide = _mm512_cvtepu32_epi64(raw);
+    const __m512i mag = _mm512_and_si512(wide, c64<(0x7fffffffu)>());
+    const shortest_x8 x = shortest_digits_x8(mag);
+    const __mmask8 fixed_fraction = _mm512_cmpge_epi64_mask(x.e10, _mm512_set1_epi64(-4)) &
+                                    _mm512_cmple_epi64_mask(x.e10, _mm512_set1_epi64(-1)) &
+                                    _mm512_test_epi64_mask(mag, mag);
+    if (fixed_fraction == 0xff)
+        return write_fixed_fractions_x8(x, _mm512_srli_epi64(wide, 31), out);
+    // The digits carry write_shortest_f32's one exception (to_decimal32_x8), which orjson's
+    // text has not: a group holding it is written by the scalar writer.
+    if (Orjson && _mm512_cmpeq_epi64_mask(mag, c64<(0x15ae43fdu)>()) != 0) {
+        std::size_t none = 0;
+        return write_values_orjson_f32(bits, m, out, &none);
+    }
     digits_x8 d;
-    {
-        const std::size_t i = 0;
-        const __m256i raw =
-            _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << m) - 1), bits + i);
-        const __m512i wide = _mm512_cvtepu32_epi64(raw);
-        const __m512i mag = _mm512_and_si512(wide, c64<(0x7fffffffu)>());
-        const shortest_x8 x = shortest_digits_x8(mag);
-        // Embeddings: nearly every group of eight is all in 1e-4 <= |x| < 1.
-        const __mmask8 fixed_fraction = _mm512_cmpge_epi64_mask(x.e10, _mm512_set1_epi64(-4)) &
-                                        _mm512_cmple_epi64_mask(x.e10, _mm512_set1_epi64(-1)) &
-                                        _mm512_test_epi64_mask(mag, mag);
-        if (fixed_fraction == 0xff) {
-            out = write_fixed_fractions_x8(x, _mm512_srli_epi64(wide, 31), out);
-            return out;
+    _mm512_store_si512(d.lead, x.lead);
+    _mm512_store_si512(d.tail, x.tail);
+    _mm512_store_si512(d.e10, x.e10);
+    for (std::size_t j = 0; j < m; ++j) {
+        const std::uint32_t b = bits[j];
+        *out = '-';
+        out += b >> 31;
+        if ((b & 0x7fffffffu) == 0) {
+            std::memcpy(out, "0.0", 3);
+            out += 3;
+        } else {
+            const std::uint64_t rest_digits = d.tail[j];
+            digit_words<1> w;
+            w.lead = static_cast<char>('0' + d.lead[j]);
+            w.tail[0] = rest_digits | kAsciiZeros;
+            w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
+            w.from9[0] = (w.tail[0] >> 56) | (kAsciiZeros << 8);
+            const int e10 = static_cast<int>(d.e10[j]);
+            const int length = 1 + significant_in8(rest_digits);
+            out =
+                Orjson ? layout<1, -6, 12, 1>(out, w, length, e10) : layout<1>(out, w, length, e10);
         }
-        // The digits carry write_shortest_f32's one exception (to_decimal32_x8), which orjson's
-        // text has not: a group holding it is written by the scalar writer.
-        if (Orjson && _mm512_cmpeq_epi64_mask(mag, c64<(0x15ae43fdu)>()) != 0) {
-            std::size_t none = 0;
-            out = write_values_orjson_f32(bits + i, m, out, &none);
-            return out;
-        }
-        _mm512_store_si512(d.lead, x.lead);
-        _mm512_store_si512(d.tail, x.tail);
-        _mm512_store_si512(d.e10, x.e10);
-        for (std::size_t j = 0; j < m; ++j) {
-            const std::uint32_t b = bits[i + j];
-            *out = '-';
-            out += b >> 31;
-            if ((b & 0x7fffffffu) == 0) {
-                std::memcpy(out, "0.0", 3);
-                out += 3;
-            } else {
-                const std::uint64_t rest_digits = d.tail[j];
-                digit_words<1> w;
-                w.lead = static_cast<char>('0' + d.lead[j]);
-                w.tail[0] = rest_digits | kAsciiZeros;
-                w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
-                w.from9[0] = (w.tail[0] >> 56) | (kAsciiZeros << 8);
-                const int e10 = static_cast<int>(d.e10[j]);
-                const int length = 1 + significant_in8(rest_digits);
-                out = Orjson ? layout<1, -6, 12, 1>(out, w, length, e10)
-                             : layout<1>(out, w, length, e10);
-            }
-            *out++ = ',';
-        }
+        *out++ = ',';
     }
     return out;
 }
@@ -1308,12 +1300,12 @@ struct shortest_writer {
     TENSORB64_ALWAYS_INLINE static shortest_x16 digits(__m512i mag) noexcept {
         return shortest_digits_x16(mag);
     }
-    TENSORB64_ALWAYS_INLINE static char* write(const shortest_x16& d, __m512i raw, const std::uint32_t* bits,
-                       std::size_t m, char* out) noexcept {
+    TENSORB64_ALWAYS_INLINE static char* write(const shortest_x16& d, __m512i raw,
+                                               const std::uint32_t* bits, std::size_t m,
+                                               char* out) noexcept {
         // orjson's fixed texts from 1e-6 to 1e-4 take up to 18 bytes, past a 16-byte slot.
-        if (Orjson &&
-            (_mm512_cmplt_epi32_mask(d.e10, c32<(static_cast<std::uint32_t>(-4))>()) &
-             _mm512_cmpge_epi32_mask(d.e10, c32<(static_cast<std::uint32_t>(-6))>())) != 0)
+        if (Orjson && (_mm512_cmplt_epi32_mask(d.e10, c32<(-4)>()) &
+                       _mm512_cmpge_epi32_mask(d.e10, c32<(-6)>())) != 0)
             return other(bits, m, out);
         return write_texts_x16<8, Orjson>(d.tails, d.lead, d.e10, d.n, _mm512_srli_epi32(raw, 31),
                                           m, out);
@@ -1330,8 +1322,8 @@ struct repr_writer {
     TENSORB64_ALWAYS_INLINE static repr_x16 digits(__m512i mag) noexcept {
         return repr_digits_x16(mag);
     }
-    TENSORB64_ALWAYS_INLINE static char* write(const repr_x16& d, __m512i raw, const std::uint32_t*, std::size_t m,
-                       char* out) noexcept {
+    TENSORB64_ALWAYS_INLINE static char* write(const repr_x16& d, __m512i raw, const std::uint32_t*,
+                                               std::size_t m, char* out) noexcept {
         return write_texts_x16<16, false>(d.tails, d.lead, d.e10, d.n, _mm512_srli_epi32(raw, 31),
                                           m, out);
     }
@@ -1359,7 +1351,7 @@ TENSORB64_NOINLINE char* write_group16(const std::uint32_t* bits, std::size_t m,
 
 // `n` finite float32 values by Writer, sixteen at a time, and two groups of sixteen together
 // where both take the sixteen-lane path: their digits are two independent chains, which the core
-// overlaps when they are interleaved (measured: shortest 3.4 -> 2.7 ns/value).
+// overlaps when they are interleaved (measured: shortest 3.4 -> 2.9 ns/value, repr 5.0 -> 4.85).
 template <class Writer>
 inline char* write_block(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
     std::size_t i = 0;
