@@ -42,7 +42,7 @@ constexpr std::uint32_t leaf1_fma = bit(12), leaf1_osxsave = bit(27), leaf1_avx 
 constexpr std::uint32_t leaf7_avx2 = bit(5), leaf7_bmi2 = bit(8), leaf7_avx512f = bit(16),
                         leaf7_avx512dq = bit(17), leaf7_avx512bw = bit(30),
                         leaf7_avx512vl = bit(31);
-constexpr std::uint32_t leaf7_ecx_avx512vbmi = bit(1);
+constexpr std::uint32_t leaf7_ecx_avx512vbmi = bit(1), leaf7_ecx_avx512vbmi2 = bit(6);
 constexpr std::uint64_t xcr0_x87 = 1, xcr0_sse = 2, xcr0_avx = 4, xcr0_opmask = 0x20,
                         xcr0_zmm_hi256 = 0x40, xcr0_hi16_zmm = 0x80;
 constexpr std::uint64_t xcr0_all =
@@ -54,7 +54,7 @@ tb::cpuid_bits everything() {
     b.leaf1_ecx = leaf1_fma | leaf1_osxsave | leaf1_avx | leaf1_f16c;
     b.leaf7_ebx =
         leaf7_avx2 | leaf7_bmi2 | leaf7_avx512f | leaf7_avx512dq | leaf7_avx512bw | leaf7_avx512vl;
-    b.leaf7_ecx = leaf7_ecx_avx512vbmi;
+    b.leaf7_ecx = leaf7_ecx_avx512vbmi | leaf7_ecx_avx512vbmi2;
     return b;
 }
 
@@ -82,6 +82,8 @@ void test_made_up_cpus() {
         {"everything present", full, xcr0_all, all_x86},
         {"AVX-512 without VBMI (Skylake-X)", without(full, 0, 0, leaf7_ecx_avx512vbmi), xcr0_all,
          up_to_avx2},
+        {"AVX-512 without VBMI2 (Cannon Lake)", without(full, 0, 0, leaf7_ecx_avx512vbmi2),
+         xcr0_all, up_to_avx2},
         {"AVX-512 without F", without(full, 0, leaf7_avx512f, 0), xcr0_all, up_to_avx2},
         {"AVX-512 without BW", without(full, 0, leaf7_avx512bw, 0), xcr0_all, up_to_avx2},
         {"AVX-512 without VL", without(full, 0, leaf7_avx512vl, 0), xcr0_all, up_to_avx2},
@@ -103,7 +105,7 @@ void test_made_up_cpus() {
         {"nothing at all", tb::cpuid_bits{}, 0, scalar},
         {"Haswell: AVX2, FMA, F16C, BMI2, no AVX-512",
          without(full, 0, leaf7_avx512f | leaf7_avx512dq | leaf7_avx512bw | leaf7_avx512vl,
-                 leaf7_ecx_avx512vbmi),
+                 leaf7_ecx_avx512vbmi | leaf7_ecx_avx512vbmi2),
          xcr0_x87 | xcr0_sse | xcr0_avx, up_to_avx2},
     };
     for (const cpu_case& c : cases) {

@@ -1,10 +1,12 @@
 // Micro-benchmark of float text: ns per value and bytes per value writing JSON rows of
 // N(0, 0.05) float32 values (B=64 rows of D=3072, like an embeddings batch), one thread: the row
 // writer production runs (write_float_rows, the active level) and each SIMD level's float-text
-// block writer (dispatch/implementation.hpp) this CPU runs, in both modes, against libstdc++'s
+// block writer (dispatch/implementation.hpp) this CPU runs, in the three formats (shortest, repr,
+// orjson), against libstdc++'s
 // std::to_chars (shortest, float and the value widened to double) doing the same rows. "check-first
 // pass" is the scalar writer with the finiteness check as a pass of its own (compare with "level
-// scalar"). Medians of interleaved runs (the machine is shared: compare ratios within one run).
+// scalar"). Medians of interleaved runs, and the fastest run (the machine is shared: compare ratios
+// within one run).
 //   float_text_bench [REPEATS [FILTER]]   FILTER: only the contenders whose names contain it
 #include <algorithm>
 #include <charconv>
@@ -95,6 +97,8 @@ int main(int argc, char** argv) {
                           0});
     contenders.push_back(
         {"write_float_rows repr (active level)", production(tb::float_format::repr), {}, 0});
+    contenders.push_back(
+        {"write_float_rows orjson (active level)", production(tb::float_format::orjson), {}, 0});
     contenders.push_back({"tensorb64 shortest, check-first pass",
                           rows_with([](const std::uint32_t* v, char* o) {
                               std::size_t bad;
@@ -134,14 +138,15 @@ int main(int argc, char** argv) {
     level_names.reserve(16);
     for (const tb::simd_level level : tb::available_simd_levels()) {
         const tb::float_text_writers* w = tb::implementation_for(level).float_text;
-        for (const bool shortest : {true, false}) {
-            level_names.push_back(std::string("level ") + tb::to_string(level) +
-                                  (shortest ? " shortest" : " repr"));
+        for (const char* format : {"shortest", "repr", "orjson"}) {
+            level_names.push_back(std::string("level ") + tb::to_string(level) + " " + format);
+            const bool orjson = format[0] == 'o', shortest = format[0] == 's';
             contenders.push_back({level_names.back().c_str(),
-                                  rows_with([w, shortest](const std::uint32_t* v, char* o) {
+                                  rows_with([w, shortest, orjson](const std::uint32_t* v, char* o) {
                                       std::size_t bad;
                                       *o++ = '[';
-                                      o = w->f32(v, kDim, shortest, o, &bad);
+                                      o = orjson ? w->orjson_f32(v, kDim, o, &bad)
+                                                 : w->f32(v, kDim, shortest, o, &bad);
                                       o[-1] = ']';
                                       return o;
                                   }),
@@ -172,12 +177,13 @@ int main(int argc, char** argv) {
         return c.ns_per_value[c.ns_per_value.size() / 2];
     };
     const bool all = argc <= 2;  // with a filter the to_chars columns are left out
-    const double float_base = all ? median(contenders[3]) : 0;
-    const double double_base = all ? median(contenders[4]) : 0;
-    std::printf("  %-40s %10s %12s %14s %15s\n", "", "ns/value", "bytes/value", "to_chars float",
-                "to_chars double");
+    const double float_base = all ? median(contenders[4]) : 0;
+    const double double_base = all ? median(contenders[5]) : 0;
+    std::printf("  %-40s %10s %8s %12s %14s %15s\n", "", "ns/value", "min", "bytes/value",
+                "to_chars float", "to_chars double");
     for (contender& c : contenders) {
-        std::printf("  %-40s %10.2f %12.2f %13.2fx %14.2fx\n", c.name, median(c),
+        std::printf("  %-40s %10.2f %8.2f %12.2f %13.2fx %14.2fx\n", c.name, median(c),
+                    c.ns_per_value.front(),
                     static_cast<double>(c.bytes) / static_cast<double>(values.size()),
                     float_base / median(c), double_base / median(c));
     }

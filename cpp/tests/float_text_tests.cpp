@@ -649,6 +649,45 @@ void test_levels_equal_scalar(bool quick) {
                                            random64.begin() + static_cast<std::ptrdiff_t>(std::min(
                                                                   random64.size(), i + 509))),
                 "random float64");
+        // The SIMD writers take groups of sixteen values, two groups together, through a path of
+        // their own when every value of a group qualifies (zeros and normal values below 1;
+        // repr: down to about 1e-10; orjson: none from 1e-6 to 1e-4) and choose the notation
+        // per value there: rows of embedding values with one value that sends its group
+        // elsewhere, or takes a rarer branch, at each position of two groups and a tail.
+        {
+            std::vector<std::uint32_t> odd_ones = {0u,          0x80000000u,   1u,
+                                                   0x007fffffu, 0x00800000u,   0x00800001u,
+                                                   0x3f800000u, 0x3f7fffffu,   0xbf7fffffu,
+                                                   0x15ae43fdu, 0x95ae43fdu,   0x15ae43feu,
+                                                   0x3e000000u, 0x38800000u,   0x4b800000u,
+                                                   0x7f7fffffu, bits_of(1.5f), bits_of(-123.25f)};
+            for (const float x :
+                 {1e-4f, 1e-5f, 1e-6f, 1e-7f, 9.5e-8f, 1e-10f, 1.5e-10f, 1e-11f, 2e-38f}) {
+                for (int d = -1; d <= 1; ++d) {
+                    odd_ones.push_back(bits_of(x) + static_cast<std::uint32_t>(d));
+                    odd_ones.push_back((bits_of(x) + static_cast<std::uint32_t>(d)) | 0x80000000u);
+                }
+            }
+            std::vector<std::uint32_t> row(16 * 2 + 13);
+            for (const std::uint32_t odd : odd_ones) {
+                for (std::size_t at = 0; at < row.size(); ++at) {
+                    for (std::uint32_t& b : row) b = bits_of(embedding(rng));
+                    row[at] = odd;
+                    check_level_f32(w, name, row, "group paths");
+                }
+            }
+            // Rows of values from 1e-12 to 1 (scientific and fixed notation mixed in a group,
+            // exponents of one and two digits, few digits and many).
+            std::uniform_real_distribution<float> exponent(-12.0f, 0.0f);
+            for (int r = 0; r < 64; ++r) {
+                for (std::uint32_t& b : row) {
+                    const float x = std::pow(10.0f, exponent(rng));
+                    b = r % 2 ? bits_of(x) : bits_of(std::round(x * 1e4f) / 1e4f);
+                    if (rng() % 2) b |= 0x80000000u;
+                }
+                check_level_f32(w, name, row, "values from 1e-12 to 1");
+            }
+        }
         // Rows of every length 0..70, and a NaN or infinity at every position of them (the first
         // one named, a later one too).
         const std::uint32_t bad32[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0xffffffffu};

@@ -41,6 +41,7 @@ cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) no
     if (bit(cpuid.leaf7_ebx, 30)) usable |= feature::avx512bw;
     if (bit(cpuid.leaf7_ebx, 31)) usable |= feature::avx512vl;
     if (bit(cpuid.leaf7_ecx, 1)) usable |= feature::avx512vbmi;
+    if (bit(cpuid.leaf7_ecx, 6)) usable |= feature::avx512vbmi2;
     return usable;
 }
 

@@ -71,13 +71,13 @@ using integer_math::mul_high;
 // here (|e| <= 1074; exact over wider ranges), with the fixed-point constants of Giulietti's paper
 // (also Java's MathUtils). The right shift of a negative value is arithmetic on every supported
 // compiler (and by rule in C++20).
-inline int floor_log10_pow2(int e) noexcept {
+constexpr int floor_log10_pow2(int e) noexcept {
     return static_cast<int>((static_cast<std::int64_t>(e) * 661971961083LL) >> 41);
 }
-inline int floor_log10_three_quarters_pow2(int e) noexcept {
+constexpr int floor_log10_three_quarters_pow2(int e) noexcept {
     return static_cast<int>((static_cast<std::int64_t>(e) * 661971961083LL - 274743187321LL) >> 41);
 }
-inline int floor_log2_pow10(int e) noexcept {
+constexpr int floor_log2_pow10(int e) noexcept {
     return static_cast<int>((static_cast<std::int64_t>(e) * 913124641741LL) >> 38);
 }
 

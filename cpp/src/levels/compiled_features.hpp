@@ -71,6 +71,9 @@ constexpr cpu_features compiled_features = 0
 #if defined(__AVX512VBMI__)
                                            | feature::avx512vbmi
 #endif
+#if defined(__AVX512VBMI2__)
+                                           | feature::avx512vbmi2
+#endif
 #if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
                                            | feature::neon
 #endif
