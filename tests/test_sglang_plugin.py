@@ -44,6 +44,12 @@ def sglang_tree(sglang_sources, tmp_path):
         sglang_code.uninstall(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def http_app_setting(monkeypatch):
+    """SGLang's HTTP worker app setting, which register() sets, as it was after each test."""
+    monkeypatch.setenv(sglang_plugin.HTTP_APP_VARIABLE, "")
+
+
 def items_of(rows, tokens=3):
     return [{"embedding": row, "meta_info": {"prompt_tokens": tokens + i}} for i, row in enumerate(rows)]
 
@@ -158,6 +164,46 @@ def test_patched_once_on_import_and_kept_off_when_asked(sglang_tree, monkeypatch
     sglang_plugin.register()
     assert sglang_plugin.patch_serving(module)
     assert module.OpenAIServingEmbedding._build_embedding_response is build  # not wrapped twice
+
+
+HTTP_SERVER = "sglang/srt/entrypoints/http_server.py"
+
+
+def test_http_workers_load_the_plugin(sglang_tree, tmp_path, monkeypatch):
+    """--tokenizer-worker-num > 1: register() (in the process that starts the workers) names the
+    plugin's http_worker_app for them; a fresh process loading that app as uvicorn loads one
+    ("module:attribute") gets SGLang's own app, with the plugin registered; with TENSORB64_SGLANG=0,
+    SGLang's app without it."""
+    import subprocess
+    import sys
+
+    (tmp_path / HTTP_SERVER).write_text(f"import {MODULE}\napp = object()\n")  # (SGLang's app imports its handlers)
+    for default in ("", sglang_plugin.SGLANG_HTTP_APP):
+        monkeypatch.setenv(sglang_plugin.HTTP_APP_VARIABLE, default)
+        sglang_plugin.register()
+        assert os.environ[sglang_plugin.HTTP_APP_VARIABLE] == sglang_plugin.WORKER_HTTP_APP == "tensorb64.sglang_plugin:http_worker_app"
+    worker = f"""if True:
+        import importlib, os, sys
+        module, attribute = os.environ["{sglang_plugin.HTTP_APP_VARIABLE}"].split(":")
+        app = getattr(importlib.import_module(module), attribute)
+        assert app is sys.modules["sglang.srt.entrypoints.http_server"].app
+        build = sys.modules["{MODULE}"].OpenAIServingEmbedding._build_embedding_response
+        print(getattr(build, "__tensorb64_replaces__", None) is not None)
+    """
+    for enabled, patched in (("1", "True"), ("0", "False")):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), sglang_plugin.ENABLE_VARIABLE: enabled}
+        done = subprocess.run([sys.executable, "-c", worker], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.strip() == patched, done.stderr
+
+
+def test_an_http_app_of_the_users_own_is_kept(monkeypatch, caplog):
+    monkeypatch.setenv(sglang_plugin.HTTP_APP_VARIABLE, "my_server:app")
+    with caplog.at_level(logging.INFO, logger=sglang_plugin.logger.name):
+        sglang_plugin.register()
+    assert os.environ[sglang_plugin.HTTP_APP_VARIABLE] == "my_server:app"
+    assert "keep SGLang's own embeddings builder" in caplog.text
+    with pytest.raises(AttributeError):
+        sglang_plugin.no_such_name  # noqa: B018
 
 
 def test_another_release_is_left_alone(caplog):

@@ -25,6 +25,13 @@ encodes it with the core (the same strings; a row it does not take, Dynamo's own
 Both patches are applied when their module is imported (or at once, if it already is),
 through the package's one after-import mechanism: a process that never imports them pays for a hook
 in ``sys.meta_path`` and nothing more. Loading the plugin twice changes nothing.
+
+SGLang's extra HTTP workers (``--tokenizer-worker-num`` N > 1: N uvicorn or granian worker
+processes, spawned, each importing the app that ``SGLANG_HTTP_SERVER_APP_PATH`` names) never call
+``load_plugins()``. So the plugin, loaded in the process that starts them, names this module's
+``http_worker_app`` there when that setting is SGLang's default: each worker then registers the plugin
+and gets SGLang's own app. A value of the user's own is left as it is (its workers answer with
+SGLang's builder, said in one log line).
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ from ._import_hooks import after_import
 ENABLE_VARIABLE = "TENSORB64_SGLANG"
 SERVING_MODULE = "sglang.srt.entrypoints.openai.serving_embedding"
 DYNAMO_MODULE = "dynamo.sglang.request_handlers.embedding.embedding_handler"
+# The app SGLang's extra HTTP workers import ("module:attribute"): SGLang's setting and its default.
+HTTP_APP_VARIABLE = "SGLANG_HTTP_SERVER_APP_PATH"
+SGLANG_HTTP_APP = "sglang.srt.entrypoints.http_server:app"
+WORKER_HTTP_APP = f"{__name__}:http_worker_app"
 
 # The methods' parameters in the release whose answer this writes (0.5.23).
 BUILD_PARAMETERS = ("self", "ret", "encoding_format")
@@ -61,6 +72,23 @@ def register() -> None:
         return
     after_import(SERVING_MODULE, patch_serving)
     after_import(DYNAMO_MODULE, patch_dynamo)
+    app = os.environ.get(HTTP_APP_VARIABLE, "")
+    if app in ("", SGLANG_HTTP_APP):
+        os.environ[HTTP_APP_VARIABLE] = WORKER_HTTP_APP  # (read when the workers start, inherited by them)
+    elif app != WORKER_HTTP_APP:
+        logger.info("tensorb64: %s=%s is set: SGLang's extra HTTP workers (--tokenizer-worker-num > 1), if any, "
+                    "keep SGLang's own embeddings builder", HTTP_APP_VARIABLE, app)
+
+
+def __getattr__(name: str):
+    # http_worker_app: what each of SGLang's extra HTTP workers imports (see the module's docstring):
+    # the plugin registered in that process, then SGLang's own app.
+    if name == "http_worker_app":
+        register()
+        from sglang.srt.entrypoints.http_server import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _replaced(function) -> bool:
