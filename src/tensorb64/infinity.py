@@ -37,6 +37,7 @@ import sys
 
 from . import _native
 from ._import_hooks import after_import
+from ._patching import parameters, replaced
 
 ENABLE_VARIABLE = "TENSORB64_INFINITY"
 SCHEMAS_MODULE = "infinity_emb.fastapi_schemas.pymodels"
@@ -65,13 +66,13 @@ def unpatch() -> None:
     _wanted = False
     cls = getattr(sys.modules.get(SCHEMAS_MODULE), "OpenAIEmbeddingResult", None)
     replacement = _function(cls)
-    if _replaced(replacement):
+    if replaced(replacement):
         cls.to_embeddings_response = staticmethod(replacement.__tensorb64_replaces__)
 
 
 def is_patched() -> bool:
     """Whether Infinity's imported schemas answer through the core."""
-    return _replaced(_function(getattr(sys.modules.get(SCHEMAS_MODULE), "OpenAIEmbeddingResult", None)))
+    return replaced(_function(getattr(sys.modules.get(SCHEMAS_MODULE), "OpenAIEmbeddingResult", None)))
 
 
 def _patch_if_wanted(module) -> None:
@@ -85,23 +86,15 @@ def _function(cls):
     return method.__func__ if isinstance(method, staticmethod) else None
 
 
-def _replaced(function) -> bool:
-    return getattr(function, "__tensorb64_replaces__", None) is not None
-
-
 def patch_schemas(module) -> bool:
     """Replace ``module.OpenAIEmbeddingResult.to_embeddings_response``; True if it is (now or
     already) tensorb64's. Logs one line either way."""
     cls = getattr(module, "OpenAIEmbeddingResult", None)
     original = _function(cls)
-    if _replaced(original):
+    if replaced(original):
         return True
-    try:
-        parameters = tuple(inspect.signature(original).parameters) if original is not None else None
-    except (TypeError, ValueError):
-        parameters = None
     version = getattr(sys.modules.get("infinity_emb"), "__version__", "unknown")
-    if parameters != PARAMETERS or not hasattr(cls, "model_fields"):
+    if parameters(original) != PARAMETERS or not hasattr(cls, "model_fields"):
         logger.warning("tensorb64: Infinity %s's %s.OpenAIEmbeddingResult.to_embeddings_response is not one tensorb64 "
                        "knows; Infinity's own is kept", version, module.__name__)
         return False

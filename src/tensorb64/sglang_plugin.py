@@ -45,6 +45,7 @@ import sys
 
 from . import _native
 from ._import_hooks import after_import
+from ._patching import parameters, replaced
 
 ENABLE_VARIABLE = "TENSORB64_SGLANG"
 SERVING_MODULE = "sglang.srt.entrypoints.openai.serving_embedding"
@@ -91,28 +92,17 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _replaced(function) -> bool:
-    return getattr(function, "__tensorb64_replaces__", None) is not None
-
-
-def _parameters(function):
-    try:
-        return tuple(inspect.signature(function).parameters) if function is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 def patch_serving(module) -> bool:
     """Replace ``module.OpenAIServingEmbedding``'s response builder (and mark its HTTP requests);
     True if it is (now or already) tensorb64's. Logs one line either way."""
     cls = getattr(module, "OpenAIServingEmbedding", None)
     build = getattr(cls, "_build_embedding_response", None)
     handle = getattr(cls, "_handle_non_streaming_request", None)
-    if _replaced(build):
+    if replaced(build):
         return True
     version = getattr(sys.modules.get("sglang"), "__version__", "unknown")
     missing = [name for name in ("EmbeddingResponse", "UsageInfo") if not hasattr(module, name)]
-    if (_parameters(build) != BUILD_PARAMETERS or _parameters(handle) != HANDLE_PARAMETERS
+    if (parameters(build) != BUILD_PARAMETERS or parameters(handle) != HANDLE_PARAMETERS
             or not inspect.iscoroutinefunction(handle) or missing):
         logger.warning(
             "tensorb64: SGLang %s's embeddings response builder (%s.OpenAIServingEmbedding._build_embedding_response) "
@@ -250,9 +240,9 @@ def patch_dynamo(module) -> bool:
     """Replace ``module._encode_floats_to_base64`` with one that encodes a row of Python floats with
     the core; True if it is (now or already) tensorb64's."""
     original = getattr(module, "_encode_floats_to_base64", None)
-    if _replaced(original):
+    if replaced(original):
         return True
-    if _parameters(original) != ("floats",):
+    if parameters(original) != ("floats",):
         logger.warning("tensorb64: this Dynamo's %s._encode_floats_to_base64 is not one tensorb64 knows; Dynamo's own "
                        "is kept", module.__name__)
         return False

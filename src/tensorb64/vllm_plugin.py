@@ -26,13 +26,13 @@ never imports them (vLLM's engine core and workers) pays for a hook in ``sys.met
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import os
 import sys
 
 from . import _native
 from ._import_hooks import after_import
+from ._patching import parameters, replaced
 
 ENABLE_VARIABLE = "TENSORB64_VLLM"
 # Where ServingEmbedding is defined: today's module (0.32, 0.33), and the one vLLM's package-layout
@@ -71,18 +71,6 @@ def register() -> None:
     after_import(DYNAMO_POOLING_MODULE, patch_dynamo_pooling)
 
 
-def _replaced(function) -> bool:
-    return getattr(function, "__tensorb64_replaces__", None) is not None
-
-
-def _parameters(function):
-    """The names of function's parameters, or None where it has none to read (not a function)."""
-    try:
-        return tuple(inspect.signature(function).parameters) if function is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 # ---- vLLM's API server -------------------------------------------------------------------------
 
 
@@ -91,14 +79,14 @@ def patch_serving(module) -> bool:
     tensorb64's. Logs one line either way."""
     cls = getattr(module, "ServingEmbedding", None)
     original = getattr(cls, "_openai_json_response", None)
-    if _replaced(original):
+    if replaced(original):
         return True
     # The response model and the usage are read from the module that defines the class (a shim
     # at an old path may re-export the class alone).
     module = sys.modules.get(getattr(cls, "__module__", None), module)
     version = getattr(sys.modules.get("vllm"), "__version__", "unknown")
     missing = [name for name in ("EmbeddingResponse", "get_pooling_usage") if not hasattr(module, name)]
-    if _parameters(original) != OPENAI_JSON_RESPONSE_PARAMETERS or missing:
+    if parameters(original) != OPENAI_JSON_RESPONSE_PARAMETERS or missing:
         logger.warning(
             "tensorb64: vLLM %s's embeddings response builder (%s.ServingEmbedding._openai_json_response) is not one "
             "tensorb64 knows; vLLM's own is kept",
@@ -289,14 +277,14 @@ def patch_dynamo_pooling(module) -> bool:
     return nested and encoded
 
 
-def _swap(module, name: str, parameters: tuple, replacement_for, what: str) -> bool:
+def _swap(module, name: str, expected: tuple, replacement_for, what: str) -> bool:
     """Replace the function ``module.<name>`` with ``replacement_for(original)`` where its
-    parameters are ``parameters`` (the release whose output the replacement reproduces); True if
+    parameters are ``expected`` (the release whose output the replacement reproduces); True if
     it is (now or already) tensorb64's. Logs one line either way."""
     original = getattr(module, name, None)
-    if _replaced(original):
+    if replaced(original):
         return True
-    if _parameters(original) != parameters:
+    if parameters(original) != expected:
         logger.warning("tensorb64: this Dynamo's %s.%s is not one tensorb64 knows; Dynamo's own is kept",
                        module.__name__, name)
         return False
