@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
         "s); %llu mismatches\n",
         level_name.c_str(), static_cast<unsigned long long>(first),
         static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
-        only_layout ? only_layout : "shortest, repr and orjson", seconds, threads, rate / 1e6, 4294967296.0 / rate,
-        static_cast<unsigned long long>(mismatches.load()));
+        only_layout ? only_layout : "shortest, repr and orjson", seconds, threads, rate / 1e6,
+        4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()));
     return mismatches == 0 ? 0 : 1;
 }

@@ -612,8 +612,8 @@ struct below_one_quad {
 inline below_one_quad below_one_quad_of(__m512i text, __mmask64 in_text,
                                         __mmask64 refused) noexcept {
     const __m512i values = _mm512_sub_epi8(text, _mm512_set1_epi8('0'));
-    const std::uint64_t digits = _cvtmask64_u64(
-        _kandn_mask64(refused, _mm512_cmple_epu8_mask(values, _mm512_set1_epi8(9))));
+    const std::uint64_t digits =
+        _cvtmask64_u64(_kandn_mask64(refused, _mm512_cmple_epu8_mask(values, _mm512_set1_epi8(9))));
     // Each lane's first four bytes against "0." and "-0.".
     const __m512i first = _mm512_maskz_mov_epi32(0x1111, text);
     const __mmask16 plain = _mm512_cmpeq_epi32_mask(
@@ -632,8 +632,8 @@ inline below_one_quad below_one_quad_of(__m512i text, __mmask64 in_text,
     q.fits = ((plain_lanes | minus_lanes) == kSegmentLow) &
              ((_cvtmask64_u64(in_text) & ~digits) == (point | minus_lanes)) &
              (((point << 1) & ~digits) == 0);
-    const __m512i pairs = _mm512_maddubs_epi16(_mm512_shuffle_epi8(kDigitTable(), values),
-                                               _mm512_set1_epi16(0x010a));
+    const __m512i pairs =
+        _mm512_maddubs_epi16(_mm512_shuffle_epi8(kDigitTable(), values), _mm512_set1_epi16(0x010a));
     const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00010064));
     const __m512i halves = _mm512_add_epi64(_mm512_mul_epu32(quads, _mm512_set1_epi64(10000)),
                                             _mm512_srli_epi64(quads, 32));
@@ -647,10 +647,9 @@ inline below_one_quad below_one_quad_of(__m512i text, __mmask64 in_text,
 // each w: (-1)^negative * (w + add) / 10^(13 or 14), correctly rounded to a double, then float32.
 inline __m256 below_one_values(__m512i w, unsigned negative, long long add) noexcept {
     const __mmask8 signs = static_cast<__mmask8>(negative);
-    const __m512d divisor =
-        _mm512_mask_blend_pd(signs, _mm512_set1_pd(1e14), _mm512_set1_pd(1e13));
-    const __m512i quotient = _mm512_castpd_si512(_mm512_div_pd(
-        _mm512_cvtepu64_pd(_mm512_add_epi64(w, _mm512_set1_epi64(add))), divisor));
+    const __m512d divisor = _mm512_mask_blend_pd(signs, _mm512_set1_pd(1e14), _mm512_set1_pd(1e13));
+    const __m512i quotient = _mm512_castpd_si512(
+        _mm512_div_pd(_mm512_cvtepu64_pd(_mm512_add_epi64(w, _mm512_set1_epi64(add))), divisor));
     return _mm512_cvtpd_ps(_mm512_castsi512_pd(
         _mm512_mask_or_epi64(quotient, signs, quotient, _mm512_set1_epi64(1ll << 63))));
 }
@@ -702,11 +701,10 @@ inline bool short_below_one_at(const char* base, below_one_quad* q,
     const __m512i index = _mm512_add_epi8(previous, _mm512_load_si512(kLaneFromStart.index));
     const __mmask64 in_text = _mm512_cmplt_epu8_mask(index, comma);
     // A text of more than 16 bytes (comma - previous > 17) has bytes past its lane.
-    const __mmask64 too_long =
-        _mm512_mask_cmpgt_epu8_mask(_cvtu64_mask64(kSegmentLow * 7),
-                                    _mm512_sub_epi8(comma, previous), _mm512_set1_epi8(17));
-    *q = below_one_quad_of(_mm512_maskz_permutexvar_epi8(in_text, index, window), in_text,
-                           too_long);
+    const __mmask64 too_long = _mm512_mask_cmpgt_epu8_mask(
+        _cvtu64_mask64(kSegmentLow * 7), _mm512_sub_epi8(comma, previous), _mm512_set1_epi8(17));
+    *q =
+        below_one_quad_of(_mm512_maskz_permutexvar_epi8(in_text, index, window), in_text, too_long);
     return true;
 }
 
@@ -827,8 +825,8 @@ inline bool window_texts_of(const char* base, __m512i bytes, std::uint64_t comma
     // A space as the window's first byte or after its first comma (read from memory: both are in
     // the window, before the second comma).
     const unsigned start_1 = first_comma + 1 + unsigned{base[first_comma + 1] == ' '};
-    w->offsets = unsigned{base[0] == ' '} | first_comma << 8 | start_1 << 16 |
-                 w->second_comma << 24;
+    w->offsets =
+        unsigned{base[0] == ' '} | first_comma << 8 | start_1 << 16 | w->second_comma << 24;
     return true;
 }
 
