@@ -527,6 +527,24 @@ void test_guessed_row_ends() {
         const outcome empty = read(redata, options);
         CHECK(empty.error.status == s::ok && empty.layout.rows == 0);
     }
+    // Pass 1 looks for a float row's ']' only past three quarters of the first row's length: a
+    // shorter row (here with a list after it within that distance) reads as if nothing were
+    // skipped, and so does malformed JSON there.
+    const std::string long_first =
+        "{\"data\":[{\"index\":0,\"embedding\":[0.125,0.25,0.5,0.75,1.5,2.5,3.5,4.5]},"
+        "{\"index\":1,\"embedding\":[1,2,3,4,5,6,7,8]";
+    const std::string short_then_list = long_first + ",\"x\":[9,9]}],\"model\":\"m\"}";
+    const std::string short_then_bad = long_first + ",\"x\":[9 9 x]}],\"model\":\"m\"}";
+    for (unsigned threads : {1u, 2u}) {
+        tb::body_options options;
+        options.threads = threads;
+        const outcome o = read(short_then_list, options);
+        CHECK(o.error.status == s::ok &&
+              same_bits(o.values, {{0.125f, 0.25f, 0.5f, 0.75f, 1.5f, 2.5f, 3.5f, 4.5f},
+                                   {1, 2, 3, 4, 5, 6, 7, 8}}));
+        CHECK_ERROR(read(short_then_bad, options), s::malformed_json,
+                    short_then_bad.find("9 9") + 2);
+    }
 }
 
 // Every level's base64 group decoder against the scalar one: every byte value at every position of

@@ -6,9 +6,10 @@
 // numpy read as 0x15ae43fe (double rounding; see float_text.hpp's write_shortest_f32): for it the
 // expected bits are that reading (strtod, then the cast).
 //
-//   number_parser_exhaustive [--level NAME] THREADS [FIRST LAST]
+//   number_parser_exhaustive [--level NAME] [--layout NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation); --level: that
-//       SIMD level's row parser (dispatch/implementation.hpp), default the scalar one
+//       SIMD level's row parser (dispatch/implementation.hpp), default the scalar one; --layout:
+//       only that layout (shortest, repr or orjson), default all three
 //   number_parser_exhaustive --print-orjson FIRST LAST STEP
 //       prints orjson's text of every STEP-th finite pattern, one a line (for comparing with
 //       orjson.dumps(numpy.float32 array, option=OPT_SERIALIZE_NUMPY))
@@ -37,6 +38,11 @@ std::atomic<std::uint64_t> mismatches{0};
 std::atomic<std::uint64_t> checked{0};
 std::mutex print_lock;
 tensorb64::number_row_parser parser = tensorb64::detail::parse_number_row_scalar;
+const char* only_layout = nullptr;  // --layout: the one layout checked (all three if null)
+
+bool checks(const char* layout) {
+    return only_layout == nullptr || std::strcmp(only_layout, layout) == 0;
+}
 
 // orjson's text of a finite float32 (the oracle's, float_text_oracle.hpp), then a ','.
 char* write_orjson_f32(std::uint32_t b, char* out) {
@@ -102,13 +108,21 @@ void check_range(std::uint64_t first, std::uint64_t last) {
     const auto flush = [&] {
         if (bits.empty()) return;
         std::size_t bad = 0;
-        char* e = tensorb64::write_values_f32(bits.data(), bits.size(), true, text.data(), &bad);
-        check_row("shortest", bits.data(), bits.size(), text, e, values);
-        e = tensorb64::write_values_f32(bits.data(), bits.size(), false, text.data(), &bad);
-        check_row("repr", bits.data(), bits.size(), text, e, values);
-        e = text.data();
-        for (std::uint32_t b : bits) e = write_orjson_f32(b, e);
-        check_row("orjson", bits.data(), bits.size(), text, e, values);
+        if (checks("shortest")) {
+            char* e =
+                tensorb64::write_values_f32(bits.data(), bits.size(), true, text.data(), &bad);
+            check_row("shortest", bits.data(), bits.size(), text, e, values);
+        }
+        if (checks("repr")) {
+            char* e =
+                tensorb64::write_values_f32(bits.data(), bits.size(), false, text.data(), &bad);
+            check_row("repr", bits.data(), bits.size(), text, e, values);
+        }
+        if (checks("orjson")) {
+            char* e = text.data();
+            for (std::uint32_t b : bits) e = write_orjson_f32(b, e);
+            check_row("orjson", bits.data(), bits.size(), text, e, values);
+        }
         local_checked += bits.size();
         bits.clear();
     };
@@ -146,6 +160,15 @@ int main(int argc, char** argv) {
         parser = tensorb64::implementation_for(level).parse_number_row;
         level_name = tensorb64::to_string(level);
     }
+    if (argc >= 3 && std::strcmp(argv[1], "--layout") == 0) {
+        only_layout = argv[2];
+        if (!checks("shortest") && !checks("repr") && !checks("orjson")) {
+            std::fprintf(stderr, "unknown layout %s (shortest, repr or orjson)\n", only_layout);
+            return 2;
+        }
+        argv += 2;
+        argc -= 2;
+    }
     const pattern_sweep::range r = pattern_sweep::parse_range(argc, argv);
     const unsigned threads = r.threads;
     const std::uint64_t first = r.first, last = r.last;
@@ -158,11 +181,11 @@ int main(int argc, char** argv) {
     const double rate = static_cast<double>(last - first) / seconds;
     std::printf(
         "number_parser_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite, each read back "
-        "from shortest, repr and orjson texts, in %.1f s on %u threads (%.2f M patterns/s; all "
-        "2^32 at this rate: %.0f s); %llu mismatches\n",
+        "from %s texts, in %.1f s on %u threads (%.2f M patterns/s; all 2^32 at this rate: %.0f "
+        "s); %llu mismatches\n",
         level_name.c_str(), static_cast<unsigned long long>(first),
         static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
-        seconds, threads, rate / 1e6, 4294967296.0 / rate,
-        static_cast<unsigned long long>(mismatches.load()));
+        only_layout ? only_layout : "shortest, repr and orjson", seconds, threads, rate / 1e6,
+        4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()));
     return mismatches == 0 ? 0 : 1;
 }

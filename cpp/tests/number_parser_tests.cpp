@@ -683,6 +683,57 @@ void test_levels(long rows) {
         numbers += static_cast<long>(n);
         compare(text, rng() % 4 == 0 ? rng() % (n + 2) : n);
     }
+    // The AVX-512 paths for numbers below one (-?0\.[0-9]+, a step of eight at a time): rows of
+    // such numbers with one other text at each place of their first three steps, at the lanes'
+    // limits (16 bytes) and just past them, and near misses of the shape.
+    const char* const below_one_edges[] = {"0.12345678901234",
+                                           "0.123456789012345",
+                                           "-0.1234567890123",
+                                           "-0.12345678901234",
+                                           "0.0",
+                                           "-0.0",
+                                           "0.",
+                                           "-0.",
+                                           "0",
+                                           "-0",
+                                           "00.5",
+                                           "-00.5",
+                                           "0.5e1",
+                                           "0.5E-1",
+                                           "1.5",
+                                           "-1.5",
+                                           "9.0",
+                                           "0.-5",
+                                           "0..5",
+                                           "-0.-5",
+                                           ".5",
+                                           "-.5",
+                                           "0.5 ",
+                                           " 0.5",
+                                           "+0.5",
+                                           "0x5",
+                                           "0.5]",
+                                           "-0.00000000000001",
+                                           "0.00000000000000",
+                                           "0.0000000000000000001"};
+    for (const char* edge : below_one_edges) {
+        for (int place = 0; place < 24; ++place) {
+            for (const bool shortest : {true, false}) {
+                std::string text;
+                for (int i = 0; i < 40; ++i) {
+                    if (i > 0) text += shortest ? "," : ", ";
+                    if (i == place) {
+                        text += edge;
+                    } else {
+                        embedding_like(rng, shortest, &text);
+                    }
+                }
+                text += "]";
+                numbers += 40;
+                compare(text, 40);
+            }
+        }
+    }
     std::printf("levels:");
     for (const auto& level : levels) std::printf(" %s", level.first);
     std::printf(" against scalar: %ld rows, %ld numbers, %ld mismatches\n", rows + rows / 2,

@@ -22,6 +22,10 @@
 // succeeds, the guess was the string json.loads reads. Likewise a float row after the first is
 // taken to end at its first ']' and to hold the first row's number of values: pass 2's number
 // parser reads it, accepting only numbers, commas and whitespace up to that ']', and counts them.
+// Pass 1 does not even look at the first three quarters of such a row (the first row's length
+// scaled: rows of one body are about equally long): it searches for that ']' only from there on,
+// and pass 2 checks that each row it reads is at least that long, which makes the ']' found its
+// first one.
 // When anything fails after a guess, the body is read again from the start with every string
 // scanned, which gives the error (or, for a body whose guessed string only looked like a row, the
 // result) that no guessing would have.
@@ -98,6 +102,7 @@ struct data_scan {
     const char* max_index_at = nullptr;
     std::size_t max_index_entry = 0;  // the position of the entry holding it
     bool repeated_keys = false;       // some entry repeats "embedding" or "index"
+    std::size_t row_skip = 0;         // float rows: the bytes of each pass 1 did not look at
     body_error fault;                 // the first semantic fault (status ok if none)
     checkpoints starts;
 };
@@ -233,10 +238,11 @@ private:
     }
 
     // The list whose contents start at `p`, its end guessed where it can be: at the first ']'
-    // (memchr: the fastest scan there is), with the first row's length.
+    // from row_skip_ bytes on (memchr: the fastest scan there is), with the first row's length.
     json::list_glance row_list(const char* p) noexcept {
-        if (row_length_ != 0) {
-            if (const void* close = std::memchr(p, ']', static_cast<std::size_t>(end_ - p))) {
+        if (row_length_ != 0 && static_cast<std::size_t>(end_ - p) > row_skip_) {
+            const char* from = p + row_skip_;
+            if (const void* close = std::memchr(from, ']', static_cast<std::size_t>(end_ - from))) {
                 guessed_ = true;
                 json::list_glance g;
                 g.close = static_cast<const char*>(close);
@@ -256,6 +262,7 @@ private:
     bool guessed_ = false;
     std::size_t text_length_ = 0;  // of the current list's rows, when guessing (0: not known)
     std::size_t row_length_ = 0;   // of its float rows, when guessing (0: not known)
+    std::size_t row_skip_ = 0;     // bytes of a float row not looked at, when guessing
 };
 
 const char* structure_pass::scan_entry(const char* p, entry_scan* e) {
@@ -370,7 +377,11 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
             !encoded_size(n * dtype_size(options_.stored.type), &text_length_)) {
             text_length_ = 0;
         }
-        if (guess_rows_ && encoding == row_encoding::floats) row_length_ = n;
+        if (guess_rows_ && encoding == row_encoding::floats) {
+            row_length_ = n;
+            row_skip_ = static_cast<std::size_t>(e.list.close - (e.embedding + 1)) / 4 * 3;
+            d->row_skip = row_skip_;
+        }
     } else if (encoding != d->encoding) {
         return fault(body_status::mixed_formats, e.embedding,
                      d->encoding == row_encoding::base64
@@ -395,6 +406,7 @@ const char* structure_pass::scan_data(const char* p, data_scan* d) {
     d->begin = p;
     text_length_ = 0;
     row_length_ = 0;
+    row_skip_ = 0;
     p = skip_space(p + 1, end_);
     if (p < end_ && *p == ']') return d->end = p + 1;
     for (;;) {
@@ -520,6 +532,7 @@ public:
           options_(options),
           layout_(layout),
           repeated_keys_(data.repeated_keys),
+          row_skip_(data.row_skip),
           out_(out),
           row_bytes_(layout.row_length * layout.element_size),
           seen_(seen),
@@ -553,6 +566,7 @@ private:
     body_options options_;
     body_layout layout_;
     bool repeated_keys_;
+    std::size_t row_skip_;
     unsigned char* out_;
     std::size_t row_bytes_;
     std::size_t text_length_ = 0;       // of a base64 row without escapes
@@ -574,6 +588,9 @@ const char* decode_pass::decode_row(const char* p, std::size_t index,
                                            layout_.row_length);
         if (r.error_at != nullptr)
             return fail(error, body_status::bad_number, r.error_at, r.expected);
+        // Shorter than pass 1's skip: the ']' it took for the end may not be this row's.
+        if (static_cast<std::size_t>(r.end - 1 - (p + 1)) < row_skip_)
+            return fail(error, body_status::malformed_json, p, "a row as long as guessed");
         if (r.count != layout_.row_length) {
             fail(error, body_status::unequal_rows, p, nullptr);
             error->length = layout_.row_length;
