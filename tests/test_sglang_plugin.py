@@ -30,7 +30,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:ORJSONResponse is deprecated")
 def sglang_sources():
     wheel = os.environ.get("TENSORB64_SGLANG_WHEEL")
     if not wheel:
-        pytest.skip("TENSORB64_SGLANG_WHEEL (a path to sglang's wheel; ci/vllm_check.sh sets it) is not set")
+        pytest.skip("TENSORB64_SGLANG_WHEEL (a path to sglang's wheel; ci/sglang_check.sh sets it) is not set")
     return sglang_code.sources(wheel)
 
 
@@ -244,7 +244,7 @@ def test_read_rows_reads_python_floats_exactly():
 def dynamo_tree(tmp_path):
     wheel = os.environ.get("TENSORB64_DYNAMO_WHEEL")
     if not wheel:
-        pytest.skip("TENSORB64_DYNAMO_WHEEL (a path to ai-dynamo's wheel; ci/vllm_check.sh sets it) is not set")
+        pytest.skip("TENSORB64_DYNAMO_WHEEL (a path to ai-dynamo's wheel; ci/sglang_check.sh sets it) is not set")
     sglang_code.install(sglang_code.dynamo_sources(wheel), tmp_path)
     try:
         yield
