@@ -319,13 +319,13 @@ def test_litellm_replacements_installed_on_import_and_restored(tmp_path):
         from litellm.llms.hosted_vllm.embedding.transformation import HostedVLLMEmbeddingConfig as C
         replaced = [Logging.__dict__["post_call"], Logging.__dict__["_model_call_details_view"],
                     C.__dict__["transform_embedding_response"]]
-        wrapped = [hasattr(f, "__tensorb64_original__") for f in replaced[::2]]
+        wrapped = [hasattr(f, "__tensorb64_replaces__") for f in replaced[::2]]
         if scenario == "undone":
             assert wrapped == [False, False], wrapped
         else:
             assert wrapped == [True, True], wrapped
-            originals = [replaced[0].__tensorb64_original__, replaced[2].__tensorb64_original__]
-            assert not any(hasattr(f, "__tensorb64_original__") for f in originals)  # wrapped once
+            originals = [replaced[0].__tensorb64_replaces__, replaced[2].__tensorb64_replaces__]
+            assert not any(hasattr(f, "__tensorb64_replaces__") for f in originals)  # wrapped once
             t.unpatch()
             assert [Logging.__dict__["post_call"], C.__dict__["transform_embedding_response"]] == originals
             assert not isinstance(Logging.__dict__["_model_call_details_view"], type(replaced[1])) or \

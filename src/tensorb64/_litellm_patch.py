@@ -102,7 +102,7 @@ def _transform_reading_natively(original: Any) -> Any:
         finally:
             del raw_response.json
 
-    transform_embedding_response.__tensorb64_original__ = original  # type: ignore[attr-defined]
+    transform_embedding_response.__tensorb64_replaces__ = original  # type: ignore[attr-defined]
     return transform_embedding_response
 
 
@@ -169,7 +169,7 @@ def _post_call_without_dropped_line(original: Any, module: Any) -> Any:
         finally:
             _line_dropped.reset(token)
 
-    post_call.__tensorb64_original__ = original  # type: ignore[attr-defined]
+    post_call.__tensorb64_replaces__ = original  # type: ignore[attr-defined]
     return post_call
 
 

@@ -135,7 +135,7 @@ def _patched_parse(original: Any) -> Any:
                 return parsed
         return original(self, to=to)
 
-    _parse.__tensorb64_original__ = original  # type: ignore[attr-defined]
+    _parse.__tensorb64_replaces__ = original  # type: ignore[attr-defined]
     return _parse
 
 

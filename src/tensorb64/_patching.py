@@ -1,6 +1,7 @@
-"""What every patch of another package's code shares (the vLLM, SGLang and Infinity integrations):
-how a replacement is marked and recognised, so that patching twice changes nothing and an undo finds
-the original, and how a function's parameters are read, by which a known release is recognised."""
+"""What every patch of another package's code shares (the vLLM, SGLang and Infinity integrations,
+and the openai and LiteLLM client patch): a replacement names the original it replaces in its
+``__tensorb64_replaces__`` attribute, so that patching twice changes nothing and an undo finds the
+original; and a function's parameters are read one way, by which a known release is recognised."""
 
 from __future__ import annotations
 
