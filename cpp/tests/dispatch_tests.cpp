@@ -37,8 +37,8 @@ std::string names(const std::vector<level>& levels) {
 
 // CPUID bit positions (Intel SDM vol. 2A, CPUID) and XCR0 state components.
 constexpr std::uint32_t bit(unsigned n) { return std::uint32_t{1} << n; }
-constexpr std::uint32_t leaf1_fma = bit(12), leaf1_osxsave = bit(27), leaf1_avx = bit(28),
-                        leaf1_f16c = bit(29);
+constexpr std::uint32_t leaf1_fma = bit(12), leaf1_popcnt = bit(23), leaf1_osxsave = bit(27),
+                        leaf1_avx = bit(28), leaf1_f16c = bit(29);
 constexpr std::uint32_t leaf7_avx2 = bit(5), leaf7_bmi2 = bit(8), leaf7_avx512f = bit(16),
                         leaf7_avx512dq = bit(17), leaf7_avx512bw = bit(30),
                         leaf7_avx512vl = bit(31);
@@ -51,7 +51,7 @@ constexpr std::uint64_t xcr0_all =
 // An Ice Lake-like CPU under an OS that saves every register: everything the levels use.
 tb::cpuid_bits everything() {
     tb::cpuid_bits b;
-    b.leaf1_ecx = leaf1_fma | leaf1_osxsave | leaf1_avx | leaf1_f16c;
+    b.leaf1_ecx = leaf1_fma | leaf1_popcnt | leaf1_osxsave | leaf1_avx | leaf1_f16c;
     b.leaf7_ebx =
         leaf7_avx2 | leaf7_bmi2 | leaf7_avx512f | leaf7_avx512dq | leaf7_avx512bw | leaf7_avx512vl;
     b.leaf7_ecx = leaf7_ecx_avx512vbmi | leaf7_ecx_avx512vbmi2;
@@ -84,6 +84,7 @@ void test_made_up_cpus() {
          up_to_avx2},
         {"AVX-512 without VBMI2 (Cannon Lake)", without(full, 0, 0, leaf7_ecx_avx512vbmi2),
          xcr0_all, up_to_avx2},
+        {"AVX-512 without POPCNT", without(full, leaf1_popcnt, 0, 0), xcr0_all, up_to_avx2},
         {"AVX-512 without F", without(full, 0, leaf7_avx512f, 0), xcr0_all, up_to_avx2},
         {"AVX-512 without BW", without(full, 0, leaf7_avx512bw, 0), xcr0_all, up_to_avx2},
         {"AVX-512 without VL", without(full, 0, leaf7_avx512vl, 0), xcr0_all, up_to_avx2},

@@ -23,6 +23,7 @@ constexpr cpu_features avx512vl = 1u << 7;
 constexpr cpu_features avx512dq = 1u << 8;
 constexpr cpu_features avx512vbmi = 1u << 9;
 constexpr cpu_features avx512vbmi2 = 1u << 11;
+constexpr cpu_features popcnt = 1u << 12;
 // AArch64 (baseline there; little-endian only, as the NEON encoder assumes).
 constexpr cpu_features neon = 1u << 10;
 }  // namespace feature

@@ -23,8 +23,9 @@ namespace tensorb64 {
 
 cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) noexcept {
     const auto bit = [](std::uint32_t reg, unsigned n) { return ((reg >> n) & 1u) != 0; };
-    // BMI2 works on general-purpose registers: no OS support needed.
+    // BMI2 and POPCNT work on general-purpose registers: no OS support needed.
     cpu_features usable = bit(cpuid.leaf7_ebx, 8) ? feature::bmi2 : 0;
+    if (bit(cpuid.leaf1_ecx, 23)) usable |= feature::popcnt;
     if (!bit(cpuid.leaf1_ecx, 27)) return usable;  // no OSXSAVE: XCR0 unreadable, no AVX state
 
     constexpr std::uint64_t xmm_ymm_state = 0x6;  // XCR0 bits 1 (SSE) and 2 (AVX)

@@ -74,6 +74,9 @@ constexpr cpu_features compiled_features = 0
 #if defined(__AVX512VBMI2__)
                                            | feature::avx512vbmi2
 #endif
+#if defined(__POPCNT__)
+                                           | feature::popcnt
+#endif
 #if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
                                            | feature::neon
 #endif
