@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
 
 import numpy as np
@@ -237,6 +238,43 @@ def test_read_rows_reads_python_floats_exactly():
     assert sglang_plugin.read_rows([{"no embedding": []}]) is None
 
 
+# The double halfway between float32's largest value and 2^128: it and every double above it round
+# to infinity (struct.pack("<f") raises OverflowError); the double just below rounds to the largest.
+FLOAT32_ROUNDS_TO_INFINITY = 2.0**128 - 2.0**103
+
+
+def test_float_lists_read_into_float32_round_as_struct_does():
+    """_read_float_lists into a float32 out: each value rounded as struct.pack("<f") rounds it (the
+    reference, bit for bit), over N(0, 1) doubles, float32's edges and subnormals, both signs; a
+    value struct refuses or whose float32 is not finite refused, naming its row and column; an out
+    of another type or size refused."""
+    import struct
+
+    from tensorb64 import _native
+
+    rng = np.random.default_rng(7)
+    below = math.nextafter(FLOAT32_ROUNDS_TO_INFINITY, 0.0)
+    values = [*rng.normal(0, 1, 4000).tolist(), *rng.normal(0, 1e-40, 500).tolist(), below, -below, 1e-46,
+              -1e-46, 1.5e-45, 2.1e-45, *[v for v in SPECIAL if abs(v) < FLOAT32_ROUNDS_TO_INFINITY]]
+    rows = [values[i::3][:1500] for i in range(3)]
+    out = np.empty((3, 1500), dtype=np.float32)
+    _native._read_float_lists(rows, out)
+    expected = b"".join(struct.pack(f"={len(row)}f", *row) for row in rows)
+    assert out.tobytes() == expected
+    for bad in (FLOAT32_ROUNDS_TO_INFINITY, -FLOAT32_ROUNDS_TO_INFINITY, 1e300, float("inf"), float("nan")):
+        if not math.isnan(bad) and not math.isinf(bad):
+            with pytest.raises(OverflowError):
+                struct.pack("<f", bad)
+        with pytest.raises(ValueError, match=r"row 1, column 2 is not a finite float32"):
+            _native._read_float_lists([[0.5, 0.5, 0.5], [0.5, 0.25, bad]], np.empty((2, 3), dtype=np.float32))
+    for wrong in (np.empty(3, dtype=np.float16), np.empty(3, dtype=np.int32), np.empty(3, dtype=">f4"),
+                  bytearray(12)):
+        with pytest.raises(TypeError, match="out must be a buffer of float64 or float32 values"):
+            _native._read_float_lists([[1.0, 2.0, 3.0]], wrong)
+    with pytest.raises(ValueError, match="out must hold exactly"):
+        _native._read_float_lists([[1.0, 2.0, 3.0]], np.empty(4, dtype=np.float32))
+
+
 # ---- Dynamo's SGLang worker ------------------------------------------------------------------------
 
 
@@ -264,11 +302,12 @@ def test_dynamo_encoder_gives_dynamos_strings(dynamo_tree):
     original = swapped.__tensorb64_replaces__
     assert original.__module__ == sglang_code.DYNAMO_MODULE
     assert sglang_plugin.patch_dynamo(module) and module._encode_floats_to_base64 is swapped
+    below = math.nextafter(FLOAT32_ROUNDS_TO_INFINITY, 0.0)
     rows = rows_f32(3, 3072) + rows_f32(2, 7, scale=1e30) + [SPECIAL[:8], [0.1, 1 / 3, -2.5e-39, 1e-46], [],
-                                                              [1, 2.5], [float("nan"), -float("inf")]]
+                                                              [1, 2.5], [float("nan"), -float("inf")], [below, -below]]
     for row in rows:
         assert swapped(row) == original(row), row[:4]
-    for bad in ([1e39], [1e300, 0.0]):
+    for bad in ([1e39], [1e300, 0.0], [0.5, -FLOAT32_ROUNDS_TO_INFINITY]):
         with pytest.raises(OverflowError):
             original(bad)
         with pytest.raises(OverflowError):

@@ -254,20 +254,18 @@ def patch_dynamo(module) -> bool:
 def _encode_floats_to_base64_for(original):
     import numpy as np
 
-    from ._encode import encode_rows
+    from ._encode import encode
 
     def _encode_floats_to_base64(floats):
-        # Dynamo's: struct.pack("<nf", *floats) then base64. The row read natively, rounded to
-        # float32 as struct rounds it; NaN, infinity and values past float32 (struct's error) are
-        # Dynamo's own to write.
-        row = read_rows([{"embedding": floats}])
-        if row is None:
+        # Dynamo's: struct.pack("<nf", *floats) then base64. The row read natively into float32,
+        # each value rounded as struct rounds it; what the reader refuses (not a list of floats;
+        # NaN, infinity, a value past float32: struct's OverflowError) is Dynamo's own to write.
+        try:
+            row = np.empty(len(floats), dtype=np.float32)
+            _native._read_float_lists([floats], row)
+        except (TypeError, ValueError):
             return original(floats)
-        with np.errstate(over="ignore"):  # (past float32: inf, checked below)
-            row = row.astype(np.float32)
-        if not np.isfinite(row).all():
-            return original(floats)
-        return encode_rows(row)[0]
+        return encode(row)
 
     _encode_floats_to_base64.__tensorb64_replaces__ = original
     _encode_floats_to_base64.__doc__ = original.__doc__
