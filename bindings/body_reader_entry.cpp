@@ -68,7 +68,10 @@ struct result_allocation {
 // buffer of exactly the result's size (else an error is set, and the read stops).
 void* allocated_result(result_allocation* a, const tb::body_layout& layout) {
     gil_released_if::retaken holding(*a->released);
-    a->buffer.release();  // a second call (see body_allocator): the first result is not used
+    // A second call (see body_allocator): the first result is not used, and is let go before the
+    // second is made, so that no more than one result is held at a time.
+    a->buffer.release();
+    a->result = ref();
     a->result = ref(
         PyObject_CallFunction(a->allocate, "nnO", static_cast<Py_ssize_t>(layout.rows),
                               static_cast<Py_ssize_t>(layout.row_length),

@@ -214,6 +214,74 @@ def test_numbers_as_any_writer_writes_them():
         assert same_bits(decode_response_body(body), reference(body))
 
 
+def long_first_row_body(order: list[int], padding: int = 200) -> str:
+    """A float body whose first row's text is long (padded before its ']'), every later row short:
+    entry k holds [k, k + 1, k + 2] (the first [1.5, -2e3, 0.25]) with index order[k], after its
+    embedding. The reader's first pass looks for a later row's ']' only from three quarters of the
+    first row's length on, and pass 2 holds each row to that length."""
+    entries = []
+    for k, index in enumerate(order):
+        row = "[1.5,-2e3,0.25" + " " * padding + "]" if k == 0 else f"[{k},{k + 1},{k + 2}]"
+        entries.append(f'{{"embedding":{row},"index":{index}}}')
+    return '{"data":[' + ",".join(entries) + '],"model":"m"}'
+
+
+def test_rows_shorter_than_the_first_read_as_json_loads_reads_them():
+    """Rows near the body's end, glanced at in full, shorter than the first: read (a DecodeError,
+    "a row as long as guessed", before the reader sent such a body to its careful reading)."""
+    from tensorb64._client import _read_rows_and_offsets
+
+    body = long_first_row_body([0, 1, 2, 3])
+    assert same_bits(decode_response_body(body), reference(body))
+    out = np.empty((4, 3), np.float32)
+    assert decode_response_body(body, out=out) is out and same_bits(out, reference(body))
+    rows, _ = _read_rows_and_offsets(body.encode())  # the float64 read (tensorb64.openai.patch)
+    assert rows.dtype == np.float64 and rows.tolist() == [e["embedding"] for e in json.loads(body)["data"]]
+
+
+def test_a_wrong_row_guess_reads_again_and_fills_out_of_the_true_shape():
+    """A later row's end guessed wrong (its ']' searched for past its own, found five rows on):
+    the first pass offers 7 rows, the careful reading 12, and the result is json.loads's. An out of
+    the true shape is filled (before, the first offer's shape refused it: ValueError on a body
+    json.loads reads); an out of another shape is refused after the read, naming the true one."""
+    n, j = 12, 6  # entries 1..j-1 swallowed by entry 1's guessed end; their indexes the last ones
+    order = [0, *range(n - j + 1, n), 1, *range(2, n - j + 1)]
+    body = long_first_row_body(order)
+    assert sorted(order) == list(range(n))
+    offers = []
+
+    def allocate(rows, row_length, float_rows):
+        offers.append((rows, row_length))
+        return np.empty((rows, row_length), np.float32)
+
+    from tensorb64 import _native
+
+    got = _native._decode_response_body(body.encode(), "float32", "little", True, 1, allocate)[0]
+    assert offers == [(n - j + 1, 3), (n, 3)] and same_bits(got, reference(body))
+    out = np.empty((n, 3), np.float32)
+    assert decode_response_body(body, out=out) is out and same_bits(out, reference(body))
+    with pytest.raises(ValueError, match=r"out must be a float32 array of shape \(12, 3\) for this body, got float32 \(7, 3\)"):
+        decode_response_body(body, out=np.empty((n - j + 1, 3), np.float32))
+
+
+@pytest.mark.needs_source_tree  # the fuzz corpus
+@pytest.mark.parametrize("out_rows", [None, 3, 4])
+def test_a_malformed_body_read_twice_is_a_decode_error(out_rows):
+    """Bodies the fuzzer found (cpp/hardening/corpus/fuzz_body/second_allocation_*): a guessed row
+    end, then a careful reading of another shape, then bad bytes in a row: a DecodeError naming
+    the byte, whatever out is."""
+    import pathlib
+
+    corpus = pathlib.Path(__file__).resolve().parents[1] / "cpp/hardening/corpus/fuzz_body"
+    paths = sorted(corpus.glob("second_allocation_*"))
+    assert len(paths) == 2
+    for path in paths:
+        body = path.read_bytes()[1:]  # (the first byte is the fuzz target's options)
+        out = None if out_rows is None else np.empty((out_rows, 3), np.float32)
+        with pytest.raises(tensorb64.DecodeError, match="bad number row at byte"):
+            decode_response_body(body, out=out)
+
+
 def test_repeated_keys_the_last_counts():
     a, b = (base64.b64encode(r.astype("<f4").tobytes()).decode() for r in sample(2, 3, seed=5))
     body = (

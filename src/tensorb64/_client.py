@@ -39,16 +39,24 @@ def _allocator(result_dtype: Any, out: np.ndarray | None,
 
     def allocate(rows: int, row_length: int, float_rows: bool) -> np.ndarray:
         dtype = np.dtype(float_rows_dtype if float_rows else result_dtype)
-        if out is None:
+        if out is None or out.shape != (rows, row_length) or out.dtype != dtype:
+            # Not out's shape: an array of the one offered, and the mismatch raised after the read
+            # (_check_result). The reader's first offer may follow a guessed row end; where the
+            # guess was wrong it reads the body again and offers the true shape (its allocator's
+            # contract, tensorb64/body_reader.hpp), which out must not have refused.
             return np.empty((rows, row_length), dtype)
-        if out.shape != (rows, row_length) or out.dtype != dtype:
-            raise ValueError(
-                f"out must be a {dtype} array of shape {(rows, row_length)} for this body, "
-                f"got {out.dtype} {out.shape}"
-            )
         return out
 
     return allocate
+
+
+def _check_result(result: np.ndarray, out: np.ndarray | None) -> None:
+    """A ValueError where ``out`` was given and the body's result is not it (another shape or dtype)."""
+    if out is not None and result is not out:
+        raise ValueError(
+            f"out must be a {result.dtype} array of shape {result.shape} for this body, "
+            f"got {out.dtype} {out.shape}"
+        )
 
 
 def _check_out(out: Any) -> None:
@@ -68,10 +76,12 @@ def _read(body: ResponseBody, dtype: str, byteorder: str, widen: bool, out: np.n
     if isinstance(body, memoryview) and not body.c_contiguous:
         raise ValueError("body must be a C-contiguous memoryview")
     try:
-        return _native._decode_response_body(body, dtype, byteorder, widen, threads, allocate)
+        read = _native._decode_response_body(body, dtype, byteorder, widen, threads, allocate)
     except UnicodeEncodeError:  # a str with a lone surrogate, which json.loads takes: read its bytes as json does
         body = body.encode("utf-8", "surrogatepass")
-        return _native._decode_response_body(body, dtype, byteorder, widen, threads, allocate)
+        read = _native._decode_response_body(body, dtype, byteorder, widen, threads, allocate)
+    _check_result(read[0], out)
+    return read
 
 
 def decode_response_body(body: ResponseBody, /, *, dtype: DType = "float32", byteorder: ByteOrder = "little",

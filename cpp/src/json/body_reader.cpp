@@ -381,6 +381,10 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
             row_length_ = n;
             row_skip_ = static_cast<std::size_t>(e.list.close - (e.embedding + 1)) / 4 * 3;
             d->row_skip = row_skip_;
+            // Pass 2 holds every later row to that length, whether or not its end was guessed
+            // here (a row too near the body's end is glanced at in full): one shorter is sent to
+            // the careful reading, as a wrong guess is.
+            guessed_ = guessed_ || row_skip_ != 0;
         }
     } else if (encoding != d->encoding) {
         return fault(body_status::mixed_formats, e.embedding,
