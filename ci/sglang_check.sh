@@ -7,7 +7,8 @@
 #      encoder, read from their wheels (tests/test_sglang_plugin.py).
 # Usage: ci/sglang_check.sh WHEEL (the tensorb64 wheel under test), or ci/sglang_check.sh --prepare (the venv only).
 # The venv (~2.6 GB) is kept in the cache folder (ci/check_lib.sh) and reused while its
-# requirements are unchanged; on a fresh machine it is built (pip's cache is used where present). The servers' temporary files go to a folder of their own, removed afterwards.
+# requirements are unchanged; on a fresh machine it is built (pip's cache is used where present).
+# The servers' temporary files go to a folder of their own, removed afterwards.
 #
 # SGLang is installed without its dependencies (most are CUDA builds: flashinfer, sgl-kernel,
 # cutlass...), with those its server imports on the CPU beside it (pinned where SGLang pins them),

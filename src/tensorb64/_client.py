@@ -35,7 +35,8 @@ class EmbeddingsResponse(NamedTuple):
 
 def _allocator(result_dtype: Any, out: np.ndarray | None,
                float_rows_dtype: Any = np.float32) -> Callable[[int, int, bool], np.ndarray]:
-    """The core's allocator: a new array of the rows' shape, or ``out`` checked against it."""
+    """The core's allocator: ``out`` where it has the rows' shape and dtype, else a new array of
+    them (a mismatch with ``out`` is raised after the read: _check_result)."""
 
     def allocate(rows: int, row_length: int, float_rows: bool) -> np.ndarray:
         dtype = np.dtype(float_rows_dtype if float_rows else result_dtype)
