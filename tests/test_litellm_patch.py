@@ -15,8 +15,8 @@ import types
 import numpy as np
 import pytest
 
-from tensorb64 import _litellm_patch
-from tensorb64._litellm_patch import NOT_BUILT, loads_embeddings, logging_replacements
+from tensorb64 import _litellm_patch, _patching
+from tensorb64._litellm_patch import LITELLM, LOGGING_MODULE, NOT_BUILT, loads_embeddings, logging_replacements
 
 RNG = np.random.default_rng(2027)
 
@@ -138,11 +138,11 @@ def stand_in_module():
 
 
 def install(module):
-    replaced = logging_replacements(module)
-    assert [name for _, name, _ in replaced] == ["post_call", "_model_call_details_view"]
-    originals = {name: module.Logging.__dict__[name] for _, name, _ in replaced}
-    for owner, name, new in replaced:
-        setattr(owner, name, new)
+    """The stand-in patched as patch() patches LiteLLM's module: {name: the original replaced}."""
+    assert [r.name for r in logging_replacements(module)] == ["post_call", "_model_call_details_view"]
+    originals = {name: module.Logging.__dict__[name] for name in ("post_call", "_model_call_details_view")}
+    assert _patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert all(module.Logging.__dict__[name] is not original for name, original in originals.items())
     return originals
 
 
@@ -203,52 +203,9 @@ def test_a_post_call_of_another_shape_is_not_replaced():
         module.verbose_logger.info("RAW RESPONSE:\n{}".format(self._model_call_details_view.get("original_response")))
 
     module.Logging.post_call = post_call
-    assert logging_replacements(module) == []
-    assert logging_replacements(types.ModuleType("empty")) == []
-    assert _litellm_patch.hosted_vllm_replacements(types.ModuleType("empty")) == []
-
-
-# ---- installed when the module is imported -----------------------------------------------------------
-
-
-def test_modules_imported_later_patched_once_and_their_import_never_broken(tmp_path, monkeypatch, caplog):
-    """patch() before a module's import: its replacements installed on import, by one callback
-    however many patch() calls came before; replacements that fail leave the module as it is and
-    its import unbroken; unpatch() restores what was replaced."""
-    pytest.importorskip("openai", reason="openai is not installed (pip install 'tensorb64[examples]')")
-    import importlib
-    import sys
-
-    from tensorb64.openai import patch, unpatch
-
-    (tmp_path / "tb64_late_module.py").write_text("class Config:\n    def method(self):\n        return 'own'\n")
-    (tmp_path / "tb64_odd_module.py").write_text("x = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    calls = []
-
-    def late(module):
-        calls.append(module.__name__)
-        return [(module.Config, "method", lambda self: "replaced")]
-
-    def odd(module):
-        raise AttributeError("not the shape foreseen")
-
-    monkeypatch.setattr(_litellm_patch, "REPLACEMENTS", (("tb64_late_module", late), ("tb64_odd_module", odd)))
-    for _ in range(3):
-        patch()
-        unpatch()
-    patch()
-    try:
-        late_module = importlib.import_module("tb64_late_module")
-        odd_module = importlib.import_module("tb64_odd_module")
-        assert calls == ["tb64_late_module"]
-        assert late_module.Config().method() == "replaced" and odd_module.x == 1
-        assert "tb64_odd_module left unpatched" in caplog.text
-        unpatch()
-        assert late_module.Config().method() == "own"
-        patch()  # imported now: replaced at once
-        assert late_module.Config().method() == "replaced" and calls == ["tb64_late_module"] * 2
-    finally:
-        unpatch()
-        sys.modules.pop("tb64_late_module", None)
-        sys.modules.pop("tb64_odd_module", None)
+    for replacements, stand_in in [(logging_replacements, module), (logging_replacements, types.ModuleType("empty")),
+                                   (_litellm_patch.hosted_vllm_replacements, types.ModuleType("empty"))]:
+        with pytest.raises(_patching.Unknown):
+            replacements(stand_in)
+    assert not _patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert module.Logging.post_call is post_call

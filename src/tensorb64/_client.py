@@ -132,6 +132,18 @@ def _read_rows_and_offsets(body: bytes, threads: int = 1) -> tuple[np.ndarray, n
     return array, np.frombuffer(offsets, np.int64).reshape(-1, 2)
 
 
+def _without_embeddings(body: bytes, offsets: Any) -> bytes:
+    """``body`` with each row's embedding text (``offsets``: ``_read_rows_and_offsets``'s)
+    replaced by ``[]``: the rest of the response, a few hundred bytes, for a client's own parse."""
+    pieces = []
+    at = 0
+    for start, end in sorted(offsets.tolist()):
+        pieces.append(body[at:start])
+        at = end
+    pieces.append(body[at:])
+    return b"[]".join(pieces)
+
+
 def _raw_create(embeddings: Any, input: EmbeddingInput, model: str, kwargs: dict[str, Any]) -> Any:
     if "encoding_format" in kwargs and kwargs["encoding_format"] != "base64":
         raise ValueError(f"embed() asks for base64 rows; encoding_format={kwargs['encoding_format']!r} is not supported")

@@ -7,6 +7,10 @@ callback runs at once where the module is already imported; otherwise one finder
 callbacks run right after the module's code, once. An import that fails runs none of them (they
 wait for the next import of that name that succeeds).
 
+A callback runs inside the host's import (``import torch``, vLLM's serving module): whatever it
+raises is logged (one line per callback and module) and goes no further, so the import succeeds
+with the module as its own code made it, and the other callbacks for that module still run.
+
 The registry is guarded by a lock (free-threaded builds run registrations and imports truly in
 parallel); callbacks run outside it. One race is left open: an import that another thread had
 already started (its spec found) when the first callback for that name was registered runs
@@ -16,6 +20,7 @@ without the wrapper, so that callback runs at the next import, not this one.
 from __future__ import annotations
 
 import importlib.abc
+import logging
 import sys
 import threading
 from collections.abc import Callable
@@ -23,6 +28,7 @@ from types import ModuleType
 
 _lock = threading.Lock()
 _pending: dict[str, list[Callable[[ModuleType], object]]] = {}
+_logger = logging.getLogger("tensorb64")
 
 
 def after_import(name: str, callback: Callable[[ModuleType], object]) -> None:
@@ -35,7 +41,14 @@ def after_import(name: str, callback: Callable[[ModuleType], object]) -> None:
             if _finder not in sys.meta_path:
                 sys.meta_path.insert(0, _finder)
             return
-    callback(module)
+    _run(callback, name, module)
+
+
+def _run(callback: Callable[[ModuleType], object], name: str, module: ModuleType) -> None:
+    try:
+        callback(module)
+    except Exception:  # ours: never the importer's (the module stays as its own code made it)
+        _logger.exception("tensorb64: a callback after importing %s failed; the module is left as it is", name)
 
 
 def _run_pending(name: str, module: ModuleType) -> None:
@@ -44,7 +57,7 @@ def _run_pending(name: str, module: ModuleType) -> None:
         if not _pending and _finder in sys.meta_path:
             sys.meta_path.remove(_finder)
     for callback in callbacks:
-        callback(module)
+        _run(callback, name, module)
 
 
 class _AfterImportFinder(importlib.abc.MetaPathFinder):

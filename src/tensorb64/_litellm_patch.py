@@ -2,13 +2,16 @@
 
 LiteLLM's openai provider calls the openai client, which the patch already reads natively. Two
 more attributes are replaced, each as soon as its module is imported (LiteLLM imports its
-providers lazily), each restored by ``unpatch()``:
+providers lazily), each restored by ``unpatch()``, through the package's one patch mechanism
+(``_patching``: recognised by shape, all or nothing, failing open to LiteLLM's own):
 
 * ``HostedVLLMEmbeddingConfig.transform_embedding_response`` (the ``hosted_vllm`` provider posts
-  with LiteLLM's own HTTP handler and parses the body itself, ``raw_response.json()``): for the
-  duration of the call, that response's ``json()`` answers with the body read by the core, the
-  same ``dict`` ``json.loads`` gives. LiteLLM's own method runs unchanged around it (its logging of
-  ``raw_response.text``, its conversion to an ``EmbeddingResponse``).
+  with LiteLLM's own HTTP handler and parses the body itself, ``raw_response.json()``): LiteLLM's
+  own method runs unchanged (its logging of ``raw_response.text``, its conversion to an
+  ``EmbeddingResponse``), given a view of the response whose ``json()`` answers with the body read
+  by the core, the same ``dict`` ``json.loads`` gives; every other attribute is the response's
+  own, and the response itself is never changed. A response whose ``content`` is not bytes (a
+  test's mock), or a body the core does not read, gets the response's own ``json()``.
 * ``Logging.post_call``, with ``Logging._model_call_details_view``: post_call builds
   ``"RAW RESPONSE:\\n{}\\n\\n".format(original_response)`` for a debug line whether or not the
   logger keeps it, and the sync openai provider's ``original_response`` is the parsed
@@ -33,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ._client import _read_rows_and_offsets
-from ._openai_patch import _without_embeddings
+from ._client import _read_rows_and_offsets, _without_embeddings
+from ._patching import Host, Replacement, Unknown, attribute, expect_names, expect_parameters, failed
 
 HOSTED_VLLM_MODULE = "litellm.llms.hosted_vllm.embedding.transformation"
 LOGGING_MODULE = "litellm.litellm_core_utils.litellm_logging"
@@ -70,48 +73,65 @@ def loads_embeddings(body: bytes) -> dict | None:
     return response
 
 
-def _json_read_natively(raw_response: Any) -> Any:
-    """A ``json()`` for one httpx response: the core's reading of its body the first time it is
-    asked without arguments, httpx's own otherwise (a second call gets a dict of its own)."""
-    answered = []
+class _ReadNatively:
+    """A view of one response for LiteLLM's parse: its first ``json()`` (asked without arguments)
+    the body as the core read it, every other attribute the response's own."""
 
-    def json_method(**kwargs: Any) -> Any:
-        if not kwargs and not answered:
-            answered.append(True)
-            try:
-                content = raw_response.content
-            except Exception:  # not read (a stream): httpx says what happens
-                content = None
-            parsed = loads_embeddings(content) if isinstance(content, bytes) else None
-            if parsed is not None:
-                return parsed
-        return type(raw_response).json(raw_response, **kwargs)
+    __slots__ = ("_response", "_parsed")
 
-    return json_method
+    def __init__(self, response: Any, parsed: dict) -> None:
+        self._response = response
+        self._parsed = [parsed]
+
+    def json(self, **kwargs: Any) -> Any:
+        if not kwargs and self._parsed:
+            return self._parsed.pop()
+        return self._response.json(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._response, name)
+
+
+def _read_natively(raw_response: Any) -> _ReadNatively | None:
+    """The view of ``raw_response`` with its body read by the core, or None where LiteLLM's own
+    reading should run (a body the core does not read, content that is not bytes: a mock's, a
+    stream's; or a failure of ours, logged once)."""
+    try:
+        content = raw_response.content
+    except Exception:  # not read (a stream), or no such attribute: LiteLLM's own reading says what happens
+        return None
+    try:
+        parsed = loads_embeddings(content) if isinstance(content, bytes) else None
+    except Exception:
+        failed(LITELLM)
+        return None
+    return None if parsed is None else _ReadNatively(raw_response, parsed)
+
+
+# transform_embedding_response in the release whose use of the response this view serves
+# (1.110): its parameters, and the names its code uses (the response read as .text and .json()).
+TRANSFORM_PARAMETERS = ("self", "model", "raw_response", "model_response", "logging_obj", "api_key", "request_data",
+                        "optional_params", "litellm_params")
+TRANSFORM_NAMES = ("convert_to_model_response_object", "json", "post_call", "text")
 
 
 def _transform_reading_natively(original: Any) -> Any:
+    # LiteLLM's own method, run once, on the view or (where the core does not read the body) on
+    # the response itself: what it returns or raises is its own.
     @functools.wraps(original)
-    def transform_embedding_response(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raw_response = kwargs["raw_response"] if "raw_response" in kwargs else args[1] if len(args) > 1 else None
-        if raw_response is None or not hasattr(raw_response, "__dict__") or "json" in raw_response.__dict__:
-            return original(self, *args, **kwargs)
-        raw_response.json = _json_read_natively(raw_response)
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            del raw_response.json
+    def transform_embedding_response(self: Any, model: Any, raw_response: Any, *args: Any, **kwargs: Any) -> Any:
+        view = _read_natively(raw_response)
+        return original(self, model, raw_response if view is None else view, *args, **kwargs)
 
-    transform_embedding_response.__tensorb64_replaces__ = original  # type: ignore[attr-defined]
     return transform_embedding_response
 
 
-def hosted_vllm_replacements(module: Any) -> list[tuple[type, str, Any]]:
-    config = getattr(module, "HostedVLLMEmbeddingConfig", None)
-    original = getattr(config, "__dict__", {}).get("transform_embedding_response")
-    if not callable(original):
-        return []
-    return [(config, "transform_embedding_response", _transform_reading_natively(original))]
+def hosted_vllm_replacements(module: Any) -> list[Replacement]:
+    config = attribute(module, "HostedVLLMEmbeddingConfig")
+    original = attribute(config, "transform_embedding_response")
+    expect_parameters(original, TRANSFORM_PARAMETERS, "HostedVLLMEmbeddingConfig.transform_embedding_response")
+    expect_names(original, TRANSFORM_NAMES, "HostedVLLMEmbeddingConfig.transform_embedding_response")
+    return [Replacement(config, "transform_embedding_response", _transform_reading_natively)]
 
 
 # --------------------------------------------------------------------------- post_call's line
@@ -160,8 +180,13 @@ def _drops(logger: Any, level: int) -> bool:
 def _post_call_without_dropped_line(original: Any, module: Any) -> Any:
     @functools.wraps(original)
     def post_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        level = logging.WARNING if getattr(self, "litellm_request_debug", False) else logging.DEBUG
-        if not _drops(getattr(module, "verbose_logger", None), level):
+        try:
+            level = logging.WARNING if getattr(self, "litellm_request_debug", False) else logging.DEBUG
+            dropped = _drops(getattr(module, "verbose_logger", None), level)
+        except Exception:
+            failed(LITELLM)
+            dropped = False
+        if not dropped:
             return original(self, *args, **kwargs)
         token = _line_dropped.set(self)
         try:
@@ -169,7 +194,6 @@ def _post_call_without_dropped_line(original: Any, module: Any) -> Any:
         finally:
             _line_dropped.reset(token)
 
-    post_call.__tensorb64_replaces__ = original  # type: ignore[attr-defined]
     return post_call
 
 
@@ -184,16 +208,23 @@ def _details_view(original: property) -> property:
     return property(view, original.fset, original.fdel, original.__doc__)
 
 
-def logging_replacements(module: Any) -> list[tuple[type, str, Any]]:
-    cls = getattr(module, "Logging", None)
-    post_call = getattr(cls, "__dict__", {}).get("post_call")
-    view = getattr(cls, "__dict__", {}).get("_model_call_details_view")
+def logging_replacements(module: Any) -> list[Replacement]:
+    cls = attribute(module, "Logging")
+    post_call = attribute(cls, "post_call")
+    view = attribute(cls, "_model_call_details_view")
     names = set(getattr(getattr(post_call, "__code__", None), "co_names", ()))
     if not (isinstance(view, property) and view.fget is not None and _LINE_NAMES <= names and not _OTHER_LEVELS & names):
-        return []
-    return [(cls, "post_call", _post_call_without_dropped_line(post_call, module)),
-            (cls, "_model_call_details_view", _details_view(view))]
+        raise Unknown("Logging.post_call does not build its RAW RESPONSE line as 1.110 does")
+    return [Replacement(cls, "post_call", functools.partial(_post_call_without_dropped_line, module=module)),
+            Replacement(cls, "_model_call_details_view", _details_view)]
 
 
-# (module name, the replacements for it): installed by tensorb64.openai.patch() once each is imported.
-REPLACEMENTS = ((HOSTED_VLLM_MODULE, hosted_vllm_replacements), (LOGGING_MODULE, logging_replacements))
+LITELLM = Host(
+    name="LiteLLM",
+    logger=logging.getLogger("tensorb64.litellm"),
+    what="hosted_vllm embeddings bodies are read by tensorb64",
+    work="reading an embeddings body",
+    modules={HOSTED_VLLM_MODULE: hosted_vllm_replacements, LOGGING_MODULE: logging_replacements},
+    distribution="litellm",
+    tested=("1.110.2",),
+)

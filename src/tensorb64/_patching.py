@@ -1,21 +1,306 @@
-"""What every patch of another package's code shares (the vLLM, SGLang and Infinity integrations,
-and the openai and LiteLLM client patch): a replacement names the original it replaces in its
-``__tensorb64_replaces__`` attribute, so that patching twice changes nothing and an undo finds the
-original; and a function's parameters are read one way, by which a known release is recognised."""
+"""The one way tensorb64 changes another package's code: the vLLM and SGLang plugins, Dynamo's
+workers, Infinity, and the openai and LiteLLM client patch all go through it.
+
+A ``Host`` is one package as the patch sees it: its name (as the log lines say it), the logger
+its lines go to (a child of the host's own, so they come out where the host's go), the variable
+that turns it off, the releases it is tested with and the range it accepts (where the shape of
+what is replaced does not say enough), and for each module where something is replaced, the
+function that recognises that module's release by the shape of what it replaces and returns the
+replacements, or raises ``Unknown`` saying what differs.
+
+``install(host)`` installs each module's replacements when that module is imported (at once where
+it is); ``uninstall(host)`` puts back the very objects replaced; ``is_installed(host)`` says
+whether any replacement of the host is in place now. Installing is
+
+* all or nothing per module: every replacement is made before any is set, and a shape not
+  recognised, or any exception of ours, sets none (the module stays as the host made it);
+* idempotent: what is already a replacement (it names its original in ``__tensorb64_replaces__``)
+  is not replaced again;
+* thread-safe: the registry and the setting are under one lock, taken for the setting alone (the
+  recognising, which may import, runs outside it);
+* never in the host's way: nothing raised here reaches the host's import (``_import_hooks`` guards
+  every callback besides);
+* logged: one line per host, module and outcome.
+
+Every replacement answers through ``fail_open``: tensorb64's own answer, or where that declines or
+raises, the original's (so the host's own errors stay the host's), with one log line per host for
+a failure of ours.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import inspect
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from ._import_hooks import after_import
+
+MARKER = "__tensorb64_replaces__"  # on each replacement function: the original it replaces
 
 
-def replaced(function) -> bool:
-    """Whether ``function`` is one of tensorb64's replacements (it names the original it replaces)."""
-    return getattr(function, "__tensorb64_replaces__", None) is not None
+class Unknown(Exception):
+    """A module whose release tensorb64 does not recognise: what differs from the ones it knows."""
 
 
-def parameters(function):
-    """The names of ``function``'s parameters, or None where it has none to read (not a function)."""
+@dataclass(frozen=True)
+class Replacement:
+    """``owner.name`` (a class's or a module's own attribute) to be replaced by ``make(value)``,
+    where ``value`` is the attribute as the owner holds it (a function, staticmethod, property)."""
+
+    owner: Any
+    name: str
+    make: Callable[[Any], Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Host:
+    """One package tensorb64 patches (see the module's docstring)."""
+
+    name: str
+    logger: logging.Logger
+    what: str  # what its replacements do, for the line logged when installed
+    work: str  # what tensorb64 does in a patched call, for the line logged when that fails
+    # module name -> recognise(module): the replacements for that module's release, or Unknown
+    modules: Mapping[str, Callable[[ModuleType], Sequence[Replacement]]]
+    switch: str | None = None  # the environment variable that turns it off ("0", "false", "no", "off")
+    package: str | None = None  # the host's top-level package, whose __version__ names its release
+    distribution: str | None = None  # else its distribution's name, whose metadata does
+    tested: tuple[str, ...] = ()  # the releases the tests run against
+    # The releases accepted, where the shape alone does not say enough: (lowest, first not
+    # accepted) as version tuples; None: any release whose shape is recognised.
+    accepted: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    project: str | None = None  # whose own code answers where tensorb64's does not, if not ``name``
+    _wanted: list = field(default_factory=list, repr=False)  # [True] between install and uninstall
+
+    @property
+    def own(self) -> str:
+        return self.project or self.name
+
+    def label(self) -> str:
+        """The name and release, for a log line."""
+        version = self.version()
+        return self.name if version == "unknown" else f"{self.name} {version}"
+
+    def version(self) -> str:
+        """The release's version (the imported package's, else the installed distribution's), or
+        "unknown"."""
+        version = getattr(sys.modules.get(self.package or ""), "__version__", None)
+        if isinstance(version, str):
+            return version
+        if self.distribution is not None:
+            try:
+                return importlib.metadata.version(self.distribution)
+            except Exception:  # (not installed as a distribution: a stand-in, code on the path)
+                pass
+        return "unknown"
+
+    def check_release(self, version: str | None = None) -> None:
+        """Raises Unknown where the host's release is outside the accepted range."""
+        if self.accepted is None:
+            return
+        version = self.version() if version is None else version
+        numbers = release_tuple(version)
+        low, high = self.accepted
+        if numbers is None or not low <= numbers < high:
+            raise Unknown(f"release {version} is outside the accepted {_dotted(low)} to before {_dotted(high)}")
+
+
+def release_tuple(version: str) -> tuple[int, ...] | None:
+    """The leading numbers of a version string ("0.34.1.dev3+g1" -> (0, 34, 1)), or None."""
+    match = re.match(r"\d+(\.\d+)*", version or "")
+    return tuple(int(part) for part in match.group(0).split(".")) if match else None
+
+
+def _dotted(numbers: tuple[int, ...]) -> str:
+    return ".".join(map(str, numbers))
+
+
+def enabled(switch: str | None) -> bool:
+    """Whether the environment leaves a host on: its variable unset, or not "0"/"false"/"no"/"off"."""
+    return switch is None or os.environ.get(switch, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+# ---- the registry -----------------------------------------------------------------------------
+
+_lock = threading.Lock()
+# (host, owner, name, original value, replacement value), in the order installed
+_installed: list[tuple[Host, Any, str, Any, Any]] = []
+_logged: set[tuple] = set()  # (host, module's name and id or "", outcome) already logged
+
+
+def _log_once(host: Host, module: Any, outcome: str, level: int, message: str, *args: Any,
+              exc_info: bool = False) -> None:
+    key = (host.name, module and (module.__name__, id(module)), outcome)
+    with _lock:
+        if key in _logged:
+            return
+        _logged.add(key)
+    host.logger.log(level, message, *args, exc_info=exc_info)
+
+
+def install(host: Host) -> None:
+    """Installs the host's replacements in each of its modules when imported (at once where it
+    is), unless its switch turns it off. Calling it again changes nothing."""
+    if not enabled(host.switch):
+        return
+    with _lock:
+        if host._wanted:
+            return
+        host._wanted.append(True)
+    for module_name in host.modules:
+        after_import(module_name, functools.partial(_install_now, host, module_name))
+
+
+def _install_now(host: Host, module_name: str, module: ModuleType) -> None:
+    if host._wanted:
+        install_module(host, module_name, module)
+
+
+def install_module(host: Host, module_name: str, module: ModuleType) -> bool:
+    """Installs the replacements the host's table gives for ``module`` (its release recognised,
+    all of them or none); True where they are (now or already) in place. Never raises; logs one
+    line per outcome."""
     try:
-        return tuple(inspect.signature(function).parameters) if function is not None else None
+        plan = []
+        for replacement in host.modules[module_name](module):
+            current = replacement.owner.__dict__[replacement.name]
+            if not is_replacement(current):
+                plan.append((replacement.owner, replacement.name, current, _marked(replacement.make(current), current)))
+    except Unknown as why:
+        _log_once(host, module, "unknown", logging.WARNING,
+                  "tensorb64: %s: %s is not one tensorb64 knows (%s); %s's own is kept",
+                  host.label(), module.__name__, why, host.own)
+        return False
+    except Exception:  # a bug of ours, or a module whose attributes raise: the host's own is kept
+        _log_once(host, module, "failed", logging.ERROR,
+                  "tensorb64: %s: patching %s failed; %s's own is kept", host.label(), module.__name__, host.own,
+                  exc_info=True)
+        return False
+    installed = False
+    with _lock:
+        for owner, name, original, new in plan:
+            if not is_replacement(owner.__dict__.get(name)):  # (another thread was first)
+                setattr(owner, name, new)
+                _installed.append((host, owner, name, original, new))
+                installed = True
+    if installed:
+        _log_once(host, module, "installed", logging.INFO, "tensorb64: %s %s's %s", host.name, host.version(),
+                  host.what)
+    return True
+
+
+def uninstall(host: Host) -> None:
+    """Puts back the very objects the host's replacements replaced (where a replacement is still
+    in place), and stops modules imported later from being patched."""
+    with _lock:
+        host._wanted.clear()
+        for entry in reversed([entry for entry in _installed if entry[0] is host]):
+            _installed.remove(entry)
+            _, owner, name, original, new = entry
+            if owner.__dict__.get(name) is new:
+                setattr(owner, name, original)
+
+
+def is_installed(host: Host) -> bool:
+    """Whether any of the host's replacements is in place now (in a module imported already)."""
+    with _lock:
+        return any(owner.__dict__.get(name) is new for h, owner, name, _, new in _installed if h is host)
+
+
+def is_replacement(value: Any) -> bool:
+    """Whether an attribute's value (a function, or a staticmethod or property of one) is a
+    tensorb64 replacement."""
+    return getattr(_function_of(value), MARKER, None) is not None
+
+
+def _function_of(value: Any) -> Any:
+    if isinstance(value, (staticmethod, classmethod)):
+        return value.__func__
+    if isinstance(value, property):
+        return value.fget
+    return value
+
+
+def _marked(new: Any, original: Any) -> Any:
+    function = _function_of(new)
+    if getattr(function, MARKER, None) is None:
+        setattr(function, MARKER, _function_of(original))
+    return new
+
+
+# ---- recognising a release --------------------------------------------------------------------
+
+
+def attribute(owner: Any, name: str) -> Any:
+    """``owner``'s own attribute ``name`` as it holds it (a class's: its ``__dict__`` entry), or
+    Unknown where it has none."""
+    namespace = getattr(owner, "__dict__", None)
+    if not isinstance(namespace, Mapping) or name not in namespace:
+        raise Unknown(f"{getattr(owner, '__name__', owner)!s} has no {name}")
+    return namespace[name]
+
+
+def parameters(function: Any) -> tuple[str, ...] | None:
+    """The names of ``function``'s parameters, or None where it has none to read."""
+    try:
+        return tuple(inspect.signature(function).parameters) if callable(function) else None
     except (TypeError, ValueError):
         return None
+
+
+def expect_parameters(function: Any, expected: tuple[str, ...], what: str) -> None:
+    """Unknown where ``function``'s parameters are not ``expected`` (the release whose behaviour
+    the replacement reproduces)."""
+    got = parameters(_function_of(function))
+    if got != expected:
+        raise Unknown(f"{what} takes {got}, not {expected}")
+
+
+def expect_names(function: Any, expected: tuple[str, ...], what: str) -> None:
+    """Unknown where ``function``'s code does not use exactly the ``expected`` global and
+    attribute names (those of the release whose behaviour the replacement reproduces): for a
+    function whose parameters say little, what it does is its shape."""
+    code = getattr(_function_of(function), "__code__", None)
+    got = frozenset(code.co_names) if code is not None else None
+    if got != frozenset(expected):
+        raise Unknown(f"{what}'s code is not the known release's (names {sorted(got or ())})")
+
+
+# ---- answering --------------------------------------------------------------------------------
+
+
+def failed(host: Host) -> None:
+    """Logs, once per host, the exception being handled: a failure of tensorb64's own inside a
+    patched call, which the host's own code then answers."""
+    _log_once(host, None, "call failed", logging.ERROR, "tensorb64: %s failed; %s's own answered (logged once)",
+              host.work, host.own, exc_info=True)
+
+
+def fail_open(host: Host, original: Callable, ours: Callable) -> Callable:
+    """A replacement for ``original``: ``ours(*args, **kwargs)``'s answer, or where ours declines
+    (returns None) or raises, ``original(*args, **kwargs)``'s (run outside any handler of ours,
+    so that what the host raises is the host's own, context included); a failure of ours is
+    logged once per host."""
+
+    @functools.wraps(original)
+    def replacement(*args: Any, **kwargs: Any) -> Any:
+        try:
+            answer = ours(*args, **kwargs)
+        except Exception:
+            failed(host)
+            answer = None
+        if answer is None:
+            return original(*args, **kwargs)
+        return answer
+
+    setattr(replacement, MARKER, original)
+    return replacement

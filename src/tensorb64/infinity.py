@@ -32,12 +32,11 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import os
 import sys
 
 from . import _native
-from ._import_hooks import after_import
-from ._patching import parameters, replaced
+from ._patching import Host, Replacement, Unknown, attribute, expect_parameters, fail_open, install, install_module, \
+    is_installed, uninstall
 
 ENABLE_VARIABLE = "TENSORB64_INFINITY"
 SCHEMAS_MODULE = "infinity_emb.fastapi_schemas.pymodels"
@@ -47,60 +46,53 @@ PARAMETERS = ("embeddings", "engine_args", "usage", "encoding_format")
 # A child of Infinity's own logger, so the lines come out in Infinity's format, where Infinity's go.
 logger = logging.getLogger("infinity_emb.tensorb64")
 
-_wanted = False  # patch() called and unpatch() not since: a pending import hook patches only then
+
+
+def _schemas_replacements(module):
+    cls = attribute(module, "OpenAIEmbeddingResult")
+    method = attribute(cls, "to_embeddings_response")
+    if not isinstance(method, staticmethod):
+        raise Unknown("OpenAIEmbeddingResult.to_embeddings_response is not a staticmethod")
+    expect_parameters(method, PARAMETERS, "OpenAIEmbeddingResult.to_embeddings_response")
+    if not hasattr(cls, "model_fields"):
+        raise Unknown("OpenAIEmbeddingResult is not a pydantic 2 model")
+    return [Replacement(cls, "to_embeddings_response",
+                        lambda method: staticmethod(_to_embeddings_response_for(cls, method.__func__)))]
+
+
+INFINITY = Host(
+    name="Infinity",
+    logger=logger,
+    what="/embeddings float and base64 bodies are written by tensorb64",
+    work="writing an embeddings body",
+    modules={SCHEMAS_MODULE: _schemas_replacements},
+    switch=ENABLE_VARIABLE,
+    package="infinity_emb",
+    tested=("0.0.78",),
+)
 
 
 def patch() -> None:
     """Route Infinity's embeddings bodies through the core: at once where its schemas module is
     imported, else right after it is. Calling it again changes nothing."""
-    global _wanted
-    if os.environ.get(ENABLE_VARIABLE, "1").strip().lower() in ("0", "false", "no", "off"):
-        return
-    _wanted = True
-    after_import(SCHEMAS_MODULE, _patch_if_wanted)
+    install(INFINITY)
 
 
 def unpatch() -> None:
-    """Give Infinity its own ``to_embeddings_response`` back (the same function object)."""
-    global _wanted
-    _wanted = False
-    cls = getattr(sys.modules.get(SCHEMAS_MODULE), "OpenAIEmbeddingResult", None)
-    replacement = _function(cls)
-    if replaced(replacement):
-        cls.to_embeddings_response = staticmethod(replacement.__tensorb64_replaces__)
+    """Give Infinity its own ``to_embeddings_response`` back (the same object), and leave a schemas
+    module imported later alone."""
+    uninstall(INFINITY)
 
 
 def is_patched() -> bool:
-    """Whether Infinity's imported schemas answer through the core."""
-    return replaced(_function(getattr(sys.modules.get(SCHEMAS_MODULE), "OpenAIEmbeddingResult", None)))
-
-
-def _patch_if_wanted(module) -> None:
-    if _wanted:
-        patch_schemas(module)
-
-
-def _function(cls):
-    """The function of ``cls``'s staticmethod to_embeddings_response, or None."""
-    method = getattr(cls, "__dict__", {}).get("to_embeddings_response")
-    return method.__func__ if isinstance(method, staticmethod) else None
+    """Whether Infinity's imported schemas answer through the core (False before they are imported)."""
+    return is_installed(INFINITY)
 
 
 def patch_schemas(module) -> bool:
     """Replace ``module.OpenAIEmbeddingResult.to_embeddings_response``; True if it is (now or
     already) tensorb64's. Logs one line either way."""
-    cls = getattr(module, "OpenAIEmbeddingResult", None)
-    original = _function(cls)
-    if replaced(original):
-        return True
-    version = getattr(sys.modules.get("infinity_emb"), "__version__", "unknown")
-    if parameters(original) != PARAMETERS or not hasattr(cls, "model_fields"):
-        logger.warning("tensorb64: Infinity %s's %s.OpenAIEmbeddingResult.to_embeddings_response is not one tensorb64 "
-                       "knows; Infinity's own is kept", version, module.__name__)
-        return False
-    cls.to_embeddings_response = staticmethod(_to_embeddings_response_for(cls, original))
-    logger.info("tensorb64: Infinity %s's /embeddings float and base64 bodies are written by tensorb64", version)
-    return True
+    return install_module(INFINITY, SCHEMAS_MODULE, module)
 
 
 def _to_embeddings_response_for(result_model, original):
@@ -108,29 +100,11 @@ def _to_embeddings_response_for(result_model, original):
 
     default = inspect.signature(original).parameters["encoding_format"].default
 
-    def to_embeddings_response(embeddings, engine_args, usage, encoding_format=default):
-        try:
-            body = embeddings_body(result_model, embeddings, engine_args, usage, encoding_format)
-        except Exception:  # a bug here must not cost the client its answer: Infinity's own, and one log line
-            _log_failure_once()
-            body = None
-        if body is None:
-            return original(embeddings, engine_args, usage, encoding_format)
-        return Response(content=body, media_type="application/json")
+    def ours(embeddings, engine_args, usage, encoding_format=default):
+        body = embeddings_body(result_model, embeddings, engine_args, usage, encoding_format)
+        return None if body is None else Response(content=body, media_type="application/json")
 
-    to_embeddings_response.__tensorb64_replaces__ = original
-    to_embeddings_response.__doc__ = original.__doc__
-    return to_embeddings_response
-
-
-_failure_logged = False
-
-
-def _log_failure_once() -> None:
-    global _failure_logged
-    if not _failure_logged:
-        _failure_logged = True
-        logger.exception("tensorb64: writing an embeddings body failed; Infinity's own answered (logged once)")
+    return fail_open(INFINITY, original, ours)
 
 
 def embeddings_body(result_model, embeddings, engine_args, usage, encoding_format):
@@ -139,7 +113,7 @@ def embeddings_body(result_model, embeddings, engine_args, usage, encoding_forma
     model's default factories, as its route makes them); None where Infinity's own should answer."""
     import orjson
 
-    from .openai import _Body
+    from ._body import Body
 
     base64 = encoding_format == "base64"  # (Infinity's str enum, or its value)
     if base64 and engine_args.embedding_dtype.uses_bitpacking():
@@ -156,7 +130,7 @@ def embeddings_body(result_model, embeddings, engine_args, usage, encoding_forma
     fields = result_model.model_fields
     own = [(b'"id"', orjson.dumps(fields["id"].get_default(call_default_factory=True))),
            (b'"created"', orjson.dumps(fields["created"].get_default(call_default_factory=True)))]
-    body = _Body(rows, members=[*shared, *own], encoding_format="base64" if base64 else "float", byteorder="native",
+    body = Body(rows, members=[*shared, *own], encoding_format="base64" if base64 else "float", byteorder="native",
                  float_format="orjson", threads=1, layout="infinity")
     try:
         return body.whole()

@@ -18,59 +18,20 @@ in bounded chunks, for ``StreamingResponse``).
 from __future__ import annotations
 
 import itertools
-import json
 import operator
-import sys
 from collections.abc import Iterator, Mapping
-from numbers import Integral
 from typing import Any
 
-import numpy as np
-
 from . import _cuda, _native
+from ._body import Body, batch_rows, cut_rows, is_index
 from ._client import EmbeddingsResponse, aembed, decode_response, decode_response_body, embed
 from ._encode import encode_rows
-from ._inputs import readable
 from ._openai_patch import is_patched, patch, unpatch
 from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat, Layout
 
 __all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
 __all__ += ["patch", "unpatch", "is_patched"]  # the openai client's own create() read by the core
-
-
-def _is_index(value) -> bool:
-    """True for ints (and numpy integers), False for bool: ``dimensions=True`` is a bug, not 1."""
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def _rows(embeddings):
-    """The input as a 2-D array or tensor (a view of the caller's memory where it can be), read
-    and refused by the one reader, as every encoder reads and refuses it."""
-    torch = sys.modules.get("torch")
-    if isinstance(embeddings, np.ndarray) or (torch is not None and isinstance(embeddings, torch.Tensor)):
-        x = embeddings
-    else:
-        x = readable(embeddings)  # a list's array (or stacked tensors), or a buffer
-        if not (torch is not None and isinstance(x, torch.Tensor)):
-            x = np.asarray(x)
-    if x.ndim not in (1, 2):
-        raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
-    if _cuda.route(x) == "host":  # (a CUDA tensor's rows are read where they are encoded)
-        _native._row_shape(x)  # refuses what every encoder refuses, in the same words
-    return x if x.ndim == 2 else x[None]
-
-
-def _cut(rows, dimensions):
-    """The first ``dimensions`` values of each row (a view: strides do the truncation), or the
-    rows themselves for None; ValueError naming the accepted range otherwise."""
-    if dimensions is None:
-        return rows
-    width = rows.shape[1]
-    if not _is_index(dimensions) or not 1 <= dimensions <= width:
-        accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
-        raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
-    return rows[:, : int(dimensions)]
 
 
 # Each layout's data-entry keys, in its order.
@@ -126,10 +87,10 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
                          layout=layout)  # naming the accepted ones
     _native._check_threads(threads)
-    if not _is_index(start_index) or start_index < 0:
+    if not is_index(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
     first = operator.index(start_index)  # a plain int (json cannot write a numpy integer)
-    rows = _cut(_rows(embeddings), dimensions)
+    rows = cut_rows(batch_rows(embeddings), dimensions)
     values: list[Any]
     if encoding_format == "float":
         # floats read back from the core's text (in "repr" mode the float32 values themselves)
@@ -144,168 +105,8 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     return [dict(zip(keys, entry, strict=True)) for entry in zip(*(columns[key] for key in keys), strict=False)]
 
 
-# ---- the whole response body --------------------------------------------------------------------
-
-# Exactly what Starlette's JSONResponse (and so FastAPI) renders with: json.dumps(content,
-# ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).
-_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-# A str as that encoder writes it (the function it calls itself for ensure_ascii=False).
-_encode_str = json.encoder.encode_basestring
-_LIST_MEMBER = ('"object"', '"list"')
-
 # The chunk size of iter_response_body when none is given.
 DEFAULT_CHUNK_SIZE = 1 << 20
-
-
-def _envelope(model, usage, extra, layout: str) -> tuple:
-    """(head, tail): the UTF-8 bytes of the response body before and after the data entries.
-
-    The members ``"object": "list"``, ``"model": model``, ``"usage": usage`` and then ``extra``'s,
-    each key and value serialised exactly as JSONResponse writes it (json.dumps), laid out by the
-    core in ``layout``'s order: a member naming one of the layout's fields (an ``extra`` setting
-    "id" or "model") goes in that field's place, the others after the last field, in order, as
-    the dict ``{"object": "list", "data": ..., "model": model, "usage": usage, **extra}`` orders
-    them for the "openai" layout.
-    """
-    if not isinstance(model, str):
-        raise TypeError(f"model must be a str, got {type(model).__name__}")
-    if usage is None:
-        usage = {"prompt_tokens": 0, "total_tokens": 0}
-    elif not isinstance(usage, dict):
-        raise TypeError(f"usage must be a dict (or None for zero token counts), got {type(usage).__name__}")
-    if extra is None:
-        extra = {}
-    elif not isinstance(extra, Mapping):
-        raise TypeError(f"extra must be a dict of top-level fields (or None), got {type(extra).__name__}")
-    try:
-        members = [_LIST_MEMBER, ('"model"', _encode_str(model)), ('"usage"', _encode_usage(usage))]
-        if extra:
-            members += [(_key_text(key), _JSON.encode(value)) for key, value in extra.items()]
-        return _native._body_envelope(layout, members)
-    except (TypeError, ValueError, RecursionError) as e:  # UnicodeEncodeError is a ValueError
-        if "data" in extra:
-            raise ValueError('extra cannot set "data": the data entries are the embeddings themselves') from None
-        body = {"object": "list", "data": None, "model": model, "usage": usage, **extra}
-        raise _envelope_error(body, extra, e) from e
-
-
-def _key_text(key) -> str:
-    """A dict key as json.dumps writes it: a str quoted and escaped; an int, float, bool or None
-    as its JSON text, quoted (what json.dumps writes for it, cut from the fixed ``{`` and
-    ``:null}`` around it)."""
-    if isinstance(key, str):
-        return _encode_str(key)
-    return _JSON.encode({key: None})[1:-6]
-
-
-def _encode_usage(usage: dict) -> str:
-    """json.dumps of ``usage``; token counts (str keys, int values: nearly every usage) written
-    directly, a third of the time of setting up json's encoder for them."""
-    parts = []
-    for key, value in usage.items():
-        if type(key) is not str or type(value) is not int:  # bool is an int json writes as true/false
-            return _JSON.encode(usage)
-        parts.append(_encode_str(key) + ":" + int.__repr__(value))
-    return "{" + ",".join(parts) + "}"
-
-
-def _envelope_error(body: dict, extra, error: Exception) -> ValueError:
-    """A ValueError naming the part of the envelope (model, usage or a key of extra) that json
-    or UTF-8 cannot encode."""
-    for key, value in body.items():
-        if key == "data":
-            continue
-        try:
-            _JSON.encode({key: value}).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as e:
-            error = e
-            where = f"extra[{key!r}]" if key in extra else key
-            break
-    else:
-        where = "the envelope"
-    if isinstance(error, UnicodeEncodeError):
-        reason = f"it holds a lone surrogate ({error.object[error.start : error.end]!r}), which UTF-8 cannot encode"
-    else:
-        reason = f"json cannot serialise it ({error})"
-    return ValueError(f"{where} cannot be written into the response body: {reason}")
-
-
-class _Body:
-    """A response body, every argument checked before anything is built: its rows (a view of the
-    input), the envelope's head and tail (laid out by the core from ``model``, ``usage`` and
-    ``extra``, or from ``members``: a server's own envelope, each member's key and value already
-    serialised as that server serialises them), and how the rows are written (``staged``: CUDA
-    tensors through the pipeline, as ``_cuda.route`` decides)."""
-
-    __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "layout",
-                 "staged")
-
-    def __init__(self, embeddings, *, model: str | None = None, encoding_format: str, dimensions=None, usage=None,
-                 extra=None, members=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
-                 threads: int = 1, layout: str = "openai"):
-        # ValueError naming the accepted names
-        _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
-                             layout=layout)
-        _native._check_threads(threads)
-        if members is None:
-            self.head, self.tail = _envelope(model, usage, extra, layout)
-        else:
-            self.head, self.tail = _native._body_envelope(layout, members)
-        self.rows = _cut(_rows(embeddings), dimensions)
-        self.base64 = encoding_format == "base64"
-        self.dtype, self.byteorder, self.float_format, self.threads = dtype, byteorder, float_format, threads
-        self.layout = layout
-        self.staged = _cuda.route(self.rows) != "host"
-
-    def whole(self) -> bytes:
-        return self._write(self.rows, 0, self.head, self.tail, False)
-
-    def _write(self, rows, start: int, head: bytes, tail: bytes, leading_comma: bool) -> bytes:
-        """head + the data entries of ``rows`` (indices from start, after a ``,`` with
-        leading_comma) + tail, written by the core into one bytes object.
-
-        The entries are ``{"object":"embedding","index":I,"embedding":<row>}`` (keys in the
-        layout's order) joined by ``,`` with no brackets around them (head ends with ``[``, tail
-        starts with ``]``). Base64 rows are written at their exact size; float rows into an object
-        made at a bound and trimmed (the untouched pages cost no memory), each row's text exactly
-        ``json_rows``'s: ``json.dumps(row.to(torch.float32).tolist())``'s in "repr" mode. NaN and
-        infinity: ValueError naming the row and the column.
-        """
-        if self.base64:
-            if self.staged:
-                return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
-                                                  self.layout, leading_comma)
-            return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
-                                                 self.layout, leading_comma)
-        if self.staged:
-            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads, self.layout,
-                                             leading_comma)
-        return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads, self.layout,
-                                            leading_comma)
-
-    def chunks(self, chunk_size: int):
-        """The body in chunks of about chunk_size bytes, as the core plans them (the rule:
-        iter_response_body's)."""
-        count, width = self.rows.shape
-        if not self.base64:  # NaN and infinity refused before the first chunk
-            if self.staged:
-                _cuda.check_finite(self.rows)
-            else:
-                _native._check_finite(self.rows)
-        entry = _native._entry_bound(width, max(count - 1, 0), self.dtype if self.base64 else None, self.float_format)
-        return self._planned_chunks((len(self.head), len(self.tail), count, entry, chunk_size))
-
-    def _planned_chunks(self, rule: tuple):
-        head, tail = self.head, self.tail
-        chunk = _native._next_body_chunk(*rule, None)
-        while chunk is not None:
-            head_begin, head_end, start, stop, leading_comma, tail_begin, tail_end = chunk
-            if start == stop:  # a piece of the envelope alone
-                yield head[head_begin:head_end] + tail[tail_begin:tail_end]
-            else:
-                yield self._write(self.rows[start:stop], start, head[head_begin:head_end], tail[tail_begin:tail_end],
-                                  leading_comma)
-            chunk = _native._next_body_chunk(*rule, chunk)
 
 
 def response_body(
@@ -366,7 +167,7 @@ def response_body(
     ``extra`` that json or UTF-8 cannot encode (NaN, a lone surrogate: the message names which);
     TypeError for a model that is not a str or an input that is not an array of real numbers.
     """
-    return _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
+    return Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
                  extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
                  layout=layout).whole()
 
@@ -404,9 +205,9 @@ def iter_response_body(
     floats the rows are also scanned for NaN and infinity first (one read of the input), so the
     ValueError comes before any byte is sent.
     """
-    if not _is_index(chunk_size) or chunk_size < 1:
+    if not is_index(chunk_size) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
-    body = _Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
+    body = Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
                  extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
                  layout=layout)
     return body.chunks(chunk_size)

@@ -44,8 +44,8 @@ import os
 import sys
 
 from . import _native
-from ._import_hooks import after_import
-from ._patching import parameters, replaced
+from ._patching import Host, Replacement, Unknown, attribute, enabled, expect_names, expect_parameters, fail_open, \
+    install, install_module
 
 ENABLE_VARIABLE = "TENSORB64_SGLANG"
 SERVING_MODULE = "sglang.srt.entrypoints.openai.serving_embedding"
@@ -58,6 +58,12 @@ WORKER_HTTP_APP = f"{__name__}:http_worker_app"
 # The methods' parameters in the release whose answer this writes (0.5.23).
 BUILD_PARAMETERS = ("self", "ret", "encoding_format")
 HANDLE_PARAMETERS = ("self", "adapted_request", "request", "raw_request")
+# The /v1/embeddings route whose bytes the builder's answer replaces (0.5.23): it renders what the
+# builder returns with ORJSONResponse (its response_class), and its endpoint does nothing else
+# (the names its code uses). A route that renders otherwise (SGLang's chat routes moved to
+# model_json_response) keeps SGLang's own builder, with one log line.
+ROUTE_RESPONSE_CLASS = "ORJSONResponse"
+ROUTE_ENDPOINT_NAMES = ("app", "state", "openai_serving_embedding", "handle_request")
 
 # A child of SGLang's own logger, so the lines come out in SGLang's format, where SGLang's go.
 logger = logging.getLogger("sglang.srt.plugins.tensorb64")
@@ -69,10 +75,10 @@ _over_http: contextvars.ContextVar[bool] = contextvars.ContextVar("tensorb64_sgl
 
 def register() -> None:
     """The entry point SGLang calls in each of its processes."""
-    if os.environ.get(ENABLE_VARIABLE, "1").strip().lower() in ("0", "false", "no", "off"):
+    if not enabled(ENABLE_VARIABLE):
         return
-    after_import(SERVING_MODULE, patch_serving)
-    after_import(DYNAMO_MODULE, patch_dynamo)
+    install(SGLANG)
+    install(DYNAMO_SGLANG)
     app = os.environ.get(HTTP_APP_VARIABLE, "")
     if app in ("", SGLANG_HTTP_APP):
         os.environ[HTTP_APP_VARIABLE] = WORKER_HTTP_APP  # (read when the workers start, inherited by them)
@@ -92,73 +98,90 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _serving_replacements(module):
+    """SGLang's embeddings response builder and the handler that marks its HTTP requests, where its
+    release is one whose answer this writes."""
+    cls = attribute(module, "OpenAIServingEmbedding")
+    build = attribute(cls, "_build_embedding_response")
+    handle = attribute(cls, "_handle_non_streaming_request")
+    expect_parameters(build, BUILD_PARAMETERS, "OpenAIServingEmbedding._build_embedding_response")
+    expect_parameters(handle, HANDLE_PARAMETERS, "OpenAIServingEmbedding._handle_non_streaming_request")
+    if not inspect.iscoroutinefunction(handle):
+        raise Unknown("OpenAIServingEmbedding._handle_non_streaming_request is not a coroutine function")
+    for name in ("EmbeddingResponse", "UsageInfo"):
+        attribute(module, name)
+    return [Replacement(cls, "_handle_non_streaming_request", _handler_for),
+            Replacement(cls, "_build_embedding_response", functools.partial(_builder_for, module))]
+
+
+SGLANG = Host(
+    name="SGLang",
+    logger=logger,
+    what="/v1/embeddings float and base64 bodies are written by tensorb64",
+    work="writing an embeddings body",
+    modules={SERVING_MODULE: _serving_replacements},
+    switch=ENABLE_VARIABLE,
+    package="sglang",
+    tested=("0.5.23",),
+)
+
+
 def patch_serving(module) -> bool:
     """Replace ``module.OpenAIServingEmbedding``'s response builder (and mark its HTTP requests);
     True if it is (now or already) tensorb64's. Logs one line either way."""
-    cls = getattr(module, "OpenAIServingEmbedding", None)
-    build = getattr(cls, "_build_embedding_response", None)
-    handle = getattr(cls, "_handle_non_streaming_request", None)
-    if replaced(build):
-        return True
-    version = getattr(sys.modules.get("sglang"), "__version__", "unknown")
-    missing = [name for name in ("EmbeddingResponse", "UsageInfo") if not hasattr(module, name)]
-    if (parameters(build) != BUILD_PARAMETERS or parameters(handle) != HANDLE_PARAMETERS
-            or not inspect.iscoroutinefunction(handle) or missing):
-        logger.warning(
-            "tensorb64: SGLang %s's embeddings response builder (%s.OpenAIServingEmbedding._build_embedding_response) "
-            "is not one tensorb64 knows; SGLang's own is kept",
-            version,
-            module.__name__,
-        )
-        return False
-    cls._handle_non_streaming_request = _handler_for(handle)
-    cls._build_embedding_response = _builder_for(module, build)
-    logger.info("tensorb64: SGLang %s's /v1/embeddings float and base64 bodies are written by tensorb64", version)
-    return True
+    return install_module(SGLANG, SERVING_MODULE, module)
 
 
 def _handler_for(original):
     from starlette.requests import Request
 
     async def _handle_non_streaming_request(self, adapted_request, request, raw_request):
-        token = _over_http.set(isinstance(raw_request, Request))
+        token = _over_http.set(isinstance(raw_request, Request) and _route_is_known(raw_request))
         try:
             return await original(self, adapted_request, request, raw_request)
         finally:
             _over_http.reset(token)
 
-    _handle_non_streaming_request.__tensorb64_replaces__ = original
     _handle_non_streaming_request.__doc__ = original.__doc__
     return _handle_non_streaming_request
+
+
+_known_routes: dict[int, bool] = {}  # id(route) -> whether it renders as ROUTE_* say (routes live as long as the app)
+
+
+def _route_is_known(raw_request) -> bool:
+    """Whether the request's route renders the builder's answer as SGLang 0.5.23's /v1/embeddings
+    does (its route object, which FastAPI puts in the request's scope). The route, not the serving
+    module, says it: the routes are made after that module is imported."""
+    try:
+        route = raw_request.scope.get("route")
+        known = _known_routes.get(id(route))
+        if known is None:
+            response_class = getattr(getattr(route, "response_class", None), "__name__", None)
+            try:
+                expect_names(getattr(route, "endpoint", None), ROUTE_ENDPOINT_NAMES, "the route's endpoint")
+                known = response_class == ROUTE_RESPONSE_CLASS
+            except Unknown:
+                known = False
+            _known_routes[id(route)] = known
+            if not known:
+                logger.warning("tensorb64: SGLang's route %s renders its answer otherwise (%s); SGLang's own builder "
+                               "answers it", getattr(route, "path", "?"), response_class)
+        return known
+    except Exception:  # (a request of another shape: SGLang's own answers)
+        return False
 
 
 def _builder_for(module, original):
     from starlette.responses import Response
 
-    def _build_embedding_response(self, ret, encoding_format="float"):
-        body = None
-        if _over_http.get():
-            try:
-                body = embedding_body(module, ret, encoding_format, self.tokenizer_manager.model_path)
-            except Exception:  # a bug here must not cost the client its answer: SGLang's own, and one log line
-                _log_failure_once()
-        if body is None:
-            return original(self, ret, encoding_format)
-        return Response(content=body, media_type="application/json")
+    def ours(self, ret, encoding_format="float"):
+        if not _over_http.get():
+            return None
+        body = embedding_body(module, ret, encoding_format, self.tokenizer_manager.model_path)
+        return None if body is None else Response(content=body, media_type="application/json")
 
-    _build_embedding_response.__tensorb64_replaces__ = original
-    _build_embedding_response.__doc__ = original.__doc__
-    return _build_embedding_response
-
-
-_failure_logged = False
-
-
-def _log_failure_once() -> None:
-    global _failure_logged
-    if not _failure_logged:
-        _failure_logged = True
-        logger.exception("tensorb64: writing an embeddings body failed; SGLang's own answered (logged once)")
+    return fail_open(SGLANG, original, ours)
 
 
 def embedding_body(module, ret, encoding_format: str, model: str):
@@ -166,7 +189,7 @@ def embedding_body(module, ret, encoding_format: str, model: str):
     for byte; None for a batch that SGLang's own builder should answer."""
     import numpy as np
 
-    from .openai import _Body
+    from ._body import Body
 
     if encoding_format not in ("float", "base64") or not isinstance(ret, list) or not ret:
         return None
@@ -186,7 +209,7 @@ def embedding_body(module, ret, encoding_format: str, model: str):
     members = _envelope_for(module, model, prompt_tokens)
     if members is None:
         return None
-    return _Body(rows, members=members, encoding_format=encoding_format, float_format="orjson", threads=1,
+    return Body(rows, members=members, encoding_format=encoding_format, float_format="orjson", threads=1,
                  layout="sglang").whole()
 
 
@@ -236,19 +259,34 @@ def _sglang_fields() -> tuple:
 # ---- Dynamo's SGLang worker -----------------------------------------------------------------------
 
 
+# The names Dynamo 1.6.1's function uses: one parameter says little, what it does is its shape.
+DYNAMO_CODE = ("b64encode", "base64", "decode", "len", "pack", "struct")
+
+
+def _dynamo_replacements(module):
+    original = attribute(module, "_encode_floats_to_base64")
+    expect_parameters(original, ("floats",), "_encode_floats_to_base64")
+    expect_names(original, DYNAMO_CODE, "_encode_floats_to_base64")
+    return [Replacement(module, "_encode_floats_to_base64", _encode_floats_to_base64_for)]
+
+
+DYNAMO_SGLANG = Host(
+    name="Dynamo's SGLang worker",
+    logger=logger,
+    what="base64 rows are encoded by tensorb64",
+    work="encoding a row",
+    project="Dynamo",
+    modules={DYNAMO_MODULE: _dynamo_replacements},
+    switch=ENABLE_VARIABLE,
+    distribution="ai-dynamo",
+    tested=("1.6.1",),
+)
+
+
 def patch_dynamo(module) -> bool:
     """Replace ``module._encode_floats_to_base64`` with one that encodes a row of Python floats with
     the core; True if it is (now or already) tensorb64's."""
-    original = getattr(module, "_encode_floats_to_base64", None)
-    if replaced(original):
-        return True
-    if parameters(original) != ("floats",):
-        logger.warning("tensorb64: this Dynamo's %s._encode_floats_to_base64 is not one tensorb64 knows; Dynamo's own "
-                       "is kept", module.__name__)
-        return False
-    module._encode_floats_to_base64 = _encode_floats_to_base64_for(original)
-    logger.info("tensorb64: Dynamo's SGLang worker encodes its base64 rows with tensorb64")
-    return True
+    return install_module(DYNAMO_SGLANG, DYNAMO_MODULE, module)
 
 
 def _encode_floats_to_base64_for(original):
@@ -256,7 +294,7 @@ def _encode_floats_to_base64_for(original):
 
     from ._encode import encode
 
-    def _encode_floats_to_base64(floats):
+    def ours(floats):
         # Dynamo's: struct.pack("<nf", *floats) then base64. The row read natively into float32,
         # each value rounded as struct rounds it; what the reader refuses (not a list of floats;
         # NaN, infinity, a value past float32: struct's OverflowError) is Dynamo's own to write.
@@ -264,9 +302,7 @@ def _encode_floats_to_base64_for(original):
             row = np.empty(len(floats), dtype=np.float32)
             _native._read_float_lists([floats], row)
         except (TypeError, ValueError):
-            return original(floats)
+            return None
         return encode(row)
 
-    _encode_floats_to_base64.__tensorb64_replaces__ = original
-    _encode_floats_to_base64.__doc__ = original.__doc__
-    return _encode_floats_to_base64
+    return fail_open(DYNAMO_SGLANG, original, ours)

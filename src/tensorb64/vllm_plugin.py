@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import sys
 
 from . import _native
-from ._import_hooks import after_import
-from ._patching import parameters, replaced
+from ._patching import Host, Replacement, attribute, expect_names, expect_parameters, fail_open, install, \
+    install_module
 
 ENABLE_VARIABLE = "TENSORB64_VLLM"
-# Where ServingEmbedding is defined: today's module (0.32, 0.33), and the one vLLM's package-layout
+# Where ServingEmbedding is defined: today's module (0.32 to 0.34), and the one vLLM's package-layout
 # RFC (#54653) moves it to, leaving a shim at today's name. vLLM's own imports then name the new
 # module only, so a hook on today's name alone would never run; the shim, where something imports
 # it, is the new module (or re-exports its class), which is patched once.
@@ -44,8 +43,9 @@ DYNAMO_MODULE = "dynamo.vllm.handlers"
 DYNAMO_POOLING_MODULE = "dynamo.vllm.pooling_handlers"
 
 # ServingEmbedding._openai_json_response's parameters in the releases whose answer this writes:
-# 0.32 (answers through self.json_response_cls, orjson) and 0.33 (through create_json_response,
-# orjson); both send EmbeddingResponse's model_dump with float32 rows as numpy arrays.
+# 0.32 (answers through self.json_response_cls, orjson) and 0.33 and 0.34 (through
+# create_json_response, orjson); all send EmbeddingResponse's model_dump with float32 rows as numpy
+# arrays.
 OPENAI_JSON_RESPONSE_PARAMETERS = (
     "self",
     "final_res_batch",
@@ -61,14 +61,35 @@ OPENAI_JSON_RESPONSE_PARAMETERS = (
 logger = logging.getLogger("vllm.plugins.tensorb64")
 
 
+def _serving_replacements(module):
+    """vLLM's embeddings response builder, where its release is one whose answer this writes."""
+    cls = attribute(module, "ServingEmbedding")
+    original = attribute(cls, "_openai_json_response")
+    expect_parameters(original, OPENAI_JSON_RESPONSE_PARAMETERS, "ServingEmbedding._openai_json_response")
+    # The response model and the usage are read from the module that defines the class (a shim
+    # at an old path may re-export the class alone).
+    defining = sys.modules.get(getattr(cls, "__module__", None), module)
+    for name in ("EmbeddingResponse", "get_pooling_usage"):
+        attribute(defining, name)
+    return [Replacement(cls, "_openai_json_response", functools.partial(_openai_json_response_for, defining))]
+
+
+VLLM = Host(
+    name="vLLM",
+    logger=logger,
+    what="/v1/embeddings float and base64 bodies are written by tensorb64",
+    work="writing an embeddings body",
+    modules={name: _serving_replacements for name in SERVING_MODULES},
+    switch=ENABLE_VARIABLE,
+    package="vllm",
+    tested=("0.32.0", "0.33.0", "0.34.0"),
+)
+
+
 def register() -> None:
     """The entry point vLLM calls in each of its processes."""
-    if os.environ.get(ENABLE_VARIABLE, "1").strip().lower() in ("0", "false", "no", "off"):
-        return
-    for name in SERVING_MODULES:
-        after_import(name, patch_serving)
-    after_import(DYNAMO_MODULE, patch_dynamo)
-    after_import(DYNAMO_POOLING_MODULE, patch_dynamo_pooling)
+    install(VLLM)
+    install(DYNAMO_VLLM)
 
 
 # ---- vLLM's API server -------------------------------------------------------------------------
@@ -77,64 +98,23 @@ def register() -> None:
 def patch_serving(module) -> bool:
     """Replace ``module.ServingEmbedding._openai_json_response``; True if it is (now or already)
     tensorb64's. Logs one line either way."""
-    cls = getattr(module, "ServingEmbedding", None)
-    original = getattr(cls, "_openai_json_response", None)
-    if replaced(original):
-        return True
-    # The response model and the usage are read from the module that defines the class (a shim
-    # at an old path may re-export the class alone).
-    module = sys.modules.get(getattr(cls, "__module__", None), module)
-    version = getattr(sys.modules.get("vllm"), "__version__", "unknown")
-    missing = [name for name in ("EmbeddingResponse", "get_pooling_usage") if not hasattr(module, name)]
-    if parameters(original) != OPENAI_JSON_RESPONSE_PARAMETERS or missing:
-        logger.warning(
-            "tensorb64: vLLM %s's embeddings response builder (%s.ServingEmbedding._openai_json_response) is not one "
-            "tensorb64 knows; vLLM's own is kept",
-            version,
-            module.__name__,
-        )
-        return False
-    cls._openai_json_response = _openai_json_response_for(module, original)
-    logger.info("tensorb64: vLLM %s's /v1/embeddings float and base64 bodies are written by tensorb64", version)
-    return True
+    return install_module(VLLM, SERVING_MODULES[0], module)
 
 
 def _openai_json_response_for(module, original):
     from starlette.responses import Response
 
-    def _openai_json_response(
-        self, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness
-    ):
+    def ours(self, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness):
         # 0.32 renders with self.json_response_cls: ORJSONResponse where orjson is installed, else
         # Starlette's JSONResponse (json.dumps: floats as the doubles' repr). 0.33 always uses orjson.
         response_cls = getattr(self, "json_response_cls", None)
         with_orjson = response_cls is None or response_cls.__name__ == "ORJSONResponse"
-        try:
-            body = openai_json_body(
-                module, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness, with_orjson
-            )
-        except Exception:  # a bug here must not cost the client its answer: vLLM's own, and one log line
-            _log_failure_once()
-            body = None
-        if body is None:
-            return original(
-                self, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness
-            )
-        return Response(content=body, media_type="application/json")
+        body = openai_json_body(
+            module, final_res_batch, request_id, created_time, model_name, encoding_format, embed_dtype, endianness, with_orjson
+        )
+        return None if body is None else Response(content=body, media_type="application/json")
 
-    _openai_json_response.__tensorb64_replaces__ = original
-    _openai_json_response.__doc__ = original.__doc__
-    return _openai_json_response
-
-
-_failure_logged = False
-
-
-def _log_failure_once() -> None:
-    global _failure_logged
-    if not _failure_logged:
-        _failure_logged = True
-        logger.exception("tensorb64: writing an embeddings body failed; vLLM's own answered (logged once)")
+    return fail_open(VLLM, original, ours)
 
 
 def openai_json_body(
@@ -145,7 +125,7 @@ def openai_json_body(
     (its ``"vllm"`` layout) in one bytes object; None for a batch that vLLM's own method should
     answer. with_orjson: vLLM renders with orjson (float32 rows as numpy arrays: float_format
     "orjson"), else with json.dumps (float rows as Python floats: the doubles' repr)."""
-    from .openai import _Body
+    from ._body import Body
 
     if encoding_format not in ("float", "base64"):
         return None
@@ -155,7 +135,7 @@ def openai_json_body(
     members = _envelope_members(module, final_res_batch, request_id, created_time, model_name, with_orjson)
     if members is None:
         return None
-    body = _Body(rows, members=members, encoding_format=encoding_format, dtype=embed_dtype, byteorder=endianness,
+    body = Body(rows, members=members, encoding_format=encoding_format, dtype=embed_dtype, byteorder=endianness,
                  float_format="orjson" if with_orjson else "repr", threads=1, layout="vllm")
     try:
         return body.whole()  # written by the core into one bytes object
@@ -258,45 +238,65 @@ VLLM_EMBED_DTYPES = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
 VLLM_ENDIANNESS = ("little", "big", "native")
 
 
+# The names each function's code uses in the release whose output its replacement reproduces
+# (Dynamo 1.6.1): a function of one parameter is recognised by what it does, not by that name alone.
+DYNAMO_CODE = {
+    "_pooling_output_to_base64": ("Tensor", "_encode_floats_to_base64", "_flatten_pooling_tensor",
+                                  "_pooling_output_to_list", "b64encode", "base64", "decode", "isinstance", "tobytes",
+                                  "torch"),
+    "_pooling_output_to_nested": ("Tensor", "TypeError", "__name__", "cpu", "detach", "isinstance", "list", "tolist",
+                                  "torch", "tuple", "type"),
+    "_encode_pooling_output": ("Tensor", "TypeError", "__name__", "b64encode", "base64", "cpu", "decode", "detach",
+                               "import_module", "importlib", "isinstance", "list", "shape", "tensor", "tensor2binary",
+                               "torch", "tuple", "type"),
+}
+
+
+def _dynamo_function(module, name: str, expected: tuple, replacement_for) -> Replacement:
+    original = attribute(module, name)
+    expect_parameters(original, expected, name)
+    expect_names(original, DYNAMO_CODE[name], name)
+    return Replacement(module, name, lambda original: fail_open(DYNAMO_VLLM, original, replacement_for()))
+
+
+def _dynamo_replacements(module):
+    return [_dynamo_function(module, "_pooling_output_to_base64", ("data",), _pooling_output_to_base64_for)]
+
+
+def _dynamo_pooling_replacements(module):
+    return [_dynamo_function(module, "_pooling_output_to_nested", ("data",), _pooling_output_to_nested_for),
+            _dynamo_function(module, "_encode_pooling_output", ("data", "embed_dtype", "endianness"),
+                             _encode_pooling_output_for)]
+
+
+DYNAMO_VLLM = Host(
+    name="Dynamo's vLLM worker",
+    logger=logger,
+    what="embeddings and /pooling rows are encoded by tensorb64",
+    work="encoding a row",
+    project="Dynamo",
+    modules={DYNAMO_MODULE: _dynamo_replacements, DYNAMO_POOLING_MODULE: _dynamo_pooling_replacements},
+    switch=ENABLE_VARIABLE,
+    distribution="ai-dynamo",
+    tested=("1.6.1",),
+)
+
+
 def patch_dynamo(module) -> bool:
     """Replace ``module._pooling_output_to_base64`` (``dynamo.vllm.handlers``, the embeddings
     route) with one that encodes a tensor row with ``encode_rows``; True if it is (now or
     already) tensorb64's."""
-    return _swap(module, "_pooling_output_to_base64", ("data",), _pooling_output_to_base64_for,
-                 "encodes its base64 embeddings")
+    return install_module(DYNAMO_VLLM, DYNAMO_MODULE, module)
 
 
 def patch_dynamo_pooling(module) -> bool:
     """Replace ``module._pooling_output_to_nested`` and ``_encode_pooling_output``
     (``dynamo.vllm.pooling_handlers``, the /pooling route's float and base64 or bytes data) with
-    the core's; True if both are (now or already) tensorb64's."""
-    nested = _swap(module, "_pooling_output_to_nested", ("data",), _pooling_output_to_nested_for,
-                   "writes its /pooling float data")
-    encoded = _swap(module, "_encode_pooling_output", ("data", "embed_dtype", "endianness"),
-                    _encode_pooling_output_for, "encodes its /pooling base64 and bytes data")
-    return nested and encoded
+    the core's, both or neither; True if they are (now or already) tensorb64's."""
+    return install_module(DYNAMO_VLLM, DYNAMO_POOLING_MODULE, module)
 
 
-def _swap(module, name: str, expected: tuple, replacement_for, what: str) -> bool:
-    """Replace the function ``module.<name>`` with ``replacement_for(original)`` where its
-    parameters are ``expected`` (the release whose output the replacement reproduces); True if
-    it is (now or already) tensorb64's. Logs one line either way."""
-    original = getattr(module, name, None)
-    if replaced(original):
-        return True
-    if parameters(original) != expected:
-        logger.warning("tensorb64: this Dynamo's %s.%s is not one tensorb64 knows; Dynamo's own is kept",
-                       module.__name__, name)
-        return False
-    replacement = replacement_for(original)
-    replacement.__tensorb64_replaces__ = original
-    replacement.__doc__ = original.__doc__
-    setattr(module, name, replacement)
-    logger.info("tensorb64: Dynamo's vLLM worker %s with tensorb64", what)
-    return True
-
-
-def _pooling_output_to_base64_for(original):
+def _pooling_output_to_base64_for():
     import torch
 
     from ._encode import encode_rows
@@ -306,12 +306,12 @@ def _pooling_output_to_base64_for(original):
         # same row, read in place (or staged from the GPU) by encode_rows.
         if isinstance(data, torch.Tensor) and data.is_floating_point():
             return encode_rows(data.detach().reshape(1, data.numel()))[0]
-        return original(data)
+        return None  # Dynamo's own
 
     return _pooling_output_to_base64
 
 
-def _pooling_output_to_nested_for(original):
+def _pooling_output_to_nested_for():
     import torch
 
     # The dtypes whose every value float32 holds exactly: the core's float32 values are the
@@ -325,12 +325,12 @@ def _pooling_output_to_nested_for(original):
             rows = data.detach().cpu()
             lists = _native._float_lists(rows if rows.ndim == 2 else rows[None])
             return lists if rows.ndim == 2 else lists[0]
-        return original(data)
+        return None  # Dynamo's own
 
     return _pooling_output_to_nested
 
 
-def _encode_pooling_output_for(original):
+def _encode_pooling_output_for():
     import torch
 
     from ._encode import encode_rows
@@ -344,6 +344,6 @@ def _encode_pooling_output_for(original):
                 and endianness in VLLM_ENDIANNESS):
             row = data.detach().reshape(1, data.numel())
             return encode_rows(row, dtype=embed_dtype, byteorder=endianness)[0], list(data.shape)
-        return original(data, embed_dtype, endianness)
+        return None  # Dynamo's own
 
     return _encode_pooling_output

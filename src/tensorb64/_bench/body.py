@@ -175,9 +175,10 @@ def _into_faulted(t, usage, float_format):
     body's bound, its pages faulted in by the first call and reused by every later one): the
     writer's own time, in memory already faulted in. Checked against response_body's bytes here."""
     from tensorb64 import _native
-    from tensorb64.openai import _Body, response_body
+    from tensorb64._body import Body
+    from tensorb64.openai import response_body
 
-    body = _Body(t, model=BODY_MODEL, usage=usage, encoding_format="float", float_format=float_format)
+    body = Body(t, model=BODY_MODEL, usage=usage, encoding_format="float", float_format=float_format)
     rows, width = body.rows.shape
     bound = len(body.head) + len(body.tail) + rows * _native._entry_bound(width, max(rows - 1, 0), None, float_format)
     buffer = bytearray(bound)

@@ -251,14 +251,14 @@ class _Floor:
 
     def __init__(self, bodies: dict):
         from tensorb64 import _litellm_patch, _openai_patch
-        from tensorb64._client import _read_rows_and_offsets
+        from tensorb64._client import _read_rows_and_offsets, _without_embeddings
 
         self.modules = (_openai_patch, _litellm_patch)
         self.originals = (_openai_patch._read_embeddings, _litellm_patch.loads_embeddings)
         self.read = {}  # len(body): (rows, the rest of the body), for each body served
         for body in bodies.values():
             rows, offsets = _read_rows_and_offsets(body)
-            self.read[len(body)] = (rows, _openai_patch._without_embeddings(body, offsets))
+            self.read[len(body)] = (rows, _without_embeddings(body, offsets))
 
     def read_embeddings(self, response_wrapper, cast_to):  # _openai_patch._read_embeddings without the reading
         http_response = response_wrapper.http_response
