@@ -211,3 +211,125 @@ def test_clients_made_before_and_after_and_the_undo():
     assert not is_patched()
     assert [_response.BaseAPIResponse.__dict__["_parse"], _legacy_response.LegacyAPIResponse.__dict__["_parse"]] == originals
     unpatch()  # not patched: nothing to do
+
+
+# ---- faults: whatever goes wrong in tensorb64's path, the client's own answer -------------------
+
+
+def test_callers_base64_request_reads_nothing(monkeypatch):
+    """encoding_format="base64": the caller keeps the strings, so the core reads nothing at all."""
+    from tensorb64 import _openai_patch
+
+    reads = []
+    monkeypatch.setattr(_openai_patch, "_read_rows_and_offsets", lambda body: reads.append(body) or 1 / 0)
+    with sync_client(server()) as client:
+        theirs, ours = patched_and_not(create(encoding_format="base64"), client)
+    unpatch()
+    assert same(theirs, ours) and reads == []
+
+
+def test_a_failure_of_ours_mid_call_gives_the_clients_answer(native_reads, monkeypatch, caplog):
+    from tensorb64 import _openai_patch, _patching
+
+    monkeypatch.setattr(_patching, "_logged", set())
+    monkeypatch.setattr(_openai_patch, "_without_embeddings", lambda body, offsets: 1 / 0)
+    with sync_client(server()) as client:
+        for kwargs in ({}, {"encoding_format": "float"}):
+            theirs, ours = patched_and_not(create(**kwargs), client)
+            assert isinstance(ours, openai.types.CreateEmbeddingResponse) and same(theirs, ours)
+    lines = [r.getMessage() for r in caplog.records if r.name == "tensorb64.openai"]
+    assert lines == ["tensorb64: reading an embeddings body failed; openai's own answered (logged once)"]
+
+
+@pytest.mark.parametrize("when", ["before patch()", "after patch()"])
+def test_frozen_response_models(native_reads, monkeypatch, caplog, when):
+    """Response models made frozen (as a later release may make them): before patch(), openai is
+    not patched (one line); after it, each call falls back to openai's own parse; either way the
+    float request answers as unpatched."""
+    from openai.types import CreateEmbeddingResponse, Embedding
+
+    from tensorb64 import _patching
+
+    monkeypatch.setattr(_patching, "_logged", set())
+    unpatch()
+    with sync_client(server()) as client:
+        theirs = client.embeddings.create(input=["a", "b"], model="m", encoding_format="float")
+        if when == "after patch()":
+            patch()
+        for model in (CreateEmbeddingResponse, Embedding):
+            monkeypatch.setitem(model.model_config, "frozen", True)
+            if hasattr(model, "__pydantic_setattr_handlers__"):  # (pydantic 2.11+ memoizes the frozen check)
+                monkeypatch.setattr(model, "__pydantic_setattr_handlers__", {})
+        if when == "before patch()":
+            patch()
+            assert not is_patched()
+        ours = client.embeddings.create(input=["a", "b"], model="m", encoding_format="float")
+    assert same(theirs, ours) and native_reads[0] == 0
+    assert len([r for r in caplog.records if r.name == "tensorb64.openai"]) == 1
+
+
+def test_strict_validation_error_is_the_clients_own_whole():
+    """A float body a strict client refuses: the same APIResponseValidationError, its body the
+    whole body the client parsed (every embedding in it), its response the same."""
+    bad = lambda asked: httpx.Response(200, headers=JSON, content=float_rows_body(["[0.5, 1.5]", "[2.5, 3.5]"])
+                                       .replace(b'"model":"m"', b'"model":5'))  # noqa: E731
+    errors = []
+    with sync_client(server(bad), _strict_response_validation=True) as client:
+        for state in (unpatch, patch):
+            state()
+            with pytest.raises(openai.APIResponseValidationError) as raised:
+                client.embeddings.create(input=["a", "b"], model="m", encoding_format="float")
+            errors.append(raised.value)
+    unpatch()
+    theirs, ours = errors
+    assert ours.body == theirs.body and ours.body["data"][0]["embedding"] == [0.5, 1.5]
+    assert str(ours) == str(theirs) and ours.response.status_code == theirs.response.status_code
+    assert type(ours.__context__) is type(theirs.__context__) and str(ours.__context__) == str(theirs.__context__)
+
+
+def test_patch_and_unpatch_race_calls_from_other_threads():
+    """4 threads call create() while another patches and unpatches 100 times: every answer is the
+    unpatched client's, and no call fails."""
+    import threading
+
+    unpatch()
+    with sync_client(server()) as client:
+        expected = client.embeddings.create(input=["a", "b"], model="m", encoding_format="float")
+        stop = threading.Event()
+        results, errors = [], []
+
+        def call():
+            while not stop.is_set():
+                try:
+                    results.append(client.embeddings.create(input=["a", "b"], model="m", encoding_format="float"))
+                except BaseException as e:  # noqa: BLE001 (reported below)
+                    errors.append(e)
+
+        threads = [threading.Thread(target=call) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        try:
+            for _ in range(100):
+                patch()
+                unpatch()
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+    assert errors == [] and results and all(same(expected, r) for r in results)
+    assert not is_patched()
+
+
+def test_a_release_outside_the_accepted_is_left_alone(monkeypatch, caplog):
+    from tensorb64 import _openai_patch, _patching
+
+    monkeypatch.setattr(_patching, "_logged", set())
+    unpatch()
+    monkeypatch.setattr(openai, "__version__", "4.0.0")
+    patch()
+    assert not is_patched()
+    lines = [r.getMessage() for r in caplog.records if r.name == "tensorb64.openai"]
+    assert lines == ["tensorb64: openai 4.0.0: openai is not one tensorb64 knows (release 4.0.0 is outside the "
+                     "accepted 1.17 to before 4); openai's own is kept"]
+    unpatch()
+    assert _openai_patch.OPENAI.tested == ("2.54.0", "3.57.0")

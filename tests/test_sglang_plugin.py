@@ -14,7 +14,7 @@ import os
 import numpy as np
 import pytest
 
-from tensorb64 import sglang_plugin
+from tensorb64 import _patching, sglang_plugin
 
 pytest.importorskip("fastapi", reason="fastapi (the test extra) is not installed")
 pytest.importorskip("orjson", reason="orjson (the test extra) is not installed")
@@ -116,7 +116,7 @@ def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch, ca
 
     module = importlib.import_module(MODULE)
     original = module.OpenAIServingEmbedding
-    monkeypatch.setattr(sglang_plugin, "_failure_logged", False)
+    monkeypatch.setattr(_patching, "_logged", set())  # (the one line a process logs per outcome, afresh)
     caplog.set_level(logging.ERROR, logger=sglang_plugin.logger.name)
     nan_rows = items_of([[0.5, float("nan")], [float("inf"), -float("inf")]])
     cases = [

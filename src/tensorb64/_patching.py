@@ -134,6 +134,7 @@ def enabled(switch: str | None) -> bool:
 _lock = threading.Lock()
 # (host, owner, name, original value, replacement value), in the order installed
 _installed: list[tuple[Host, Any, str, Any, Any]] = []
+_waiting: set[tuple[Host, str]] = set()  # (host, module name) with an after-import callback not yet run
 _logged: set[tuple] = set()  # (host, module's name and id or "", outcome) already logged
 
 
@@ -149,18 +150,21 @@ def _log_once(host: Host, module: Any, outcome: str, level: int, message: str, *
 
 def install(host: Host) -> None:
     """Installs the host's replacements in each of its modules when imported (at once where it
-    is), unless its switch turns it off. Calling it again changes nothing."""
+    is; again where a module is imported anew), unless its switch turns it off. Calling it again
+    changes nothing."""
     if not enabled(host.switch):
         return
     with _lock:
-        if host._wanted:
-            return
-        host._wanted.append(True)
-    for module_name in host.modules:
+        host._wanted[:] = [True]
+        waiting = [name for name in host.modules if (host, name) not in _waiting]
+        _waiting.update((host, name) for name in waiting)
+    for module_name in waiting:  # (outside the lock: a module imported already has its callback at once)
         after_import(module_name, functools.partial(_install_now, host, module_name))
 
 
 def _install_now(host: Host, module_name: str, module: ModuleType) -> None:
+    with _lock:
+        _waiting.discard((host, module_name))
     if host._wanted:
         install_module(host, module_name, module)
 
@@ -193,8 +197,7 @@ def install_module(host: Host, module_name: str, module: ModuleType) -> bool:
                 _installed.append((host, owner, name, original, new))
                 installed = True
     if installed:
-        _log_once(host, module, "installed", logging.INFO, "tensorb64: %s %s's %s", host.name, host.version(),
-                  host.what)
+        _log_once(host, module, "installed", logging.INFO, "tensorb64: %s's %s", host.label(), host.what)
     return True
 
 
@@ -230,6 +233,15 @@ def _function_of(value: Any) -> Any:
     return value
 
 
+def _own(value: Any) -> Any:
+    """The host's own function behind an attribute's value (the original, where it is one of
+    tensorb64's replacements already: its shape is the one recognised)."""
+    function = _function_of(value)
+    while getattr(function, MARKER, None) is not None:
+        function = getattr(function, MARKER)
+    return function
+
+
 def _marked(new: Any, original: Any) -> Any:
     function = _function_of(new)
     if getattr(function, MARKER, None) is None:
@@ -260,7 +272,7 @@ def parameters(function: Any) -> tuple[str, ...] | None:
 def expect_parameters(function: Any, expected: tuple[str, ...], what: str) -> None:
     """Unknown where ``function``'s parameters are not ``expected`` (the release whose behaviour
     the replacement reproduces)."""
-    got = parameters(_function_of(function))
+    got = parameters(_own(function))
     if got != expected:
         raise Unknown(f"{what} takes {got}, not {expected}")
 
@@ -269,7 +281,7 @@ def expect_names(function: Any, expected: tuple[str, ...], what: str) -> None:
     """Unknown where ``function``'s code does not use exactly the ``expected`` global and
     attribute names (those of the release whose behaviour the replacement reproduces): for a
     function whose parameters say little, what it does is its shape."""
-    code = getattr(_function_of(function), "__code__", None)
+    code = getattr(_own(function), "__code__", None)
     got = frozenset(code.co_names) if code is not None else None
     if got != frozenset(expected):
         raise Unknown(f"{what}'s code is not the known release's (names {sorted(got or ())})")

@@ -58,12 +58,11 @@ WORKER_HTTP_APP = f"{__name__}:http_worker_app"
 # The methods' parameters in the release whose answer this writes (0.5.23).
 BUILD_PARAMETERS = ("self", "ret", "encoding_format")
 HANDLE_PARAMETERS = ("self", "adapted_request", "request", "raw_request")
-# The /v1/embeddings route whose bytes the builder's answer replaces (0.5.23): it renders what the
-# builder returns with ORJSONResponse (its response_class), and its endpoint does nothing else
-# (the names its code uses). A route that renders otherwise (SGLang's chat routes moved to
-# model_json_response) keeps SGLang's own builder, with one log line.
+# The response class of the /v1/embeddings route whose bytes the builder's answer replaces
+# (0.5.23: FastAPI renders what the builder returns with ORJSONResponse). A route that renders
+# otherwise (SGLang's chat routes moved to model_json_response) keeps SGLang's own builder, with
+# one log line.
 ROUTE_RESPONSE_CLASS = "ORJSONResponse"
-ROUTE_ENDPOINT_NAMES = ("app", "state", "openai_serving_embedding", "handle_request")
 
 # A child of SGLang's own logger, so the lines come out in SGLang's format, where SGLang's go.
 logger = logging.getLogger("sglang.srt.plugins.tensorb64")
@@ -146,24 +145,20 @@ def _handler_for(original):
     return _handle_non_streaming_request
 
 
-_known_routes: dict[int, bool] = {}  # id(route) -> whether it renders as ROUTE_* say (routes live as long as the app)
+_known_routes: dict[int, bool] = {}  # id(route) -> whether it renders with ROUTE_RESPONSE_CLASS (routes live as long as their app)
 
 
 def _route_is_known(raw_request) -> bool:
     """Whether the request's route renders the builder's answer as SGLang 0.5.23's /v1/embeddings
-    does (its route object, which FastAPI puts in the request's scope). The route, not the serving
-    module, says it: the routes are made after that module is imported."""
+    does (its route object, which FastAPI puts in the request's scope). Checked on the first
+    request of each route, not when the serving module is patched: SGLang's routes are made after
+    that module is imported."""
     try:
         route = raw_request.scope.get("route")
         known = _known_routes.get(id(route))
         if known is None:
             response_class = getattr(getattr(route, "response_class", None), "__name__", None)
-            try:
-                expect_names(getattr(route, "endpoint", None), ROUTE_ENDPOINT_NAMES, "the route's endpoint")
-                known = response_class == ROUTE_RESPONSE_CLASS
-            except Unknown:
-                known = False
-            _known_routes[id(route)] = known
+            known = _known_routes[id(route)] = response_class == ROUTE_RESPONSE_CLASS
             if not known:
                 logger.warning("tensorb64: SGLang's route %s renders its answer otherwise (%s); SGLang's own builder "
                                "answers it", getattr(route, "path", "?"), response_class)
