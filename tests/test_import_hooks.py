@@ -127,3 +127,23 @@ def test_registrations_from_many_threads_during_an_import_each_run_once(module_d
     keys = [key for key, _ in runs]
     assert len(keys) == len(set(keys)) == count * each + 2
     assert all(complete for _, complete in runs)
+
+
+def test_a_failing_callback_never_fails_the_import_and_the_others_still_run(module_dir, caplog):
+    """A callback raising inside the importer's import (a bug of ours, a host attribute that
+    raises): the import succeeds with the module as its own code made it, one log line, and the
+    callbacks after it still run; the same where the module is imported already."""
+    name = module_dir("value = 7\n")
+    seen = []
+
+    def failing(module):
+        raise RuntimeError("a bug in a callback")
+
+    after_import(name, failing)
+    after_import(name, lambda m: seen.append(m.value))
+    module = importlib.import_module(name)
+    assert module.value == 7 and seen == [7]
+    after_import(name, failing)  # imported already: run at once, guarded the same
+    lines = [r.getMessage() for r in caplog.records if r.name == "tensorb64"]
+    assert lines == [f"tensorb64: a callback after importing {name} failed; the module is left as it is"] * 2
+    assert all(r.exc_info is not None for r in caplog.records if r.name == "tensorb64")
