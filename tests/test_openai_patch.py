@@ -271,8 +271,10 @@ def test_frozen_response_models(native_reads, monkeypatch, caplog, when):
 def test_strict_validation_error_is_the_clients_own_whole():
     """A float body a strict client refuses: the same APIResponseValidationError, its body the
     whole body the client parsed (every embedding in it), its response the same."""
-    bad = lambda asked: httpx.Response(200, headers=JSON, content=float_rows_body(["[0.5, 1.5]", "[2.5, 3.5]"])
-                                       .replace(b'"model":"m"', b'"model":5'))  # noqa: E731
+    def bad(asked):
+        body = float_rows_body(["[0.5, 1.5]", "[2.5, 3.5]"]).replace(b'"model":"m"', b'"model":5')
+        return httpx.Response(200, headers=JSON, content=body)
+
     errors = []
     with sync_client(server(bad), _strict_response_validation=True) as client:
         for state in (unpatch, patch):

@@ -151,6 +151,31 @@ def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch, ca
     assert [r.message for r in caplog.records] == ["tensorb64: writing an embeddings body failed; SGLang's own answered (logged once)"]
 
 
+def test_a_route_rendering_with_another_response_class_keeps_sglangs_builder(sglang_tree, monkeypatch, caplog):
+    """SGLang's chat routes moved from ORJSONResponse to model_json_response: an embeddings route
+    that renders with anything but ORJSONResponse gets SGLang's own builder (the body its own
+    renderer makes), with one log line; the ORJSONResponse route is still written by the core."""
+    import importlib
+
+    from fastapi.responses import JSONResponse
+
+    monkeypatch.setattr(_patching, "_logged", set())
+    module = importlib.import_module(MODULE)
+    original = module.OpenAIServingEmbedding
+    items = items_of(rows_f32(3, 8))
+    expected = answer(original, items, "float", JSONResponse)
+    own_orjson = answer(original, items, "float")
+    assert sglang_plugin.patch_serving(module)  # (the same class, its methods replaced)
+    written = []
+    real = sglang_plugin.embedding_body
+    monkeypatch.setattr(sglang_plugin, "embedding_body", lambda *a: written.append(1) or real(*a))
+    caplog.set_level(logging.WARNING, logger=sglang_plugin.logger.name)
+    assert answer(module.OpenAIServingEmbedding, items, "float", JSONResponse) == expected and written == []
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert "renders its answer otherwise (JSONResponse)" in caplog.records[0].message
+    assert answer(module.OpenAIServingEmbedding, items, "float") == own_orjson and written == [1]
+
+
 def test_patched_once_on_import_and_kept_off_when_asked(sglang_tree, monkeypatch):
     import importlib
 

@@ -47,8 +47,17 @@ from typing import Any
 
 from ._client import _read_rows_and_offsets, _without_embeddings
 from ._litellm_patch import LITELLM
-from ._patching import Host, Replacement, Unknown, attribute, expect_parameters, fail_open, install, is_installed, \
-    uninstall
+from ._patching import (
+    Host,
+    Replacement,
+    Unknown,
+    attribute,
+    expect_parameters,
+    fail_open,
+    install,
+    is_installed,
+    uninstall,
+)
 
 __all__ = ["patch", "unpatch", "is_patched"]
 

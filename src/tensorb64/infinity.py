@@ -35,8 +35,18 @@ import logging
 import sys
 
 from . import _native
-from ._patching import Host, Replacement, Unknown, attribute, expect_parameters, fail_open, install, install_module, \
-    is_installed, uninstall
+from ._patching import (
+    Host,
+    Replacement,
+    Unknown,
+    attribute,
+    expect_parameters,
+    fail_open,
+    install,
+    install_module,
+    is_installed,
+    uninstall,
+)
 
 ENABLE_VARIABLE = "TENSORB64_INFINITY"
 SCHEMAS_MODULE = "infinity_emb.fastapi_schemas.pymodels"

@@ -41,11 +41,20 @@ import functools
 import inspect
 import logging
 import os
-import sys
 
 from . import _native
-from ._patching import Host, Replacement, Unknown, attribute, enabled, expect_names, expect_parameters, fail_open, \
-    install, install_module
+from ._patching import (
+    Host,
+    Replacement,
+    Unknown,
+    attribute,
+    enabled,
+    expect_names,
+    expect_parameters,
+    fail_open,
+    install,
+    install_module,
+)
 
 ENABLE_VARIABLE = "TENSORB64_SGLANG"
 SERVING_MODULE = "sglang.srt.entrypoints.openai.serving_embedding"

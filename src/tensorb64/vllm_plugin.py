@@ -30,8 +30,7 @@ import logging
 import sys
 
 from . import _native
-from ._patching import Host, Replacement, attribute, expect_names, expect_parameters, fail_open, install, \
-    install_module
+from ._patching import Host, Replacement, attribute, expect_names, expect_parameters, fail_open, install, install_module
 
 ENABLE_VARIABLE = "TENSORB64_VLLM"
 # Where ServingEmbedding is defined: today's module (0.32 to 0.34), and the one vLLM's package-layout

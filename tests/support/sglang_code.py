@@ -110,9 +110,9 @@ class EmbeddingRequest:
         self.encoding_format = encoding_format
 
 
-def route(serving_cls, items):
-    """A FastAPI app with SGLang's /v1/embeddings route (response_class ORJSONResponse) answering
-    every request with `items`; ?encoding_format= as the request's."""
+def route(serving_cls, items, response_class=None):
+    """A FastAPI app with SGLang's /v1/embeddings route (response_class ORJSONResponse, or the one
+    given) answering every request with `items`; ?encoding_format= as the request's."""
     from fastapi import FastAPI, Request
     from fastapi.responses import ORJSONResponse
 
@@ -123,7 +123,7 @@ def route(serving_cls, items):
         request = EmbeddingRequest(raw_request.query_params.get("encoding_format", "float"))
         return await serving._handle_non_streaming_request(None, request, raw_request)
 
-    app.post("/v1/embeddings", response_class=ORJSONResponse)(openai_v1_embeddings)
+    app.post("/v1/embeddings", response_class=response_class or ORJSONResponse)(openai_v1_embeddings)
     return app
 
 
@@ -148,8 +148,8 @@ async def request(app, encoding_format: str):
     return start["status"], headers.get("content-type"), body
 
 
-def answer(serving_cls, items, encoding_format: str):
-    return asyncio.run(request(route(serving_cls, items), encoding_format))
+def answer(serving_cls, items, encoding_format: str, response_class=None):
+    return asyncio.run(request(route(serving_cls, items, response_class), encoding_format))
 
 
 DYNAMO_MODULE = "dynamo.sglang.request_handlers.embedding.embedding_handler"
