@@ -329,7 +329,8 @@ def servers(tmp_path_factory):
 
 
 def test_server_tensorb64_loaded_only_when_on(servers):
-    assert "are written by tensorb64" in servers["on"].output()
+    assert "/v1/embeddings float and base64 bodies are written by tensorb64" in servers["on"].output()
+    assert "/v2/embed float and base64 bodies are written by tensorb64" in servers["on"].output()
     assert "tensorb64:" not in servers["off"].output()
 
 
@@ -383,7 +384,28 @@ def test_server_base64(servers, embed_dtype, endianness, dimensions):
     assert len(on.data[0].embedding) == 4 * -(-(dimensions or 384) * width // 3)
 
 
+def cohere_embed(server, **body):
+    import httpx
+
+    response = httpx.post(f"http://127.0.0.1:{server.port}/v2/embed", json={"model": "minilm", **body}, timeout=120)
+    assert response.status_code == 200, response.text
+    return response.content
+
+
+@pytest.mark.parametrize("embedding_types", [None, ["float"], ["base64"], ["float", "base64"], ["binary", "float"]],
+                         ids=str)
+def test_server_cohere(servers, embedding_types):
+    """vLLM's Cohere route /v2/embed: the plugin's body is vLLM's own byte for byte but for each
+    request's own id."""
+    body = {"texts": TEXTS} | ({} if embedding_types is None else {"embedding_types": embedding_types})
+    on_body, off_body = cohere_embed(servers["on"], **body), cohere_embed(servers["off"], **body)
+    on, off = json.loads(on_body), json.loads(off_body)
+    assert on_body == off_body.replace(b'"id":%s' % json.dumps(off["id"]).encode(), b'"id":%s' % json.dumps(on["id"]).encode(), 1)
+    assert set(on["embeddings"]) == set(embedding_types or ["float"]) and len(on["texts"]) == len(TEXTS)
+
+
 def test_server_plugin_never_failed_over(servers):
     """After the requests above: none of them had its body written by vLLM's own method because
     the plugin's failed (which it logs once)."""
     assert "writing an embeddings body failed" not in servers["on"].output()
+    assert "writing a /v2/embed body failed" not in servers["on"].output()

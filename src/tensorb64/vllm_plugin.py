@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import sys
 
 from . import _native
@@ -443,7 +444,7 @@ def _cohere_written_rows(rows, embedding_types):
             if rows.dtype not in (torch.float32, torch.bfloat16, torch.float16):
                 return None  # (a float64 row past float32's range: struct.pack raises OverflowError)
             source = rows
-            if torch.isnan(rows).any():
+            if math.isnan(rows.sum()):  # (NaN in any value makes the sum NaN: one pass, no temporary)
                 # struct.pack packs the double .tolist() gives: a signaling NaN comes out quieted, as
                 # the core's cast of a float64 row quiets it (the core keeps a float32 row's bits).
                 source = wide = rows.to(torch.float64) if wide is None else wide
