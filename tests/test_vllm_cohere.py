@@ -33,7 +33,8 @@ pytestmark = [
 ]
 
 TEXTS = ["The quick brown fox", 'a "quoted" \\ back\\slash\n\ttab', "Ünïcödé ✓ 𝄞 \u2028 \x00", "", "x" * 300]
-IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+IMAGE = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
+         "RU5ErkJggg==")
 
 
 @pytest.fixture(scope="module", params=RENDERERS)

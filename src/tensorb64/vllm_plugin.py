@@ -41,8 +41,7 @@ import math
 import sys
 
 from . import _native
-from ._patching import Host, Replacement, Unknown, attribute, expect_names, expect_parameters, fail_open, install, \
-    install_module
+from ._patching import Host, Replacement, Unknown, attribute, expect_parameters, fail_open, install, install_module
 
 ENABLE_VARIABLE = "TENSORB64_VLLM"
 # Where ServingEmbedding is defined: today's module (0.32 to 0.34), and the one vLLM's package-layout
@@ -295,8 +294,8 @@ def _cohere_replacements(module):
     if names not in COHERE_RESPONSE_NAMES:
         raise Unknown(f"{what}'s code is not the known releases' (names {sorted(names or ())})")
     defining = sys.modules.get(getattr(cls, "__module__", None), module)
-    for name in ("CohereEmbedRequest", "CohereEmbedResponse", "CohereMeta", "CohereBilledUnits", "build_typed_embeddings",
-                 "get_pooling_usage"):
+    for name in ("CohereEmbedRequest", "CohereEmbedResponse", "CohereMeta", "CohereBilledUnits",
+                 "build_typed_embeddings", "get_pooling_usage"):
         attribute(defining, name)
     make = functools.partial(_cohere_response_for, defining, COHERE_RESPONSE_NAMES[names])
     return [Replacement(cls, "_build_cohere_response_from_ctx", make)]
@@ -325,7 +324,8 @@ def _cohere_response_for(module, through_response_cls, original):
     from starlette.responses import Response
 
     def ours(self, ctx):
-        if through_response_cls and getattr(getattr(self, "json_response_cls", None), "__name__", None) != "ORJSONResponse":
+        response_cls = getattr(self, "json_response_cls", None) if through_response_cls else None
+        if through_response_cls and getattr(response_cls, "__name__", None) != "ORJSONResponse":
             return None  # 0.32 without orjson: Starlette's JSONResponse (json.dumps) writes vLLM's own body
         body = cohere_body(module, ctx)
         return None if body is None else Response(content=body, status_code=200, media_type="application/json")
@@ -407,7 +407,8 @@ def _cohere_rows(final_res_batch):
     if not rows:
         return None
     first = rows[0]
-    if not isinstance(first, torch.Tensor) or first.ndim != 1 or not first.is_floating_point() or first.device.type != "cpu":
+    if (not isinstance(first, torch.Tensor) or first.ndim != 1 or not first.is_floating_point()
+            or first.device.type != "cpu"):
         return None
     if len(rows) == 1:
         return first[None]
@@ -421,8 +422,9 @@ def _cohere_rows(final_res_batch):
 
 
 def _cohere_written_rows(rows, embedding_types):
-    """{kind: the pieces of its rows' text (the rows, and what goes between and around them)} for each of the embedding types (float, base64)
-    asked for, in vLLM's model's order; None where vLLM's own should write them."""
+    """{kind: the pieces of its rows' text (the rows, and what goes between and around them)} for
+    each of the embedding types (float, base64) asked for, in COHERE_TYPES' order (the model's:
+    cohere_body checks it); None where vLLM's own should write them."""
     import torch
 
     from ._encode import encode_rows, json_rows
@@ -466,13 +468,14 @@ VLLM_ENDIANNESS = ("little", "big", "native")
 
 
 # The names each function's code uses in the release whose output its replacement reproduces
-# (Dynamo 1.6.1): a function of one parameter is recognised by what it does, not by that name alone.
+# (Dynamo 1.6.1), its nested code's included (code_names): a function of one parameter is
+# recognised by what it does, not by that name alone.
 DYNAMO_CODE = {
     "_pooling_output_to_base64": ("Tensor", "_encode_floats_to_base64", "_flatten_pooling_tensor",
                                   "_pooling_output_to_list", "b64encode", "base64", "decode", "isinstance", "tobytes",
                                   "torch"),
-    "_pooling_output_to_nested": ("Tensor", "TypeError", "__name__", "cpu", "detach", "isinstance", "list", "tolist",
-                                  "torch", "tuple", "type"),
+    "_pooling_output_to_nested": ("Tensor", "TypeError", "__name__", "_pooling_output_to_nested", "cpu", "detach",
+                                  "float", "isinstance", "list", "tolist", "torch", "tuple", "type"),
     "_encode_pooling_output": ("Tensor", "TypeError", "__name__", "b64encode", "base64", "cpu", "decode", "detach",
                                "import_module", "importlib", "isinstance", "list", "shape", "tensor", "tensor2binary",
                                "torch", "tuple", "type"),
@@ -482,7 +485,9 @@ DYNAMO_CODE = {
 def _dynamo_function(module, name: str, expected: tuple, replacement_for) -> Replacement:
     original = attribute(module, name)
     expect_parameters(original, expected, name)
-    expect_names(original, DYNAMO_CODE[name], name)
+    names = code_names(original)  # (its comprehension's names included: Python 3.12 inlines it, 3.11 does not)
+    if names != frozenset(DYNAMO_CODE[name]):
+        raise Unknown(f"{name}'s code is not the known release's (names {sorted(names or ())})")
     return Replacement(module, name, lambda original: fail_open(DYNAMO_VLLM, original, replacement_for()))
 
 
