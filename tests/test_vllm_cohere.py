@@ -296,3 +296,20 @@ def test_cohere_builder_of_another_shape_left_alone(builder):
     assert module.ServingEmbedding.__dict__["_build_cohere_response_from_ctx"] is builder
     assert len(records) == 1 and "is not one tensorb64 knows" in records[0].getMessage(), records
     assert "_build_cohere_response_from_ctx" in records[0].getMessage()
+
+
+def test_cohere_builder_absent_nothing_replaced_nor_logged():
+    """A serving module whose class has no Cohere builder (another release's layout): nothing to
+    replace, and no line of this Host's (the /v1/embeddings Host reports the module's shape)."""
+    module = _serving_module(None)
+    del module.ServingEmbedding._build_cohere_response_from_ctx
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    vllm_plugin.logger.addHandler(handler)
+    try:
+        assert vllm_plugin.patch_cohere(module)
+    finally:
+        vllm_plugin.logger.removeHandler(handler)
+    assert "_build_cohere_response_from_ctx" not in module.ServingEmbedding.__dict__
+    assert records == []

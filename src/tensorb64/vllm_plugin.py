@@ -285,8 +285,12 @@ def code_names(function) -> frozenset | None:
 
 
 def _cohere_replacements(module):
-    """vLLM's Cohere /v2/embed response builder, where its release is one whose answer this writes."""
-    cls = attribute(module, "ServingEmbedding")
+    """vLLM's Cohere /v2/embed response builder, where its release is one whose answer this writes;
+    none where the module has no such builder (a module without ServingEmbedding is the
+    /v1/embeddings Host's to report: one line, not two)."""
+    cls = getattr(module, "__dict__", {}).get("ServingEmbedding")
+    if "_build_cohere_response_from_ctx" not in getattr(cls, "__dict__", {}):
+        return []
     original = attribute(cls, "_build_cohere_response_from_ctx")
     what = "ServingEmbedding._build_cohere_response_from_ctx"
     expect_parameters(original, COHERE_RESPONSE_PARAMETERS, what)
