@@ -269,7 +269,8 @@ COHERE_TYPES = ("float", "base64")
 def code_names(function) -> frozenset | None:
     """The global and attribute names ``function``'s code uses, its nested code's (comprehensions,
     generator expressions, lambdas) included; None for what has no code. A wrapper (a replacement
-    made by ``fail_open``) is read through to the function it wraps, as ``inspect.signature`` reads it."""
+    made by ``fail_open``) is read through to the function it wraps, as ``inspect.signature``
+    reads it."""
     import inspect
     import types
 
@@ -345,9 +346,10 @@ def cohere_body(module, ctx):
 
     The envelope is made by vLLM's own models (``build_typed_embeddings`` over no rows says which
     embedding types the body has, in its order), each member serialised with orjson as vLLM's
-    ``create_json_response`` serialises it; the rows are written by the core, one ``bytes`` or
-    ``str`` per row, joined once: float rows as orjson writes the Python floats ``.tolist()`` gives
-    (float_format "orjson" over the rows as float64), base64 rows as ``struct.pack("<f")`` of them."""
+    ``create_json_response`` serialises it; the rows are written by the core, one ``bytes`` per
+    row (base64: the core's ``str``, encoded), joined once: float rows as orjson writes the Python
+    floats ``.tolist()`` gives (float_format "orjson" over the rows as float64), base64 rows as
+    ``struct.pack("<f")`` packs them."""
     import orjson
 
     request = ctx.request
