@@ -101,8 +101,12 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
       float whose repr is the shortest text that reads back to the same float32 (``0.1``), so
       that ``json.dumps`` of the entries writes exactly ``response_body(...,
       float_format="shortest")``'s text. Non-finite values (NaN, inf) cannot be written as
-      standard JSON: a ValueError naming the row and the column (a server that may produce
-      them should use base64).
+      standard JSON: a ValueError naming the row and the column, in every ``float_format``, as
+      Starlette's ``JSONResponse`` (``json.dumps(allow_nan=False)``) and ``response_body`` refuse
+      them (a server that may produce them should use base64). The check is on the float32
+      values: a float64 value beyond float32's range, infinite once converted, is refused too,
+      where ``response_body`` and ``json_rows``, which write float64 rows as the doubles
+      themselves, write it.
 
     embeddings: a ``[batch, dim]`` torch.Tensor (any device and float dtype), numpy array, or
         nested list of numbers; a 1-D input is one row. A batch of 0 rows gives ``[]``.
@@ -120,7 +124,7 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     layout: the server whose order each entry's keys are in, as ``response_body`` takes it.
 
     Raises ValueError for an unknown ``encoding_format``, ``float_format`` or ``layout``, a ``dimensions`` outside 1..dim (or
-    not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
+    not an int), a negative or non-int ``start_index``, an input that is not 1-D or 2-D, or (float) a NaN or infinity;
     TypeError for an input that is not an array of real numbers.
     """
     _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
@@ -132,8 +136,9 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     rows = _cut(_rows(embeddings), dimensions)
     values: list[Any]
     if encoding_format == "float":
-        # floats read back from the core's text (in "repr" mode the float32 values themselves)
-        values = _native._float_lists(rows, float_format=float_format, threads=threads)
+        # floats read back from the core's text (in "repr" mode the float32 values themselves),
+        # NaN and infinity refused in every mode (json.dumps(allow_nan=False) refuses them)
+        values = _native._finite_float_lists(rows, float_format=float_format, threads=threads)
     else:
         write = _cuda.encode_rows if _cuda.route(rows) != "host" else encode_rows
         values = write(rows, dtype=dtype, byteorder=byteorder, threads=threads)
