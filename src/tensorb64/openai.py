@@ -359,12 +359,16 @@ def response_body(
         value in its place, as ``{**extra}`` does; "data" is refused). Both are serialised by the
         standard library's json.
     threads: split the rows across this many threads inside the one call (default 1).
-    layout: the server whose body this is, from the core's table of layouts: ``"openai"`` (the
-        default: the envelope ``object, data, model, usage``, each entry ``object, index,
-        embedding``, as above and as OpenAI's API writes them) or ``"vllm"`` (vLLM's envelope
-        ``id, object, created, model, data, usage``, its fields "id" and "created" given in
-        ``extra`` and left out where not given, each entry ``index, object, embedding``: a body
-        byte-identical to the one vLLM itself sends). The same JSON object either way.
+    layout: the server whose body this is, one of the core's table of layouts (its key orders
+        are that table's, ``cpp/src/json/body_writer.cpp``): ``"openai"`` (the default: the
+        envelope ``object, data, model, usage``, each entry ``object, index, embedding``, as above
+        and as OpenAI's API writes them), ``"vllm"`` (vLLM's envelope ``id, object, created,
+        model, data, usage``, each entry ``index, object, embedding``: a body byte-identical to
+        the one vLLM itself sends), ``"sglang"`` (SGLang's: ``data, model, object, usage``; each
+        entry ``embedding, index, object``) or ``"infinity"`` (Infinity's: ``object, data, model,
+        usage, id, created``; each entry ``object, embedding, index``). A field the layout names
+        that is not given ("id" and "created" come only in ``extra``) is left out. The same JSON
+        object in every layout.
 
     Raises, before anything is built: ValueError for an unknown encoding_format, float_format,
     dtype, byteorder or layout, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/
