@@ -279,8 +279,9 @@ ROW4 = "[1.5,2.5,3.5,4.5]"
 def test_an_embedding_replaced_where_its_end_was_guessed_is_read(body):
     """An entry's embedding given twice, the first shorter than the first row's three quarters:
     the reader's first pass takes it to end at the second's ']' (the second key unseen), and its
-    text was read by nobody: these bodies, which json.loads refuses, read (found by fuzz_body's
-    comparison with the careful reading). A DecodeError at json.loads's byte now."""
+    text was read by nobody: before, these bodies, which json.loads refuses, read (found by
+    fuzz_body's comparison with the careful reading). Now a DecodeError at json.loads's byte, and
+    their valid twins read as json.loads reads them."""
     with pytest.raises(json.JSONDecodeError) as expected:
         json.loads(body)
     with pytest.raises(tensorb64.DecodeError, match="malformed JSON") as got:
