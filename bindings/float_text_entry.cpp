@@ -1,6 +1,6 @@
-// The entry points that write float text: json_rows, _float_lists (embedding_data's floats), and
-// _check_finite (the error a float body raises for NaN and infinity, asked before a streamed body's
-// first chunk).
+// The entry points that write float text: json_rows, _float_lists (Dynamo's .tolist()) and
+// _finite_float_lists (embedding_data's floats), and _check_finite (the error a float body raises
+// for NaN and infinity, asked before a streamed body's first chunk).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -123,17 +123,21 @@ PyObject* json_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, Py
 
 // Each row's values, converted to float32 as every encoder converts them, as a list of Python
 // floats: in 'repr' mode the float32 values themselves (what .tolist() gives); in the other modes
-// the doubles their float text reads back to (so that repr of each is that text).
-PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+// the doubles their float text reads back to (so that repr of each is that text). `finite`: NaN
+// and infinity (a float64 value past float32's range included, once converted) refused in 'repr'
+// mode too, as the other modes refuse them (they have no text).
+PyObject* float_lists(const char* function, bool finite, PyObject* const* args, Py_ssize_t nargs,
+                      PyObject* kwnames) {
     return guarded([&] {
         const call_args call =
-            parse_call("_float_lists", args, nargs, kwnames, true, options::float_text);
+            parse_call(function, args, nargs, kwnames, true, options::float_text);
         const tb::float_format format = float_format(call.float_format);
         const unsigned threads = thread_count(call.threads);
         input_array in;
-        if (!read_input(call.x, in)) return call_fallback("_float_lists", args, nargs, kwnames);
+        if (!read_input(call.x, in)) return call_fallback(function, args, nargs, kwnames);
         if (in.ndim == 0)
-            raise(PyExc_ValueError, "_float_lists needs an input with at least one dimension");
+            raise(PyExc_ValueError,
+                  std::string(function) + " needs an input with at least one dimension");
         const tb::strided_rows source = rows_of(in);
         const tb::element_format float32{tb::dtype::float32, tb::host_byte_order};
         check_convertible(source, float32);
@@ -168,13 +172,17 @@ PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
         {
             gil_released_if released(count >= release_gil_above_values);
             tb::encode_rows(source, float32, value_rows.data(), threads, tb::row_output::bytes);
-            // "repr": the float32 values themselves, NaN and infinity included (what .tolist()
-            // gives: a server serialising with orjson writes null for them, json.dumps refuses
-            // them); the other formats read floats back from text, which these values lack, as
-            // json.loads (and so float()) reads that text.
-            result = from_text ? tb::write_float_rows(converted, format, text_rows.data(),
-                                                      lengths.data(), threads)
-                               : tb::float_text_result{true, 0, 0};
+            // "repr": the float32 values themselves, NaN and infinity included unless `finite`
+            // (what .tolist() gives: a server serialising with orjson writes null for them,
+            // json.dumps refuses them); the other formats read floats back from text, which these
+            // values lack, as json.loads (and so float()) reads that text.
+            if (from_text) {
+                result = tb::write_float_rows(converted, format, text_rows.data(), lengths.data(),
+                                              threads);
+            } else {
+                result =
+                    finite ? tb::find_non_finite(converted) : tb::float_text_result{true, 0, 0};
+            }
             for (std::size_t r = 0; from_text && result.finite && r < source.rows; ++r)
                 read_back_whole =
                     tb::read_float_row_double(text_rows[r], lengths[r],
@@ -185,7 +193,8 @@ PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
         if (!result.finite) refuse_non_finite(result);
         if (!read_back_whole)  // (the core's own text: never, unless the writer and reader
                                // disagree)
-            raise(PyExc_SystemError, "_float_lists: the float text written did not read back");
+            raise(PyExc_SystemError,
+                  std::string(function) + ": the float text written did not read back");
         ref list(PyList_New(static_cast<Py_ssize_t>(source.rows)));
         if (!list) throw python_error{};
         for (std::size_t r = 0; r < source.rows; ++r) {
@@ -203,6 +212,15 @@ PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, 
     });
 }
 
+PyObject* float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return float_lists("_float_lists", false, args, nargs, kwnames);
+}
+
+PyObject* finite_float_lists_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs,
+                                   PyObject* kwnames) {
+    return float_lists("_finite_float_lists", true, args, nargs, kwnames);
+}
+
 }  // namespace
 
 PyMethodDef float_text_methods[] = {
@@ -212,6 +230,11 @@ PyMethodDef float_text_methods[] = {
      "floats: the float32 values in 'repr' mode (NaN and infinity included); in the others, the "
      "floats that the row's float text (as json_rows writes it) reads back to, and a ValueError "
      "naming the row and column of a NaN or infinity, which have no text."},
+    {"_finite_float_lists", as_method(finite_float_lists_entry), METH_FASTCALL | METH_KEYWORDS,
+     "_finite_float_lists(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
+     "_float_lists, with a NaN or infinity (after the conversion to float32) a ValueError naming "
+     "its row and column in every mode, 'repr' included: the floats json.dumps(allow_nan=False) "
+     "writes (embedding_data's)."},
     {"json_rows", as_method(json_rows_entry), METH_FASTCALL | METH_KEYWORDS,
      "json_rows(embeddings, /, *, float_format='repr', threads=1)\n--\n\n"
      "Each row's JSON array text, as bytes: exactly json.dumps(row.tolist(), separators=(',', "

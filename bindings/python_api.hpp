@@ -172,9 +172,10 @@ constexpr std::size_t not_known = ~std::size_t{0};
 
 // Runs an entry point's body, turning C++ failures into Python exceptions, the one mapping of
 // them: bad_alloc is MemoryError; length_error, which the core throws for a size that does not
-// fit in a size_t (arithmetic, before any allocation), OverflowError, as CPython's own "result is
-// too long" errors are (bytes repeated, str.join); system_error (no thread to be had) RuntimeError,
-// as threading.Thread.start() raises it; any other (invalid_argument, a bad TENSORB64_SIMD)
+// fit in a size_t (arithmetic, before any allocation), MemoryError too, as the binding's own size
+// checks (sizes.hpp) raise it for a size past the machine's memory: one error type for an output
+// that cannot be made; system_error (no thread to be had) RuntimeError, as
+// threading.Thread.start() raises it; any other (invalid_argument, a bad TENSORB64_SIMD)
 // ValueError, a value the caller gave.
 template <class Body>
 PyObject* guarded(Body&& body) {
@@ -185,7 +186,7 @@ PyObject* guarded(Body&& body) {
     } catch (const std::bad_alloc&) {
         return PyErr_NoMemory();
     } catch (const std::length_error& e) {
-        PyErr_SetString(PyExc_OverflowError, e.what());
+        PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const std::system_error& e) {
         PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const std::exception& e) {

@@ -3,8 +3,9 @@
 # tests and the CPU tests of the staging pipeline, then `python -m tensorb64 bench --device cuda`,
 # printing everything. Expected: ~1-2 min build (16 cores), ~1 min tests, ~1 min bench.
 #   ci/gpu_check.sh [OUT_DIR]        (OUT_DIR, default $OUT or ./gpu_check_out: the log and bench JSON)
-# Environment: PYTHON (default python3: one with torch (CUDA), pybind11, scikit-build-core,
-# pytest, hypothesis); WHEELS, a folder of wheels to install offline first (pybase64: the bench's
+# Environment: PYTHON (default python3: one with torch (CUDA), scikit-build-core (the build is
+# --no-build-isolation; the binding is CPython's C API, nothing else to build it with), and the
+# test extra's pytest, pytest-timeout and hypothesis); WHEELS, a folder of wheels to install offline first (pybase64: the bench's
 # pybase64 path; without it that column is left out). Installs into a venv that sees the
 # system's site-packages (torch), never into the system Python (NO_VENV=1: into PYTHON's own venv). Exit status: non-zero if the
 # build, a test or the bench's output check failed.

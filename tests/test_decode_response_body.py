@@ -264,6 +264,33 @@ def test_a_wrong_row_guess_reads_again_and_fills_out_of_the_true_shape():
         decode_response_body(body, out=np.empty((n - j + 1, 3), np.float32))
 
 
+ROW4 = "[1.5,2.5,3.5,4.5]"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f'{{"data":[{{"index":0,"embedding":{ROW4}}},{{"embedding":[x],"embedding":{ROW4},"index":1}}]}}',
+        # (the first entry repeats its key too: the list is known to have repeated keys)
+        f'{{"data":[{{"embedding":[9],"embedding":{ROW4},"index":0}},{{"embedding":[1] "embedding":{ROW4},"index":1}}]}}',
+    ],
+    ids=["invalid", "no_comma"],
+)
+def test_an_embedding_replaced_where_its_end_was_guessed_is_read(body):
+    """An entry's embedding given twice, the first shorter than the first row's three quarters:
+    the reader's first pass takes it to end at the second's ']' (the second key unseen), and its
+    text was read by nobody: before, these bodies, which json.loads refuses, read (found by
+    fuzz_body's comparison with the careful reading). Now a DecodeError at json.loads's byte, and
+    their valid twins read as json.loads reads them."""
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(body)
+    with pytest.raises(tensorb64.DecodeError, match="malformed JSON") as got:
+        decode_response_body(body)
+    assert got.value.pos == expected.value.pos
+    valid = body.replace("[x]", "[9]").replace("[1] ", "[1],")
+    assert same_bits(decode_response_body(valid), reference(valid))
+
+
 @pytest.mark.needs_source_tree  # the fuzz corpus
 @pytest.mark.parametrize("out_rows", [None, 3, 4])
 def test_a_malformed_body_read_twice_is_a_decode_error(out_rows):

@@ -263,7 +263,7 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize(
     ("failure", "python_type"),
-    [("bad_alloc", "MemoryError"), ("length_error", "OverflowError"), ("system_error", "RuntimeError")],
+    [("bad_alloc", "MemoryError"), ("length_error", "MemoryError"), ("system_error", "RuntimeError")],
 )
 def test_a_failure_thrown_where_the_gil_is_released_is_raised_with_the_gil(failure, python_type):
     # A body large enough that the read releases the GIL; a subprocess, since raising without
@@ -286,6 +286,34 @@ def test_a_failure_thrown_where_the_gil_is_released_is_raised_with_the_gil(failu
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [python_type, "(64,", "1024)"]
+
+
+def broadcast_row(length: int, dtype=np.uint8) -> np.ndarray:
+    """One row of ``length`` values in one element of memory (stride 0)."""
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape=(1, length), strides=(0, 0))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # sizes.cpp, checked_total: an output past this machine's memory
+        (lambda: tensorb64.encode(broadcast_row(2**62)), r"the input's bytes would take .* GiB .*more than this machine's memory"),
+        (lambda: tensorb64.json_rows(broadcast_row(2**62)), r"the float text would take .* GiB"),
+        # sizes.cpp, row_text_length: a row whose base64 length does not fit in a size_t
+        (lambda: tensorb64.encode_rows(broadcast_row(2**62)), r"a row of 4611686018427387904 values is too long to encode"),
+        # body_entry.cpp: a row's data entry whose bound does not fit in a size_t
+        (lambda: _native._entry_bound(2**62, 0, None, "repr"), r"a row's entry is too long to write"),
+        (lambda: _native._entry_bound(2**62, 0, "float32", "repr"), r"a row's entry is too long to write"),
+    ],
+    ids=["checked_total", "checked_total_text", "row_text_length", "entry_bound_float", "entry_bound_base64"],
+)
+def test_a_size_that_does_not_fit_is_a_memory_error_at_every_site(call, message):
+    """One error type for an output that cannot be made (the project's TypeError/ValueError/
+    MemoryError), at each place the binding finds one; the core's std::length_error (a size past
+    size_t) is a MemoryError too (python_api.hpp's guard, reached by the injected failure above;
+    it was OverflowError). The reader's count of broadcast rows: test_api's huge broadcast."""
+    with pytest.raises(MemoryError, match=message):
+        call()
 
 
 def test_inject_failure_refuses_unknown_kinds():

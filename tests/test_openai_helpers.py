@@ -8,8 +8,8 @@ import pytest
 
 import tensorb64
 import tensorb64.openai as tb_openai
-from tensorb64 import _native
-from tensorb64.openai import embedding_data
+from tensorb64 import _native, json_rows
+from tensorb64.openai import embedding_data, response_body
 
 torch = pytest.importorskip("torch", reason="torch (the test extra) is not installed")
 
@@ -130,13 +130,36 @@ def test_float_entries_survive_json_bit_for_bit(batch):
 
 
 def test_float_entries_of_numpy_input():
-    a = np.array([[1e-45, -0.0, 3.5, 1e300], [0.1, 2.0, -1e300, 7.0]])  # float64, two beyond float32
+    a = np.array([[1e-45, -0.0, 3.5, 1e30], [0.1, 2.0, -1e30, 7.0]])  # float64
     data = embedding_data(a, encoding_format="float")
     assert [e["embedding"] for e in data] == torch.from_numpy(a).to(torch.float32).tolist()
-    assert data[0]["embedding"][3] == float("inf") and data[1]["embedding"][2] == float("-inf")
-    # the text formats read floats back from text, which infinity lacks (as response_body)
-    with pytest.raises(ValueError, match="row 0, column 3 is NaN or infinite"):
-        embedding_data(a, encoding_format="float", float_format="shortest")
+    # Two beyond float32's range: infinite once converted, refused as NaN and infinity are (the
+    # entries are float32 values; response_body writes float64 rows as the doubles themselves).
+    a[0, 3], a[1, 2] = 1e300, -1e300
+    for float_format in ("repr", "shortest", "orjson"):
+        with pytest.raises(ValueError, match="row 0, column 3 is NaN or infinite"):
+            embedding_data(a, encoding_format="float", float_format=float_format)
+
+
+@pytest.mark.parametrize("float_format", ["repr", "shortest", "orjson"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_float_entries_refuse_nan_and_infinity_naming_the_row(batch, bad, float_format):
+    """As the docstring says and json.dumps(allow_nan=False) (Starlette's JSONResponse) and
+    response_body do: before, "repr" (the default) gave NaN and infinity as floats that the
+    server's json.dumps then refused without naming where."""
+    x = batch.clone()
+    x[4, 9] = bad
+    for threads in (1, 3):
+        with pytest.raises(ValueError, match=r"row 4, column 9 is NaN or infinite: NaN and infinity have no JSON text"):
+            embedding_data(x, encoding_format="float", float_format=float_format, threads=threads)
+    with pytest.raises(ValueError, match=r"row 4, column 9"):
+        response_body(x, model="m", encoding_format="float", float_format=float_format)
+    with pytest.raises(ValueError, match=r"row 4, column 9"):
+        json_rows(x, float_format=float_format)
+    # The cut decides (as response_body's): outside the kept dimensions it is no value of the entries.
+    assert embedding_data(x, encoding_format="float", float_format=float_format, dimensions=9) == embedding_data(
+        batch, encoding_format="float", float_format=float_format, dimensions=9)
+    assert embedding_data(x, encoding_format="base64")[4]["embedding"]  # base64 carries it
 
 
 def test_requires_grad_tensor(batch):
@@ -270,12 +293,12 @@ def test_float_entries_in_repr_mode_are_the_tolist_floats(batch):
 
 def test_float_entries_are_written_by_the_core(batch, monkeypatch):
     written = []
-    float_lists = tb_openai._native._float_lists
+    float_lists = tb_openai._native._finite_float_lists
 
     def spy(rows, **kwargs):
         written.append(kwargs)
         return float_lists(rows, **kwargs)
 
-    monkeypatch.setattr(tb_openai._native, "_float_lists", spy)
+    monkeypatch.setattr(tb_openai._native, "_finite_float_lists", spy)
     embedding_data(batch, encoding_format="float", float_format="shortest", threads=2)
     assert written == [{"float_format": "shortest", "threads": 2}]

@@ -9,7 +9,8 @@
 #      AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
 #   3. the libFuzzer targets (clang): fuzz_encode (every level equals scalar; identity encodings
 #      decode back to the input), fuzz_rows (odd strides, threads > 1 equal threads = 1) and
-#      fuzz_body (any bytes as a response body: an error or a result, threads > 1 equal one), run
+#      fuzz_body (any bytes as a response body: an error or a result, the same as the careful
+#      reading's, which guesses no row end, and the same with threads > 1), run
 #      side by side, each for about its seconds of one core;
 #   4. (--full) the Python extension built with ASan + UBSan, and a subset of the Python suite run
 #      against it with libasan preloaded (on JOBS pytest-xdist workers);
@@ -117,7 +118,7 @@ run_fuzzers() {
   local targets=(fuzz_encode fuzz_rows fuzz_body) target
   for target in "${targets[@]}"; do
     step "fuzz: build $target" "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
-         -fno-sanitize-recover=all -I"$root/cpp/include" "$here/$target.cpp" "$dir/core/libtensorb64_core.a" \
+         -fno-sanitize-recover=all -I"$root/cpp/include" -I"$root/cpp/src" "$here/$target.cpp" "$dir/core/libtensorb64_core.a" \
          -pthread -o "$dir/$target"
   done
   # The runs side by side (each libFuzzer process uses one core), each for fuzz_seconds x (the

@@ -14,6 +14,7 @@
 
 #include "check.hpp"
 #include "dispatch/implementation.hpp"
+#include "json/body_reader_careful.hpp"
 #include "json/scanner.hpp"
 #include "tensorb64/body_reader.hpp"
 #include "tensorb64/tensorb64.hpp"
@@ -44,16 +45,35 @@ struct outcome {
     std::vector<unsigned char> raw;
 };
 
-// Reads `text` from an exact-size heap copy.
+// Reads `text` from an exact-size heap copy, and again by the careful reading alone (no row end
+// guessed), which must give the same: the same error, or the same layout and bytes.
 outcome read(const std::string& text, tb::body_options options = {}) {
     unsigned char* block = static_cast<unsigned char*>(std::malloc(text.size() ? text.size() : 1));
     if (block == nullptr) std::abort();
     if (!text.empty()) std::memcpy(block, text.data(), text.size());
-    result_buffer buffer;
+    result_buffer buffer, careful_buffer;
     outcome o;
+    tb::body_layout careful_layout;
     o.error = tb::read_embeddings_body(reinterpret_cast<const char*>(block), text.size(), options,
                                        allocate, &buffer, &o.layout);
+    const tb::body_error careful = tb::detail::read_embeddings_body_carefully(
+        reinterpret_cast<const char*>(block), text.size(), options, allocate, &careful_buffer,
+        &careful_layout, nullptr);
     std::free(block);
+    const bool same_error = careful.status == o.error.status && careful.offset == o.error.offset &&
+                            careful.entry == o.error.entry &&
+                            tb::to_string(careful) == tb::to_string(o.error);
+    const std::size_t bytes = o.layout.rows * o.layout.row_length * o.layout.element_size;
+    const bool same_result =
+        o.error.status != tb::body_status::ok ||
+        (careful_layout.rows == o.layout.rows && careful_layout.row_length == o.layout.row_length &&
+         careful_layout.element_size == o.layout.element_size &&
+         std::memcmp(careful_buffer.bytes.data(), buffer.bytes.data(), bytes) == 0);
+    CHECK(same_error && same_result);
+    if (!same_error || !same_result) {
+        std::fprintf(stderr, "  not the careful reading's: %s (careful: %s)\n",
+                     tb::to_string(o.error).c_str(), tb::to_string(careful).c_str());
+    }
     if (o.error.status == tb::body_status::ok) {
         const std::size_t n = o.layout.rows * o.layout.row_length;
         o.raw.assign(buffer.bytes.begin(), buffer.bytes.begin() + n * o.layout.element_size);
@@ -544,6 +564,29 @@ void test_guessed_row_ends() {
                                    {1, 2, 3, 4, 5, 6, 7, 8}}));
         CHECK_ERROR(read(short_then_bad, options), s::malformed_json,
                     short_then_bad.find("9 9") + 2);
+    }
+    // An embedding given twice, the first shorter than that skip: its end is guessed at the
+    // second's ']', taking in the second key, which pass 1 then never sees. Pass 2, which decodes
+    // only the second, sends the body to the careful reading, which reads the first (before, the
+    // body read, the first never read by anyone: an invalid one, or a ',' missing after it, went
+    // unseen; found by fuzz_body's comparison with the careful reading).
+    const std::string row4 = "[1.5,2.5,3.5,4.5]";
+    const std::string head = "{\"data\":[{\"index\":0,\"embedding\":" + row4 + "},";
+    const std::string invalid =
+        head + "{\"embedding\":[x],\"embedding\":" + row4 + ",\"index\":1}]}";
+    // (the first entry repeats its key too, so that pass 1 knows the list has repeated keys)
+    const std::string no_comma = "{\"data\":[{\"embedding\":[9],\"embedding\":" + row4 +
+                                 ",\"index\":0},{\"embedding\":[1] \"embedding\":" + row4 +
+                                 ",\"index\":1}]}";
+    const std::string valid = head + "{\"embedding\":[9],\"embedding\":" + row4 + ",\"index\":1}]}";
+    for (unsigned threads : {1u, 2u}) {
+        tb::body_options options;
+        options.threads = threads;
+        CHECK_ERROR(read(invalid, options), s::malformed_json, invalid.find("[x]") + 1);
+        CHECK_ERROR(read(no_comma, options), s::malformed_json, no_comma.find("[1] ") + 4);
+        const outcome o = read(valid, options);
+        CHECK(o.error.status == s::ok &&
+              same_bits(o.values, {{1.5f, 2.5f, 3.5f, 4.5f}, {1.5f, 2.5f, 3.5f, 4.5f}}));
     }
 }
 

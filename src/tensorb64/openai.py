@@ -62,8 +62,12 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
       float whose repr is the shortest text that reads back to the same float32 (``0.1``), so
       that ``json.dumps`` of the entries writes exactly ``response_body(...,
       float_format="shortest")``'s text. Non-finite values (NaN, inf) cannot be written as
-      standard JSON: a ValueError naming the row and the column (a server that may produce
-      them should use base64).
+      standard JSON: a ValueError naming the row and the column, in every ``float_format``, as
+      Starlette's ``JSONResponse`` (``json.dumps(allow_nan=False)``) and ``response_body`` refuse
+      them (a server that may produce them should use base64). The check is on the float32
+      values: a float64 value beyond float32's range, infinite once converted, is refused too,
+      where ``response_body`` and ``json_rows``, which write float64 rows as the doubles
+      themselves, write it.
 
     embeddings: a ``[batch, dim]`` torch.Tensor (any device and float dtype), numpy array, or
         nested list of numbers; a 1-D input is one row. A batch of 0 rows gives ``[]``.
@@ -81,7 +85,7 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     layout: the server whose order each entry's keys are in, as ``response_body`` takes it.
 
     Raises ValueError for an unknown ``encoding_format``, ``float_format`` or ``layout``, a ``dimensions`` outside 1..dim (or
-    not an int), a negative or non-int ``start_index``, or an input that is not 1-D or 2-D;
+    not an int), a negative or non-int ``start_index``, an input that is not 1-D or 2-D, or (float) a NaN or infinity;
     TypeError for an input that is not an array of real numbers.
     """
     _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
@@ -93,8 +97,9 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     rows = cut_rows(batch_rows(embeddings), dimensions)
     values: list[Any]
     if encoding_format == "float":
-        # floats read back from the core's text (in "repr" mode the float32 values themselves)
-        values = _native._float_lists(rows, float_format=float_format, threads=threads)
+        # floats read back from the core's text (in "repr" mode the float32 values themselves),
+        # NaN and infinity refused in every mode (json.dumps(allow_nan=False) refuses them)
+        values = _native._finite_float_lists(rows, float_format=float_format, threads=threads)
     else:
         write = _cuda.encode_rows if _cuda.route(rows) != "host" else encode_rows
         values = write(rows, dtype=dtype, byteorder=byteorder, threads=threads)
@@ -155,12 +160,16 @@ def response_body(
         value in its place, as ``{**extra}`` does; "data" is refused). Both are serialised by the
         standard library's json.
     threads: split the rows across this many threads inside the one call (default 1).
-    layout: the server whose body this is, from the core's table of layouts: ``"openai"`` (the
-        default: the envelope ``object, data, model, usage``, each entry ``object, index,
-        embedding``, as above and as OpenAI's API writes them) or ``"vllm"`` (vLLM's envelope
-        ``id, object, created, model, data, usage``, its fields "id" and "created" given in
-        ``extra`` and left out where not given, each entry ``index, object, embedding``: a body
-        byte-identical to the one vLLM itself sends). The same JSON object either way.
+    layout: the server whose body this is, one of the core's table of layouts (its key orders
+        are that table's, ``cpp/src/json/body_writer.cpp``): ``"openai"`` (the default: the
+        envelope ``object, data, model, usage``, each entry ``object, index, embedding``, as above
+        and as OpenAI's API writes them), ``"vllm"`` (vLLM's envelope ``id, object, created,
+        model, data, usage``, each entry ``index, object, embedding``: a body byte-identical to
+        the one vLLM itself sends), ``"sglang"`` (SGLang's: ``data, model, object, usage``; each
+        entry ``embedding, index, object``) or ``"infinity"`` (Infinity's: ``object, data, model,
+        usage, id, created``; each entry ``object, embedding, index``). A field the layout names
+        that is not given ("id" and "created" come only in ``extra``) is left out. The same JSON
+        object in every layout.
 
     Raises, before anything is built: ValueError for an unknown encoding_format, float_format,
     dtype, byteorder or layout, a bad ``dimensions``, ``extra`` setting "data", or a ``model``/``usage``/

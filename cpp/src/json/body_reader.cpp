@@ -26,9 +26,14 @@
 // scaled: rows of one body are about equally long): it searches for that ']' only from there on,
 // and pass 2 checks that each row it reads is at least that long, which makes the ']' found its
 // first one.
+// An embedding replaced by a later "embedding" key of its entry is decoded by nobody: where pass 1
+// guessed its end, pass 2 checks it ends there (a float list shorter than the skip had its end
+// guessed at a later ']', taking in the key that replaces it, which pass 1 then never saw).
 // When anything fails after a guess, the body is read again from the start with every string
 // scanned, which gives the error (or, for a body whose guessed string only looked like a row, the
-// result) that no guessing would have.
+// result) that no guessing would have: read_embeddings_body_carefully
+// (json/body_reader_careful.hpp) is that reading alone, which the tests and the fuzzer compare
+// every reading with.
 #include "tensorb64/body_reader.hpp"
 
 #include <algorithm>
@@ -40,6 +45,7 @@
 #include <vector>
 
 #include "common/thread_pool.hpp"
+#include "json/body_reader_careful.hpp"
 #include "json/number_parser.hpp"
 #include "json/scanner.hpp"
 
@@ -103,6 +109,7 @@ struct data_scan {
     std::size_t max_index_entry = 0;  // the position of the entry holding it
     bool repeated_keys = false;       // some entry repeats "embedding" or "index"
     std::size_t row_skip = 0;         // float rows: the bytes of each pass 1 did not look at
+    bool guessed = false;             // pass 1 guessed the end of some row in it
     body_error fault;                 // the first semantic fault (status ok if none)
     checkpoints starts;
 };
@@ -224,11 +231,16 @@ private:
         return p;
     }
 
+    void note_guess() noexcept {
+        guessed_ = true;
+        ++guesses_;
+    }
+
     // The string at `p` (an embedding's opening quote), its end guessed where it can be.
     const char* row_text(const char* p, string_span* s, failure* f) noexcept {
         if (text_length_ != 0 && static_cast<std::size_t>(end_ - p) > text_length_ + 1 &&
             p[text_length_ + 1] == '"') {
-            guessed_ = true;
+            note_guess();
             s->begin = p + 1;
             s->end = p + 1 + text_length_;
             s->escaped = false;
@@ -243,7 +255,7 @@ private:
         if (row_length_ != 0 && static_cast<std::size_t>(end_ - p) > row_skip_) {
             const char* from = p + row_skip_;
             if (const void* close = std::memchr(from, ']', static_cast<std::size_t>(end_ - from))) {
-                guessed_ = true;
+                note_guess();
                 json::list_glance g;
                 g.close = static_cast<const char*>(close);
                 g.commas = row_length_ - 1;
@@ -260,6 +272,7 @@ private:
     body_error error_;
     bool guess_rows_;
     bool guessed_ = false;
+    std::size_t guesses_ = 0;      // (scan_data notes whether its list had any)
     std::size_t text_length_ = 0;  // of the current list's rows, when guessing (0: not known)
     std::size_t row_length_ = 0;   // of its float rows, when guessing (0: not known)
     std::size_t row_skip_ = 0;     // bytes of a float row not looked at, when guessing
@@ -384,7 +397,7 @@ void structure_pass::judge(data_scan* d, const entry_scan& e, const char* entry)
             // Pass 2 holds every later row to that length, whether or not its end was guessed
             // here (a row too near the body's end is glanced at in full): one shorter is sent to
             // the careful reading, as a wrong guess is.
-            guessed_ = guessed_ || row_skip_ != 0;
+            if (row_skip_ != 0) note_guess();
         }
     } else if (encoding != d->encoding) {
         return fault(body_status::mixed_formats, e.embedding,
@@ -413,6 +426,7 @@ const char* structure_pass::scan_data(const char* p, data_scan* d) {
     row_skip_ = 0;
     p = skip_space(p + 1, end_);
     if (p < end_ && *p == ']') return d->end = p + 1;
+    const std::size_t guesses = guesses_;
     for (;;) {
         const char* entry = p;
         if (p < end_ && *p == '{') {
@@ -437,7 +451,10 @@ const char* structure_pass::scan_data(const char* p, data_scan* d) {
         ++d->rows;
         bool closed;
         if ((p = next_item(p, ']', "',' or ']'", &closed)) == nullptr) return nullptr;
-        if (closed) return d->end = p;
+        if (closed) {
+            d->guessed = guesses_ != guesses;
+            return d->end = p;
+        }
     }
 }
 
@@ -536,6 +553,7 @@ public:
           options_(options),
           layout_(layout),
           repeated_keys_(data.repeated_keys),
+          guessed_(data.guessed),
           row_skip_(data.row_skip),
           out_(out),
           row_bytes_(layout.row_length * layout.element_size),
@@ -559,6 +577,7 @@ private:
     bool decode_entries(const char* p, std::size_t count, body_error* error,
                         std::size_t* reached) const noexcept;
     const char* decode_row(const char* p, std::size_t index, body_error* error) const noexcept;
+    bool end_as_guessed(const char* p) const noexcept;
     const char* fail(body_error* error, body_status status, const char* at,
                      const char* expected) const noexcept {
         *error = make_error(status, body_, at, expected);
@@ -570,6 +589,7 @@ private:
     body_options options_;
     body_layout layout_;
     bool repeated_keys_;
+    bool guessed_;  // pass 1 guessed a row's end in this list
     std::size_t row_skip_;
     unsigned char* out_;
     std::size_t row_bytes_;
@@ -639,6 +659,29 @@ const char* decode_pass::decode_row(const char* p, std::size_t index,
     return nullptr;
 }
 
+// Whether the value at `p` ends where pass 1 took it to end, had pass 1 guessed its end (with the
+// same test pass 1 makes: row_list's and row_text's).
+bool decode_pass::end_as_guessed(const char* p) const noexcept {
+    const char* const past = json::skip_valid_value(p, end_);
+    if (*p == '[') {
+        if (layout_.row_length == 0 || row_skip_ == 0 ||
+            static_cast<std::size_t>(end_ - (p + 1)) <= row_skip_) {
+            return true;
+        }
+        const char* from = p + 1 + row_skip_;
+        const void* close = std::memchr(from, ']', static_cast<std::size_t>(end_ - from));
+        return close == nullptr || close == past - 1;
+    }
+    if (*p == '"') {
+        if (text_length_ == 0 || static_cast<std::size_t>(end_ - p) <= text_length_ + 1 ||
+            p[text_length_ + 1] != '"') {
+            return true;
+        }
+        return past == p + text_length_ + 2;
+    }
+    return true;
+}
+
 bool decode_pass::decode_entries(const char* p, std::size_t count, body_error* error,
                                  std::size_t* reached) const noexcept {
     const char* const internal = "a data entry (the body changed while it was read?)";
@@ -670,6 +713,14 @@ bool decode_pass::decode_entries(const char* p, std::size_t count, body_error* e
             p = skip_space(p + 1, end_);  // the ':'
             if (p >= end_) break;
             if (json::string_equals(key, "embedding", 9)) {
+                // The embedding this key replaces, not decoded: pass 1 may have guessed its end
+                // past this key (taking in text it then never read, which nobody would read).
+                if (guessed_ && embedding != nullptr && embedding_end == nullptr &&
+                    !end_as_guessed(embedding)) {
+                    return fail(error, body_status::malformed_json, embedding,
+                                "a replaced embedding that ends where its end was guessed") !=
+                           nullptr;
+                }
                 embedding = p;
                 if (index != no_index && !repeated_keys_) {
                     if ((p = decode_row(p, index, error)) == nullptr) return false;
@@ -811,39 +862,39 @@ bool same_shape(const body_layout& a, const body_layout& b) noexcept {
            a.element_size == b.element_size;
 }
 
-}  // namespace
-
-body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
-                                body_allocator allocate, void* context, body_layout* layout) {
-    return read_embeddings_body(body, size, options, allocate, context, layout, nullptr);
-}
-
-body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
-                                body_allocator allocate, void* context, body_layout* layout,
-                                std::vector<byte_span>* embeddings) {
+// The reading, with row ends guessed (read_embeddings_body) or not (the careful reading alone:
+// read_embeddings_body_carefully). The careful reading is also what a guessed one falls back to.
+body_error read_body(const char* body, std::size_t size, const body_options& options,
+                     body_allocator allocate, void* context, body_layout* layout,
+                     std::vector<byte_span>* embeddings, bool guess) {
     if (embeddings != nullptr) embeddings->clear();
     *layout = body_layout();
     data_scan data;
-    structure_pass guessing(body, size, options, true);
-    body_error error = guessing.run(layout, &data);
+    body_error error;
     void* out = nullptr;
-    if (error.status == body_status::ok) {
-        out = allocate(context, *layout);
-        if (out == nullptr) {
-            error.status = body_status::no_output;
+    body_layout guessed_layout;
+    if (guess) {
+        structure_pass guessing(body, size, options, true);
+        error = guessing.run(layout, &data);
+        if (error.status == body_status::ok) {
+            out = allocate(context, *layout);
+            if (out == nullptr) {
+                error.status = body_status::no_output;
+                return error;
+            }
+            if (layout->rows == 0) return error;
+            error = decode_rows(body, size, options, *layout, data, out, embeddings);
+        }
+        if (error.status == body_status::ok || error.status == body_status::no_output ||
+            !guessing.guessed()) {
             return error;
         }
-        if (layout->rows == 0) return error;
-        error = decode_rows(body, size, options, *layout, data, out, embeddings);
+        // Something failed after a row's end was guessed: read the body again, every string
+        // scanned.
+        guessed_layout = *layout;
+        *layout = body_layout();
+        data = data_scan();
     }
-    if (error.status == body_status::ok || error.status == body_status::no_output ||
-        !guessing.guessed()) {
-        return error;
-    }
-    // Something failed after a row's end was guessed: read the body again, every string scanned.
-    const body_layout guessed_layout = *layout;
-    *layout = body_layout();
-    data = data_scan();
     error = structure_pass(body, size, options, false).run(layout, &data);
     if (error.status != body_status::ok) return error;
     if (out == nullptr || !same_shape(*layout, guessed_layout)) {
@@ -857,4 +908,27 @@ body_error read_embeddings_body(const char* body, std::size_t size, const body_o
     return decode_rows(body, size, options, *layout, data, out, embeddings);
 }
 
+}  // namespace
+
+body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
+                                body_allocator allocate, void* context, body_layout* layout) {
+    return read_body(body, size, options, allocate, context, layout, nullptr, true);
+}
+
+body_error read_embeddings_body(const char* body, std::size_t size, const body_options& options,
+                                body_allocator allocate, void* context, body_layout* layout,
+                                std::vector<byte_span>* embeddings) {
+    return read_body(body, size, options, allocate, context, layout, embeddings, true);
+}
+
+namespace detail {
+
+body_error read_embeddings_body_carefully(const char* body, std::size_t size,
+                                          const body_options& options, body_allocator allocate,
+                                          void* context, body_layout* layout,
+                                          std::vector<byte_span>* embeddings) {
+    return read_body(body, size, options, allocate, context, layout, embeddings, false);
+}
+
+}  // namespace detail
 }  // namespace tensorb64

@@ -1,5 +1,5 @@
 """The client section (`--section client`): a whole /v1/embeddings response body back to one
-float32 array, the way clients read it today (issue 19).
+float32 array, the way clients read it today.
 
 Bodies written by tensorb64.openai.response_body for X float32 N(0, 0.05), B x D in 64x3072 and
 1024x1024: base64, and float text in both layouts (shortest: orjson's and vLLM's digits; repr:
@@ -28,7 +28,7 @@ decode_response_body also runs with the package's page preparation off. The firs
 process: decode_response_body of the 1024x3072 base64 body (16.8 MB) into a new array against its
 later calls, each in a fresh process, prepared and unprepared.
 
-The patched clients (tensorb64.openai.patch(), issue 27): each library's own call with the patch
+The patched clients (tensorb64.openai.patch()): each library's own call with the patch
 off, on, and at its floor (the patch with its body reading taken away: what any patch must still
 pay, the Python floats and the client's own models), interleaved in the same rounds (each call sets
 the patch first), the mock answering each request in the format it asks for (base64 for openai's
@@ -165,7 +165,7 @@ def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> dict:
     return paths
 
 
-PATCH_TARGETS = {  # issue 27's targets at 64x3072: patch off / patch on
+PATCH_TARGETS = {  # the patch's targets at 64x3072: patch off / patch on, at least
     "openai create() default": 2, 'openai create(encoding_format="float")': 20,
     # LiteLLM's: >= 3 through the openai client's patch alone, >= 20 with its post_call line not
     # built where the logger drops it, which patch() does too (_litellm_patch).
@@ -496,8 +496,8 @@ def _us(case, name):
 
 
 def target_lines(cases) -> list:
-    """Issue 19's targets and, for the 64x3072 float bodies, issue 26's (which raised 19's 8 to 15), as
-    measured (none for a case whose decode_response_body failed its check)."""
+    """The reader's targets, each ratio with its own (the 64x3072 float bodies: at least 15x orjson +
+    numpy.array), as measured (none for a case whose decode_response_body failed its check)."""
     lines = []
     for c in cases:
         ours = _us(c, DECODER)
@@ -531,7 +531,7 @@ def _notes(report: dict) -> list:
     notes += sorted({r["skipped"] for c in cases for r in c["results"] if "skipped" in r})
     targets = target_lines(cases)
     if targets:
-        notes += ["targets (issues 19 and 26, one thread):", *targets]
+        notes += ["targets (one thread):", *targets]
     first_calls = report.get("client_first_calls", [])
     if first_calls:
         notes += first_call_lines(first_calls, report.get("client_page_floor"))
@@ -543,7 +543,7 @@ def _patch_notes(report: dict) -> list:
     notes = list(report.get("client_patch_skipped", []))
     targets = patch_target_lines(report.get("client_patch_cases", []))
     if targets:
-        notes += ["targets (issue 27, one thread):", *targets]
+        notes += ["targets of the patched clients (one thread):", *targets]
     return notes
 
 

@@ -1,4 +1,5 @@
-"""The cuda section (`--section cuda`, or `--device cuda`): CUDA tensors to base64 rows, issue 14's table.
+"""The cuda section (`--section cuda`, or `--device cuda`): CUDA tensors to base64 rows, against the pybase64
+and numpy paths and the plain copy.
 
 Side by side in one process, interleaved medians (the same `measure` as the CPU bench), each
 call complete (its result on the host, the GPU work it waited for included):
@@ -38,7 +39,7 @@ from .timing import measure
 NAME = "cuda"
 REQUIRES = ("torch",)  # pybase64 is optional here: without it its path and the ratios are left out
 
-CASES = (  # (input dtype, B, D, output dtype); issue 14's table
+CASES = (  # (input dtype, B, D, output dtype)
     ("float32", 1, 384, "float32"),
     ("float32", 64, 3072, "float32"),
     ("float32", 1024, 3072, "float32"),
@@ -47,7 +48,7 @@ CASES = (  # (input dtype, B, D, output dtype); issue 14's table
     ("float32", 64, 3072, "float16"),
     ("float32", 1024, 3072, "float16"),
 )
-# Issue 14's targets: encode_rows's speed-up over the pybase64 path (GPU narrowing's over no
+# The targets: encode_rows's speed-up over the pybase64 path (GPU narrowing's over no
 # narrowing for the float16 output).
 TARGETS = {("float32", 64, 3072, "float32"): 3.0, ("bfloat16", 64, 3072, "float32"): 4.0,
            ("float32", 1024, 3072, "float32"): 3.5, ("float32", 1, 384, "float32"): 1.2}

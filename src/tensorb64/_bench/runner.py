@@ -51,8 +51,8 @@ def parse_args(argv):
                         "the body section's bars go to PATH itself with --section body, else beside it as *_body.png")
     parser.add_argument("--table", metavar="PATH", help="write the table as Markdown")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="cuda: the same as --section cuda (issue 14's table: CUDA tensors against the pybase64 and numpy "
-                        "paths and the plain copy)")
+                        help="cuda: the same as --section cuda (CUDA tensors against the pybase64 and numpy paths and the "
+                        "plain copy)")
     return parser.parse_args(argv)
 
 
