@@ -183,9 +183,16 @@ def test_ray_batches_refused():
 
 # -- Daft ------------------------------------------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def daft_native():
+    """Daft's native runner, named: Daft picks its Ray runner by itself where Ray is initialised
+    (the Ray tests' cluster), and the runner is chosen once a process (Daft on Ray: below)."""
+    daft.set_runner_native()
+
+
 @pytest.mark.parametrize("layout,encoding_format,float_format", SHAPES[:3])
 @pytest.mark.parametrize("dimensions", [None, 24])
-def test_daft_embed_text(layout, encoding_format, float_format, dimensions):
+def test_daft_embed_text(daft_native, layout, encoding_format, float_format, dimensions):
     with LocalServer(Written(TABLE, layout=layout, float_format=float_format)) as server:
         df = daft.from_pydict({"id": ORDER.tolist(), "text": TEXTS})
         df = df.with_column("embedding", tensorb64.daft.embed_text(
@@ -199,7 +206,7 @@ def test_daft_embed_text(layout, encoding_format, float_format, dimensions):
     assert same_bits(column_values(table.column("embedding")), want)
 
 
-def test_daft_retries_and_failures():
+def test_daft_retries_and_failures(daft_native):
     answer = Failing(Written(TABLE), failures=3, status=429)
     with LocalServer(answer) as server:
         df = daft.from_pydict({"text": TEXTS[:100]}).with_column("embedding", tensorb64.daft.embed_text(
@@ -215,11 +222,48 @@ def test_daft_retries_and_failures():
             df.collect()
 
 
-def test_daft_empty_input():
+def test_daft_empty_input(daft_native):
     with LocalServer(Written(TABLE)) as server:
         df = daft.from_pydict({"text": pa.array([], pa.string())}).with_column("embedding", tensorb64.daft.embed_text(
             daft.col("text"), base_url=server.base_url, model="m", dimensions=8))
         assert len(df.to_arrow()) == 0 and server.requests == 0
+
+
+DAFT_ON_RAY = """
+import sys, daft, numpy as np, ray, tensorb64.daft
+from tensorb64._bench.embeddings_server import LocalServer, Written
+from tests.support.ingest_server import vectors, same_bits
+table = vectors(1000, 64)
+ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, log_to_driver=False)
+daft.set_runner_ray()
+try:
+    with LocalServer(Written(table)) as server:
+        order = np.random.default_rng(1).permutation(1000)[:300]
+        df = daft.from_pydict({"id": order.tolist(), "text": [f"row {i}" for i in order]}).into_partitions(3)
+        df = df.with_column("embedding", tensorb64.daft.embed_text(daft.col("text"), base_url=server.base_url,
+                                                                     model="m", encoding_format=sys.argv[1]))
+        out = df.to_arrow().sort_by("id")
+    got = out.column("embedding").combine_chunks().storage.flatten().to_numpy().reshape(-1, 64)
+    assert out.column("id").to_pylist() == sorted(order.tolist())
+    assert same_bits(got, table[np.sort(order)]), "vectors differ"
+    print("daft on ray:", len(out), "rows")
+finally:
+    ray.shutdown()
+"""
+
+
+@pytest.mark.parametrize("encoding_format", ["base64", "float"])
+def test_daft_on_ray(encoding_format, tmp_path):
+    """Daft's Ray runner (in a process of its own: the runner is chosen once a process). Daft on
+    Ray does not keep the rows' order across partitions: the rows are compared by their id."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "DAFT_PROGRESS_BAR": "0"}
+    done = subprocess.run([sys.executable, "-c", DAFT_ON_RAY, encoding_format], cwd=os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0 and "daft on ray: 300 rows" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def test_daft_refuses():
