@@ -23,10 +23,12 @@ On Daft's native runner (in this process), df.with_column(..., embed_text(col("t
   daft embed_text      daft.functions.embed_text(provider=OpenAIProvider(base_url=...)): always
                        float bodies (its own encoding_format), a float64 array per row
   tensorb64.daft       tensorb64.daft.embed_text, batch_size 64
-Ray's rows/s and CPU are the steady state, from a run's first batch out to its last (the actors'
-start, imports and clients made, left out); client CPU there is Ray's worker processes' (ray::*,
-sampled from /proc every 50 ms; the driver's share, the same for every route, left out). Daft's
-are the whole run, and this process's CPU (the server runs in its own).
+Ray's rows/s are the steady state, from a run's first batch out to its last (the actors' start,
+imports and clients made, left out); its CPU is the whole run's in Ray's worker processes (ray::*
+descended from this one, sampled from /proc every 50 ms; the driver's share, the same for every
+route, left out), their start included, and beside it that less the identity route's: what the
+route adds to Ray Data's own cost. Daft's are the whole run, and this process's CPU (the server
+runs in its own).
 """
 
 from __future__ import annotations
@@ -126,9 +128,9 @@ def _ray_worker_cpu() -> dict[int, float]:
 
 
 class RayWorkerCPU:
-    """The CPU the ray::* processes spend from ``mark()`` to the context's end: each process's
-    last reading (sampled every 50 ms, so a process that exits loses at most its last 50 ms)
-    less its reading at the mark."""
+    """The CPU the ray::* processes spend in the context, their start included (an actor may
+    start after the first batch is out): each process's last reading (sampled every 50 ms, so a
+    process that exits loses at most its last 50 ms) less its reading on entry."""
 
     def __enter__(self):
         self.first = _ray_worker_cpu()
@@ -137,9 +139,6 @@ class RayWorkerCPU:
         self.thread = threading.Thread(target=self._sample, daemon=True)
         self.thread.start()
         return self
-
-    def mark(self):
-        self.first = _ray_worker_cpu()
 
     def _sample(self):
         while not self.done.wait(0.05):
@@ -199,7 +198,7 @@ def _check(ids: np.ndarray, vectors: np.ndarray, expected: np.ndarray) -> bool:
     return vectors.shape == want.shape and np.array_equal(vectors.view(np.uint32), want.view(np.uint32))
 
 
-def _consume(pa, ds, expected, cpu: RayWorkerCPU) -> tuple[float, int, bool, int]:
+def _consume(pa, ds, expected) -> tuple[float, int, bool, int]:
     """Runs the dataset, each batch's vectors checked against the table (``expected`` None: not
     checked): (seconds, rows, all equal, all rows) from the first batch out to the last, so that
     the actors' start (imports, a client made) is not what is timed: the steady state."""
@@ -218,14 +217,14 @@ def _consume(pa, ds, expected, cpu: RayWorkerCPU) -> tuple[float, int, bool, int
         total += len(ids)
         if started is None:  # the first batch out: the clock starts
             started = time.perf_counter()
-            cpu.mark()
         else:
             rows += len(ids)
     return time.perf_counter() - (started or 0.0), rows, ok, total
 
 
 def ray_route(ray, pa, name: str, base_url: str, encoding_format: str, rows: int, expected):
-    """One run of a Ray route: (steady-state s, worker CPU s, rows in that time, all checked)."""
+    """One run of a Ray route: (steady-state s, rows in that time, worker CPU s of the whole run,
+    all checked)."""
     import tensorb64.ray
 
     ds = ray.data.from_items(_texts(rows), override_num_blocks=8).materialize()
@@ -245,8 +244,8 @@ def ray_route(ray, pa, name: str, base_url: str, encoding_format: str, rows: int
     else:
         raise ValueError(name)
     with RayWorkerCPU() as cpu:
-        wall, counted, ok, total = _consume(pa, out, None if name == "ray identity" else expected, cpu)
-    return wall, cpu.seconds, counted, ok and total == rows
+        wall, counted, ok, total = _consume(pa, out, None if name == "ray identity" else expected)
+    return wall, counted, cpu.seconds, ok and total == rows
 
 
 def _http_stage(ray, base_url: str, encoding_format: str, rows: int):
@@ -286,8 +285,8 @@ def _http_stage(ray, base_url: str, encoding_format: str, rows: int):
 
 
 def daft_route(daft, pa, name: str, base_url: str, encoding_format: str, rows: int, expected):
-    """One run of a Daft route on the native runner, in this process: (s, this process's CPU s,
-    rows, all checked); the whole run (Daft's workers start within it)."""
+    """One run of a Daft route on the native runner, in this process: (s, rows, this process's
+    CPU s, all checked); the whole run (Daft's workers start within it)."""
     import tensorb64.daft
 
     df = daft.from_pydict({"id": list(range(rows)), "text": [str(i) for i in range(rows)]})
@@ -311,7 +310,7 @@ def daft_route(daft, pa, name: str, base_url: str, encoding_format: str, rows: i
         column = column.storage
     vectors = column.flatten().to_numpy().reshape(len(column), -1).astype(np.float32)
     ok = _check(table.column("id").to_numpy(), vectors, expected) and len(table) == rows
-    return wall, cpu, len(table), ok
+    return wall, len(table), cpu, ok
 
 
 # --------------------------------------------------------------------------- the run
@@ -370,8 +369,8 @@ def run(mods, cfg, log) -> dict:
                             errors.append(f"ingest: D={width} {encoding_format} {name}: vectors differ from the table")
                             continue
                         cases.append({"width": width, "encoding_format": encoding_format, "route": name, "rows": rows,
-                                      "rows_per_s": statistics.median(n / wall for wall, _, n, _ in results),
-                                      "cpu_s_per_1000": statistics.median(1000 * cpu / n for _, cpu, n, _ in results),
+                                      "rows_per_s": statistics.median(n / wall for wall, n, _, _ in results),
+                                      "cpu_s_per_1000": statistics.median(1000 * cpu / rows for _, _, cpu, _ in results),
                                       "engine": "daft" if name in DAFT_ROUTES else "ray"})
                     cases.append({"width": width, "encoding_format": encoding_format, "route": "server",
                                   "server_us_per_request": 1e6 * handler_cpu_s / max(requests, 1), "requests": requests})
@@ -403,9 +402,11 @@ def rows_of(report: dict) -> list:
         if c["route"] == "server":
             continue
         ref = _find(cases, c["width"], c["encoding_format"], "EmbeddingClient" if c["engine"] == "ray" else "tensorb64.daft")
-        ratio = ref["rows_per_s"] / c["rows_per_s"] if ref else float("nan")
+        ratio = ref["rows_per_s"] / c["rows_per_s"] if ref and c["rows_per_s"] else float("nan")
+        identity = _find(cases, c["width"], c["encoding_format"], "ray identity") if c["engine"] == "ray" else None
+        over = f"{c['cpu_s_per_1000'] - identity['cpu_s_per_1000']:+.3f}" if identity and c is not identity else ""
         out.append([f"{c['width']}", c["encoding_format"], c["route"], f"{c['rows_per_s']:,.0f}",
-                    f"{c['cpu_s_per_1000']:.3f}", f"{ratio:.2f}x"])
+                    f"{c['cpu_s_per_1000']:.3f}", over, f"{ratio:.2f}x"])
     return out
 
 
@@ -414,7 +415,7 @@ def target_lines(report: dict) -> list:
 
     def ratio(fmt, ours, theirs, width=3072):
         a, b = _find(cases, width, fmt, ours), _find(cases, width, fmt, theirs)
-        return a["rows_per_s"] / b["rows_per_s"] if a and b else None
+        return a["rows_per_s"] / b["rows_per_s"] if a and b and b["rows_per_s"] else None
 
     for fmt, theirs, ours, goal in (("base64", "openai client", "EmbeddingClient", 1.5),
                                     ("float", "openai client", "EmbeddingClient", 10),
@@ -433,16 +434,16 @@ def target_lines(report: dict) -> list:
     return lines
 
 
-COLUMNS = ["D", "body", "route", "rows/s", "client CPU-s / 1,000 rows", "ours ×"]
+COLUMNS = ["D", "body", "route", "rows/s", "client CPU-s / 1,000 rows", "over identity", "ours ×"]
 
 
 def text(report: dict) -> list:
     r = report["ingest"]
     return [f"\ningest: {r['rows']:,} texts a run, batches of {BATCH}, median of {r['rounds']} interleaved rounds "
             "(ours ×: EmbeddingClient's rows/s, or tensorb64.daft's for the Daft rows, over the route's)",
-            text_table(COLUMNS, rows_of(report), right=[0, 3, 4, 5], group=100), *target_lines(report)]
+            text_table(COLUMNS, rows_of(report), right=[0, 3, 4, 5, 6], group=100), *target_lines(report)]
 
 
 def markdown(report: dict) -> str:
-    return ("\n### Ingestion (`--section ingest`)\n\n" + markdown_table(COLUMNS, rows_of(report), right=[0, 3, 4, 5])
+    return ("\n### Ingestion (`--section ingest`)\n\n" + markdown_table(COLUMNS, rows_of(report), right=[0, 3, 4, 5, 6])
             + "\n" + "\n".join(f"* {line}" for line in target_lines(report)) + "\n")
