@@ -179,3 +179,29 @@ def test_client_bench_measures_the_decoder_and_embed_and_states_the_targets():
         for what in (["decode_response_body / pybase64 floor", "openai parse / decode_response_body", "openai create / embed"]
                      if kind == "base64" else ["orjson + numpy.array / decode_response_body"]):
             assert what in targets
+
+
+def test_ingest_bench_states_the_targets_from_its_figures():
+    # The ingest section's ratios and target lines from a report's figures (the runs themselves
+    # need Ray and Daft: tests/test_ingest.py runs the adapters, the section runs in the bench).
+    from tensorb64._bench import ingest
+
+    def case(route, rows_per_s, engine="ray", fmt="float"):
+        return {"width": 3072, "encoding_format": fmt, "route": route, "rows": 100, "rows_per_s": rows_per_s,
+                "cpu_s_per_1000": 1000 / rows_per_s, "engine": engine}
+
+    cases = [case("ray identity", 9000), case("ray http stage", 500), case("openai client", 200),
+             case("EmbeddingClient", 3000), case("openai client", 1000, fmt="base64"),
+             case("EmbeddingClient", 1200, fmt="base64"), case("daft embed_text", 100, "daft"),
+             case("tensorb64.daft", 2000, "daft"),
+             {"width": 3072, "encoding_format": "float", "route": "server", "server_us_per_request": 90.0, "requests": 7}]
+    report = {"ingest": {"cases": cases, "rows": 100, "rounds": 1, "errors": []}}
+    lines = "\n".join(ingest.target_lines(report))
+    assert "EmbeddingClient / openai client = 1.20x (goal >= 1.5x: MISSED)" in lines  # base64
+    assert "EmbeddingClient / openai client = 15.00x (goal >= 10x: met)" in lines  # float
+    assert "EmbeddingClient / ray http stage = 6.00x (goal >= 10x: MISSED)" in lines
+    assert "tensorb64.daft / daft embed_text = 20.00x (goal >= 10x: met)" in lines
+    assert "Ray Data's identity map_batches: 9,000 rows/s" in lines and "90 µs CPU a request" in lines
+    rows = {(r[1], r[2]): r for r in ingest.rows_of(report)}
+    assert rows[("float", "ray http stage")][-1] == "6.00x" and rows[("float", "EmbeddingClient")][-1] == "1.00x"
+    assert rows[("float", "openai client")][-2] == f"{1000 / 200 - 1000 / 9000:+.3f}"  # its CPU over Ray's own

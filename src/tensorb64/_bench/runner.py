@@ -22,7 +22,8 @@ import time
 from .report import header_lines, load_average, load_text, machine_info, require
 
 # --section NAME -> module; "all" runs those that need no GPU, in this order.
-SECTIONS = {"base64": "base64_rows", "body": "body", "client": "client", "cuda": "cuda"}
+# ingest (Ray, Daft, a local server: minutes, engines of their own) and cuda run only when named.
+SECTIONS = {"base64": "base64_rows", "body": "body", "client": "client", "cuda": "cuda", "ingest": "ingest"}
 ALL = ("base64", "body", "client")
 ALIASES = {"rows": "base64"}  # the base64 section's name before the client and cuda sections joined
 
@@ -44,7 +45,11 @@ def parse_args(argv):
     parser.add_argument("--section", choices=("all", *SECTIONS, *ALIASES), default="all",
                         help="base64 (alias rows): the per-row base64 tables; body: the whole response body (base64 and float); "
                         "client: a response body back to an array (the openai client, orjson, pybase64); cuda: CUDA tensors; "
+                        "ingest: a corpus embedded through a local server by Ray Data and Daft pipelines (needs ray, daft, pyarrow); "
                         f"all: {', '.join(ALL)}")
+    parser.add_argument("--rows", type=int, metavar="N", help="ingest: texts a run (default 20000; fewer to fit a slow machine)")
+    parser.add_argument("--rounds", type=int, metavar="N", help="ingest: interleaved rounds of each route (default 3)")
+    parser.add_argument("--widths", metavar="D,D", help="ingest: embedding sizes (default 1024,3072)")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny run for the CLI test
     parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
     parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib); "
@@ -99,6 +104,10 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.torch_threads)
     mode = "smoke" if args.smoke else "full" if args.full else "quick"
     cfg = {"mode": mode, **CONFIGS[mode]}
+    for key, value in (("ingest_rows", args.rows), ("ingest_rounds", args.rounds),
+                       ("ingest_widths", args.widths and tuple(int(w) for w in args.widths.split(",")))):
+        if value:
+            cfg[key] = value
     machine = machine_info(torch, mods["pybase64"])
     for line in header_lines(machine):
         print(line)

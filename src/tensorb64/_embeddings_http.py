@@ -1,0 +1,288 @@
+"""The HTTP client the engine adapters share (tensorb64.ray, tensorb64.daft): texts posted to an
+OpenAI-compatible ``/v1/embeddings`` server, each response body read natively into one float32
+array.
+
+The standard library's ``http.client``, not aiohttp or httpx: the adapters run in an engine's
+worker, one request (a batch of texts) at a time or a few at once, where an event loop buys
+nothing; its keep-alive connections are all a pool needs; and it adds no dependency (numpy stays
+the only one at run time). The body is read once into ``bytes`` and handed to
+``decode_response_body``, which releases the GIL while it reads, so requests on several threads
+overlap their network waits and their reads.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import math
+import queue
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+
+from ._client import decode_response_body
+
+__all__ = ["EmbeddingRequestError", "EmbeddingsEndpoint"]
+
+# What is worth asking again: rate limiting, a timeout, and the server's own failures.
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+# What a failed connection raises; each is asked again on a new connection.
+CONNECTION_ERRORS = (ConnectionError, http.client.HTTPException, TimeoutError, OSError)
+
+
+class EmbeddingRequestError(RuntimeError):
+    """A batch that failed for good: ``rows`` (a ``range`` of the rows of the batch the caller
+    passed), ``status`` (the last HTTP status, or None where no answer came) and ``message`` (the
+    server's own error message, or what the connection raised)."""
+
+    def __init__(self, text: str, rows: range, status: int | None, message: str):
+        super().__init__(text)
+        self.rows, self.status, self.message = rows, status, message
+
+    def __reduce__(self):  # raised in an engine's worker, pickled to the driver with its fields
+        return type(self), (self.args[0], self.rows, self.status, self.message)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _server_message(body: bytes) -> str:
+    """The error message of an error body: OpenAI's ``{"error": {"message": ...}}``, vLLM's and
+    SGLang's ``{"message": ...}``, FastAPI's ``{"detail": ...}``, else the text itself (cut)."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        for found in (error.get("message") if isinstance(error, dict) else error, parsed.get("message"),
+                      parsed.get("detail")):
+            if found:
+                return str(found)[:1000]
+    text = body.decode("utf-8", "replace").strip()
+    return text[:1000] + ("..." if len(text) > 1000 else "") if text else "(an empty body)"
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+class EmbeddingsEndpoint:
+    """One server's ``/embeddings`` route for one model, with a pool of keep-alive connections
+    (at most ``max_in_flight`` open: one per request in flight); thread-safe.
+
+    base_url: the server's OpenAI base URL, as the openai client takes it (``http://host:8000/v1``;
+    the request goes to ``{base_url}/embeddings``); http or https. encoding_format: "base64" (the
+    default: 4 bytes a value on the wire, read at memory speed) or "float". dimensions: asked of
+    the server where given (the Matryoshka cut), and each body's row length checked against it.
+    api_key: sent as ``Authorization: Bearer``; headers: further request headers. timeout: seconds
+    for each connection's connect and each read. max_retries: how many times a request answered
+    408, 429 or 5xx, or whose connection failed, is sent again, waiting ``Retry-After`` where the
+    server gives one (at most ``max_backoff_s``), else ``backoff_s`` doubled each time (with
+    jitter). request_size: texts per request (None: a whole call's texts in one request);
+    max_in_flight: the requests of one call sent at once (on that many threads).
+    """
+
+    def __init__(self, base_url: str, model: str, *, encoding_format: str = "base64", dimensions: int | None = None,
+                 api_key: str | None = None, headers: Mapping[str, str] | None = None, timeout: float = 60.0,
+                 max_retries: int = 5, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
+                 request_size: int | None = None, max_in_flight: int = 1):
+        if not isinstance(base_url, str):
+            raise TypeError(f"base_url must be a str such as 'http://127.0.0.1:8000/v1', got {type(base_url).__name__}")
+        url = urllib.parse.urlsplit(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"base_url must be an http:// or https:// URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
+        if not isinstance(model, str):
+            raise TypeError(f"model must be a str, got {type(model).__name__}")
+        if encoding_format not in ("base64", "float"):
+            raise ValueError(f"encoding_format must be 'base64' or 'float', got {encoding_format!r}")
+        if dimensions is not None and not (_is_count(dimensions) and dimensions >= 1):
+            raise ValueError(f"dimensions must be a positive int or None, got {dimensions!r}")
+        for name, value, least in (("max_retries", max_retries, 0), ("max_in_flight", max_in_flight, 1)):
+            if not (_is_count(value) and value >= least):
+                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+        if request_size is not None and not (_is_count(request_size) and request_size >= 1):
+            raise ValueError(f"request_size must be a positive int or None, got {request_size!r}")
+        for name, value in (("timeout", timeout), ("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self._https = url.scheme == "https"
+        self._host, self._port = url.hostname, url.port
+        self._path = url.path.rstrip("/") + "/embeddings" + (f"?{url.query}" if url.query else "")
+        self.model, self.encoding_format, self.dimensions = model, encoding_format, dimensions
+        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.backoff_s, self.max_backoff_s = float(backoff_s), float(max_backoff_s)
+        self.request_size, self.max_in_flight = request_size, int(max_in_flight)
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key is not None:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._headers.update(headers or {})
+        self._idle: queue.LifoQueue = queue.LifoQueue()  # open connections not in use
+        self._lock = threading.Lock()
+        self._threads: ThreadPoolExecutor | None = None
+
+    # -- connections ------------------------------------------------------------------------
+
+    def _new_connection(self) -> http.client.HTTPConnection:
+        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        return kind(self._host, self._port, timeout=self.timeout)
+
+    def close(self) -> None:
+        """Closes the open connections and the threads (a later call opens new ones)."""
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                break
+        with self._lock:
+            threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=False)
+
+    def __enter__(self) -> EmbeddingsEndpoint:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):  # an engine drops its workers' callables without a word: their sockets closed, not leaked
+        if getattr(self, "_idle", None) is not None:
+            self.close()
+
+    def __getstate__(self):  # an engine may pickle its callable to each worker: no open sockets or threads
+        state = self.__dict__.copy()
+        state["_idle"], state["_lock"], state["_threads"] = None, None, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._idle, self._lock = queue.LifoQueue(), threading.Lock()
+
+    # -- one request --------------------------------------------------------------------------
+
+    def _post(self, payload: bytes) -> tuple[int, str, Any, bytes]:
+        """One POST on a pooled connection: (status, reason, headers, body); the connection goes
+        back to the pool unless the server closes it; a failed one is closed and raises. A pooled
+        connection the server has closed since its last answer (keep-alive timed out) fails
+        before anything is answered: the request is sent once more on a new one, not counted as
+        a retry."""
+        try:
+            connection, reused = self._idle.get_nowait(), True
+        except queue.Empty:
+            connection, reused = self._new_connection(), False
+        try:
+            try:
+                connection.request("POST", self._path, body=payload, headers=self._headers)
+                response = connection.getresponse()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                if not reused:
+                    raise
+                connection.close()
+                connection = self._new_connection()
+                connection.request("POST", self._path, body=payload, headers=self._headers)
+                response = connection.getresponse()
+            body = response.read()
+        except BaseException:
+            connection.close()
+            raise
+        if response.will_close:
+            connection.close()
+        else:
+            self._idle.put(connection)
+        return response.status, response.reason, response.headers, body
+
+    def _wait(self, attempt: int, retry_after: float | None) -> None:
+        if retry_after is not None:
+            delay = min(retry_after, self.max_backoff_s)
+        else:
+            delay = min(self.backoff_s * 2**attempt, self.max_backoff_s) * random.uniform(0.5, 1.0)
+        time.sleep(delay)
+
+    def _request(self, texts: list[str], rows: range) -> np.ndarray:
+        """The [len(texts), D] float32 rows of one request, asked again as max_retries allows."""
+        request: dict[str, Any] = {"input": texts, "model": self.model, "encoding_format": self.encoding_format}
+        if self.dimensions is not None:
+            request["dimensions"] = self.dimensions
+        payload = json.dumps(request, ensure_ascii=False).encode("utf-8")
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                status, reason, headers, body = self._post(payload)
+            except CONNECTION_ERRORS as error:
+                if last:
+                    raise self._failure(rows, None, f"{type(error).__name__}: {error}", attempt) from error
+                self._wait(attempt, None)
+                continue
+            if status == 200:
+                return self._rows(body, rows)
+            if status not in RETRIED_STATUSES or last:
+                raise self._failure(rows, status, f"{status} {reason}: {_server_message(body)}", attempt)
+            self._wait(attempt, _retry_after(headers.get("Retry-After")))
+        raise AssertionError("unreachable")  # the loop's last attempt returns or raises
+
+    def _rows(self, body: bytes, rows: range) -> np.ndarray:
+        try:
+            array = decode_response_body(body)
+        except ValueError as error:  # DecodeError: the reason and the byte offset
+            raise self._failure(rows, 200, f"the response body could not be read: {error}", 0) from error
+        if array.shape[0] != len(rows):
+            raise self._failure(rows, 200, f"the response has {array.shape[0]} embeddings for {len(rows)} inputs", 0)
+        if self.dimensions is not None and array.shape[1] != self.dimensions:
+            raise self._failure(rows, 200, f"the response's embeddings have {array.shape[1]} values, "
+                                f"not the {self.dimensions} asked for (dimensions)", 0)
+        return array
+
+    def _failure(self, rows: range, status: int | None, message: str, retries: int) -> EmbeddingRequestError:
+        tried = f" (after {retries} {'retry' if retries == 1 else 'retries'})" if retries else ""
+        return EmbeddingRequestError(
+            f"rows {rows.start}..{rows.stop - 1} of the batch ({len(rows)} texts): POST {self.url} failed{tried}: {message}",
+            rows, status, message)
+
+    # -- a call -------------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The ``[len(texts), D]`` float32 embeddings of ``texts``, row i that of texts[i]: one
+        request of ``request_size`` texts at a time, ``max_in_flight`` of them at once. No
+        request for no texts: an array of 0 rows (D = dimensions, or 0 where not given)."""
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"each input must be a str; row {i} is {type(text).__name__}: {text!r:.80}")
+        if not texts:
+            return np.empty((0, self.dimensions or 0), np.float32)
+        size = self.request_size or len(texts)
+        spans = [range(start, min(start + size, len(texts))) for start in range(0, len(texts), size)]
+        if len(spans) == 1 or self.max_in_flight == 1:
+            parts = [self._request(texts[s.start:s.stop], s) for s in spans]
+        else:
+            parts = list(self._pool().map(lambda s: self._request(texts[s.start:s.stop], s), spans))
+        if len({part.shape[1] for part in parts}) > 1:
+            raise self._failure(range(len(texts)), 200, "the responses' embeddings differ in length: "
+                                f"{sorted({part.shape[1] for part in parts})}", 0)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="tensorb64-embeddings")
+            return self._threads

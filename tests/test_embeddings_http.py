@@ -1,0 +1,182 @@
+"""The HTTP client the ingestion adapters share (tensorb64._embeddings_http), against the local
+server on 127.0.0.1 (tensorb64._bench.embeddings_server): bodies as vLLM, SGLang and OpenAI write
+them read bit for bit as json.loads + numpy read them, retries, failures named by their rows.
+Standard library only: this runs in the default suite; the engines' tests are tests/test_ingest.py."""
+
+from __future__ import annotations
+
+import pickle
+import re
+import time
+
+import numpy as np
+import pytest
+
+from tensorb64._bench.embeddings_server import LocalServer, Written
+from tensorb64._embeddings_http import EmbeddingRequestError, EmbeddingsEndpoint, _retry_after
+from tests.support.ingest_server import SHAPES, Failing, expected, same_bits, vectors
+
+TABLE = vectors(300, 96)
+TEXTS = [f"row {i}" for i in (5, 3, 299, 0, 17, 17, 42, 8, 1, 250)]
+
+
+def endpoint(server, **options) -> EmbeddingsEndpoint:
+    return EmbeddingsEndpoint(server.base_url, "m", **{"backoff_s": 0.01, "timeout": 10, **options})
+
+
+@pytest.mark.parametrize("layout,encoding_format,float_format", SHAPES)
+@pytest.mark.parametrize("dimensions", [None, 40])
+def test_bodies_read_as_json_loads_and_numpy(layout, encoding_format, float_format, dimensions):
+    with LocalServer(Written(TABLE, layout=layout, float_format=float_format)) as server:
+        got = endpoint(server, encoding_format=encoding_format, dimensions=dimensions).embed(TEXTS)
+    want = expected(TABLE, TEXTS, layout=layout, encoding_format=encoding_format, float_format=float_format,
+                    dimensions=dimensions)
+    assert same_bits(got, want)
+    assert same_bits(got, TABLE[[int(t.split()[1]) for t in TEXTS], : dimensions or 96])  # the rows, in order
+
+
+@pytest.mark.parametrize("max_in_flight", [1, 3])
+def test_requests_of_request_size_keep_the_order(max_in_flight):
+    texts = [f"row {i}" for i in range(299, 0, -3)]
+    with LocalServer(Written(TABLE)) as server:
+        client = endpoint(server, request_size=7, max_in_flight=max_in_flight, encoding_format="float")
+        got = client.embed(texts)
+        assert server.requests == -(-len(texts) // 7)
+        client.close()
+    assert same_bits(got, TABLE[list(range(299, 0, -3))])
+
+
+def test_one_connection_is_kept_alive():
+    with LocalServer(Written(TABLE)) as server:
+        client = endpoint(server)
+        for _ in range(5):
+            client.embed(TEXTS[:3])
+        assert client._idle.qsize() == 1  # the one connection, back in the pool after each request
+        client.close()
+        assert client._idle.qsize() == 0
+
+
+def test_empty_input_sends_nothing():
+    with LocalServer(Written(TABLE)) as server:
+        assert endpoint(server).embed([]).shape == (0, 0)
+        assert endpoint(server, dimensions=12).embed([]).shape == (0, 12)
+        assert server.requests == 0
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504, 408])
+def test_retried_statuses(status):
+    answer = Failing(Written(TABLE), failures=2, status=status)
+    with LocalServer(answer) as server:
+        got = endpoint(server, max_retries=2).embed(TEXTS)
+        assert server.requests == 3
+    assert same_bits(got, TABLE[[int(t.split()[1]) for t in TEXTS]])
+
+
+def test_retry_after_is_waited_for():
+    answer = Failing(Written(TABLE), failures=1, status=429, headers={"Retry-After": "0.3"})
+    with LocalServer(answer) as server:
+        started = time.monotonic()
+        endpoint(server, backoff_s=0).embed(TEXTS)
+        assert time.monotonic() - started >= 0.3
+    assert _retry_after("2") == 2.0 and _retry_after("soon") is None and _retry_after(None) is None
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date past: no wait
+
+
+def test_retry_after_is_capped():
+    answer = Failing(Written(TABLE), failures=1, status=503, headers={"Retry-After": "3600"})
+    with LocalServer(answer) as server:
+        started = time.monotonic()
+        endpoint(server, max_backoff_s=0.05).embed(TEXTS)
+        assert time.monotonic() - started < 5
+
+
+def test_a_batch_that_fails_for_good_names_its_rows_and_the_message():
+    texts = [f"row {i}" for i in range(20)]
+    answer = Failing(Written(TABLE), status=503, body=b'{"error":{"message":"the model is loading"}}', always={13})
+    with LocalServer(answer) as server:
+        client = endpoint(server, request_size=5, max_retries=2)
+        with pytest.raises(EmbeddingRequestError) as caught:
+            client.embed(texts)
+        assert server.requests == 2 + 3  # rows 0..4 and 5..9 answered, then 10..14 sent three times
+    error = caught.value
+    assert error.rows == range(10, 15) and error.status == 503 and "the model is loading" in error.message
+    assert "rows 10..14 of the batch (5 texts)" in str(error) and "after 2 retries" in str(error)
+    again = pickle.loads(pickle.dumps(error))  # as an engine sends it from a worker
+    assert (again.rows, again.status, again.message, str(again)) == (error.rows, error.status, error.message, str(error))
+
+
+@pytest.mark.parametrize("body,message", [(b'{"error":{"message":"bad key"}}', "bad key"),
+                                          (b'{"message":"too long","type":"BadRequestError"}', "too long"),
+                                          (b'{"detail":"Not authenticated"}', "Not authenticated"),
+                                          (b"upstream exploded", "upstream exploded"), (b"", "(an empty body)")])
+def test_client_errors_are_not_retried(body, message):
+    with LocalServer(Failing(Written(TABLE), status=400, body=body, always={3})) as server:
+        with pytest.raises(EmbeddingRequestError, match=r"rows 0\.\.1 of the batch.*400 Bad Request: " + re.escape(message)):
+            endpoint(server).embed(["row 1", "row 3"])
+        assert server.requests == 1
+
+
+def test_a_server_that_is_not_there():
+    with LocalServer(Written(TABLE)) as server:
+        base_url = server.base_url
+    with pytest.raises(EmbeddingRequestError, match="ConnectionRefusedError") as caught:
+        EmbeddingsEndpoint(base_url, "m", max_retries=1, backoff_s=0.01).embed(["row 1"])
+    assert caught.value.status is None
+
+
+def test_a_body_of_the_wrong_rows_is_refused():
+    def short(request):
+        return Written(TABLE)({**request, "input": request["input"][:-1]})
+
+    with LocalServer(short) as server:
+        with pytest.raises(EmbeddingRequestError, match="has 1 embeddings for 2 inputs"):
+            endpoint(server).embed(["row 1", "row 2"])
+    with LocalServer(lambda request: (200, {}, b'{"data":[{"index":0,"embedding":"AAA"}]}')) as server:
+        with pytest.raises(EmbeddingRequestError, match="could not be read"):
+            endpoint(server).embed(["row 1"])
+
+
+def test_dimensions_are_checked():
+    with LocalServer(lambda request: Written(TABLE)({**request, "dimensions": 8})) as server:
+        with pytest.raises(EmbeddingRequestError, match="have 8 values, not the 9 asked for"):
+            endpoint(server, dimensions=9).embed(["row 1"])
+
+
+def test_headers_and_api_key_are_sent():
+    with LocalServer(Written(TABLE)) as server:
+        endpoint(server, api_key="sk-test", headers={"X-Tenant": "t1"}).embed(["row 1"])
+        assert server.last_headers["Authorization"] == "Bearer sk-test" and server.last_headers["X-Tenant"] == "t1"
+
+
+def test_the_endpoint_pickles_without_its_connections():
+    with LocalServer(Written(TABLE)) as server:
+        client = endpoint(server, max_in_flight=2, request_size=1)
+        client.embed(TEXTS[:2])
+        again = pickle.loads(pickle.dumps(client))
+        assert same_bits(again.embed(TEXTS[:2]), client.embed(TEXTS[:2]))
+        client.close()
+        again.close()
+
+
+@pytest.mark.parametrize("options,error,message", [
+    ({"base_url": 8000}, TypeError, "base_url must be a str"),
+    ({"base_url": "127.0.0.1:8000/v1"}, ValueError, "http:// or https:// URL"),
+    ({"model": None}, TypeError, "model must be a str"),
+    ({"encoding_format": "bytes"}, ValueError, "'base64' or 'float'"),
+    ({"dimensions": 0}, ValueError, "dimensions must be a positive int"),
+    ({"dimensions": True}, ValueError, "dimensions must be a positive int"),
+    ({"max_retries": -1}, ValueError, "max_retries must be an int >= 0"),
+    ({"max_in_flight": 0}, ValueError, "max_in_flight must be an int >= 1"),
+    ({"request_size": 0}, ValueError, "request_size must be a positive int"),
+    ({"timeout": -1}, ValueError, "timeout must be a number of seconds"),
+])
+def test_bad_options(options, error, message):
+    with pytest.raises(error, match=message):
+        EmbeddingsEndpoint(**{"base_url": "http://127.0.0.1:1/v1", "model": "m", **options})
+
+
+def test_inputs_must_be_strings():
+    client = EmbeddingsEndpoint("http://127.0.0.1:1/v1", "m")
+    with pytest.raises(TypeError, match="row 1 is int"):
+        client.embed(["a", 3])
+    assert np.asarray(client.embed(())).size == 0
