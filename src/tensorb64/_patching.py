@@ -136,6 +136,7 @@ _lock = threading.Lock()
 # (host, owner, name, original value, replacement value), in the order installed
 _installed: list[tuple[Host, Any, str, Any, Any]] = []
 _waiting: set[tuple[Host, str]] = set()  # (host, module name) with an after-import callback not yet run
+_handled: dict[tuple[Host, str], ModuleType] = {}  # (host, module name) -> the module installed into last
 _logged: set[tuple] = set()  # (host, module's name and id or "", outcome) already logged
 
 
@@ -157,7 +158,9 @@ def install(host: Host) -> None:
         return
     with _lock:
         host._wanted[:] = [True]
-        waiting = [name for name in host.modules if (host, name) not in _waiting]
+        # (a module installed into already is skipped: patch() on a patched client costs a lookup)
+        waiting = [name for name in host.modules if (host, name) not in _waiting
+                   and _handled.get((host, name)) is not sys.modules.get(name, _handled)]
         _waiting.update((host, name) for name in waiting)
     for module_name in waiting:  # (outside the lock: a module imported already has its callback at once)
         after_import(module_name, functools.partial(_install_now, host, module_name))
@@ -168,6 +171,8 @@ def _install_now(host: Host, module_name: str, module: ModuleType) -> None:
         _waiting.discard((host, module_name))
     if host._wanted:
         install_module(host, module_name, module)
+        with _lock:
+            _handled[(host, module_name)] = module
 
 
 def install_module(host: Host, module_name: str, module: ModuleType) -> bool:
@@ -207,6 +212,8 @@ def uninstall(host: Host) -> None:
     in place), and stops modules imported later from being patched."""
     with _lock:
         host._wanted.clear()
+        for key in [key for key in _handled if key[0] is host]:
+            del _handled[key]
         for entry in reversed([entry for entry in _installed if entry[0] is host]):
             _installed.remove(entry)
             _, owner, name, original, new = entry
