@@ -1,10 +1,17 @@
 #include "sizes.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
-#if defined(__unix__) || defined(__APPLE__)
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX
+#include <windows.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#elif defined(__unix__)
 #include <unistd.h>
 #endif
 
@@ -15,11 +22,22 @@ using namespace std::string_literals;
 namespace {
 
 // The machine's physical memory in bytes (0 if unknown): an output larger than this cannot be
-// made, and trying would end in the OOM killer rather than a MemoryError.
+// made, and trying would end in the OOM killer (or a system paging to a halt) rather than a
+// MemoryError. Each OS's own answer, chosen at build time.
 std::size_t physical_memory() {
-    // Asked once: sysconf(_SC_PHYS_PAGES) is a system call, dearer than encoding a short row.
+    // Asked once: it is a system call, dearer than encoding a short row.
     static const std::size_t bytes = [] {
-#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+#if defined(_WIN32)
+        MEMORYSTATUSEX status;
+        status.dwLength = sizeof status;
+        if (GlobalMemoryStatusEx(&status))
+            return static_cast<std::size_t>(std::min<std::uint64_t>(status.ullTotalPhys, SIZE_MAX));
+#elif defined(__APPLE__)
+        std::uint64_t memsize = 0;
+        std::size_t size = sizeof memsize;
+        if (sysctlbyname("hw.memsize", &memsize, &size, nullptr, 0) == 0)
+            return static_cast<std::size_t>(std::min<std::uint64_t>(memsize, SIZE_MAX));
+#elif defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
         const long pages = sysconf(_SC_PHYS_PAGES);
         const long page = sysconf(_SC_PAGESIZE);
         if (pages > 0 && page > 0 &&

@@ -1,5 +1,5 @@
 // Tests of dispatch's pure parts, with made-up CPUs: which SIMD levels a CPU's CPUID and XCR0 bits
-// allow, and how TENSORB64_SIMD is read. No real CPU exercises most of these cases (and qemu
+// allow (and, on macOS, its sysctl), and how TENSORB64_SIMD is read. No real CPU exercises most of these cases (and qemu
 // cannot emulate AVX-512), so a dispatcher that stopped checking VBMI or the OS's saved state
 // would pass every other test on the machines we have. Includes the core's internal headers.
 #include <cstdint>
@@ -122,6 +122,49 @@ void test_made_up_cpus() {
     check(tb::levels_supported_by(0) == std::vector<level>{level::scalar}, "no features: scalar");
 }
 
+// Each OS's answer to "which vector state is saved", on made-up CPUs. Linux and Windows: XCR0 as
+// read (the cases above). macOS: XCR0 shows no AVX-512 state in a thread that has not yet run an
+// AVX-512 instruction (the kernel enables it at the first one), so the decision takes
+// sysctl hw.optional.avx512f instead; without this an x86-64 Mac never got avx512.
+void test_macos() {
+    const std::vector<level> all_x86 = {level::scalar, level::avx2, level::avx512};
+    const std::vector<level> up_to_avx2 = {level::scalar, level::avx2};
+    const std::vector<level> scalar = {level::scalar};
+    const tb::cpuid_bits full = everything();
+    const std::uint64_t before_first_use = xcr0_x87 | xcr0_sse | xcr0_avx;  // what macOS shows
+    struct macos_case {
+        const char* what;
+        tb::cpuid_bits cpuid;
+        std::uint64_t xcr0;
+        bool sysctl_avx512f;
+        std::vector<level> expected;
+    };
+    const macos_case cases[] = {
+        {"Ice Lake Mac, AVX-512 state not yet enabled, sysctl 1", full, before_first_use, true,
+         all_x86},
+        {"Ice Lake Mac, AVX-512 state already enabled, sysctl 1", full, xcr0_all, true, all_x86},
+        {"sysctl 0 (or absent): XCR0 alone decides", full, before_first_use, false, up_to_avx2},
+        {"Xeon W Mac (Cascade Lake: no VBMI), sysctl 1",
+         without(full, 0, 0, leaf7_ecx_avx512vbmi | leaf7_ecx_avx512vbmi2), before_first_use, true,
+         up_to_avx2},
+        {"sysctl 1 gives no YMM state", full, xcr0_x87 | xcr0_sse, true, scalar},
+        {"sysctl 1 with OSXSAVE clear", without(full, leaf1_osxsave, 0, 0), before_first_use, true,
+         scalar},
+        {"Haswell Mac, sysctl 0",
+         without(full, 0, leaf7_avx512f | leaf7_avx512dq | leaf7_avx512bw | leaf7_avx512vl,
+                 leaf7_ecx_avx512vbmi | leaf7_ecx_avx512vbmi2),
+         before_first_use, false, up_to_avx2},
+    };
+    for (const macos_case& c : cases) {
+        const std::vector<level> got = tb::levels_supported_by(
+            tb::decide_x86_features(c.cpuid, tb::macos_xcr0(c.xcr0, c.sysctl_avx512f)));
+        check(got == c.expected, std::string("macOS: ") + c.what + ": got " + names(got) +
+                                     ", expected " + names(c.expected));
+    }
+    check(tb::macos_xcr0(before_first_use, false) == before_first_use,
+          "macOS, sysctl 0: XCR0 unchanged");
+}
+
 // The level TENSORB64_SIMD asks for, and its two errors: a name that is no level at all, and a
 // level this CPU cannot run.
 void test_environment() {
@@ -200,6 +243,7 @@ void test_implementations() {
 
 int main() {
     test_made_up_cpus();
+    test_macos();
     test_environment();
     test_implementations();
     std::printf("dispatch_tests: %ld passed, %ld failed\n", passed, failed);

@@ -6,6 +6,15 @@
 #   run_cross.sh westmere  the host's g++ (x86-64), run under qemu-x86_64 -cpu Westmere: a CPU with
 #                          no AVX, where dispatch must pick scalar and nothing may use AVX
 #   run_cross.sh bench     the host's g++, builds and runs kernel_bench instead of the tests
+#   run_cross.sh windows   MinGW-w64's g++ (Debian's, posix threads), run under Wine (WINEPREFIX
+#                          from the environment): the Windows paths (cpuid.h and xgetbv as GCC has
+#                          them there, no fork, the Windows C runtime's stdio)
+#   run_cross.sh libcxx    the host's clang with LLVM's libc++ in place of libstdc++
+#   run_cross.sh macos-arm64 / macos-x86_64
+#                          Zig's clang for macOS 11.0 (arm64) / 10.13 (x86_64) with Apple's libc++
+#                          availability rules on, as AppleClang has them: builds the test programs
+#                          (Mach-O; nothing here runs them), then prints their architecture and
+#                          minimum OS. ZIG: the zig binary.
 # Tests: `run_cross.sh ARCH` runs the tests labelled full, `run_cross.sh ARCH --quick` those
 # labelled quick (the programs and their arguments are declared once, in cpp/CMakeLists.txt). For
 # bench, extra arguments go to kernel_bench.
@@ -22,6 +31,10 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/tensorb64-cross.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 emulator=()
+system=Linux
+static=-static
+cxx_flags=()
+build_only=
 case "$arch" in
   native | bench)
     cxx="${CXX:-g++}"; host="$(uname -m)" ;;
@@ -31,8 +44,31 @@ case "$arch" in
     cxx=aarch64-linux-gnu-g++; host=aarch64; emulator=(qemu-aarch64) ;;
   westmere)
     cxx="${CXX:-g++}"; host=x86_64; emulator=(qemu-x86_64 -cpu Westmere) ;;
+  windows)
+    cxx=x86_64-w64-mingw32-g++-posix; host=x86_64; system=Windows; emulator=(wine) ;;
+  libcxx)
+    # Dynamically linked: Debian's static libc++ needs libc++abi and libunwind named by hand.
+    cxx=clang++; host="$(uname -m)"; static=; cxx_flags=(-stdlib=libc++) ;;
+  macos-arm64 | macos-x86_64)
+    zig="${ZIG:?ZIG: the zig binary of the ziglang wheel}"
+    case "$arch" in
+      macos-arm64) host=arm64; target=aarch64-macos.11.0 ;;
+      *) host=x86_64; target=x86_64-macos.10.13 ;;
+    esac
+    # CMake wants one executable per tool: thin wrappers around the one zig binary.
+    mkdir -p "$work/bin"
+    printf '#!/bin/sh\nexec "%s" c++ -target %s "$@"\n' "$zig" "$target" > "$work/bin/c++"
+    for tool in ar ranlib; do printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$zig" "$tool" > "$work/bin/$tool"; done
+    chmod +x "$work/bin"/*
+    cxx="$work/bin/c++"; system=Darwin; static=; build_only=1
+    # Apple's availability rules, which Zig turns off for the libc++ it links statically, as
+    # AppleClang has them with the SDK's libc++; libc++ 22 warns (#warning) that it no longer
+    # supports a target below macOS 11.0 itself: the x86_64 wheels are built by AppleClang and the
+    # SDK's libc++, which do.
+    cxx_flags=(-U_LIBCPP_HAS_VENDOR_AVAILABILITY_ANNOTATIONS -D_LIBCPP_HAS_VENDOR_AVAILABILITY_ANNOTATIONS=1)
+    [[ $arch == macos-arm64 ]] || cxx_flags+=("-Wno-#warnings") ;;
   *)
-    echo "run_cross.sh: unknown ARCH '$arch' (native, s390x, aarch64, westmere or bench)" >&2; exit 2 ;;
+    echo "run_cross.sh: unknown ARCH '$arch' (native, s390x, aarch64, westmere, windows, libcxx, macos-arm64, macos-x86_64 or bench)" >&2; exit 2 ;;
 esac
 label=full
 if [[ "$arch" != bench ]]; then
@@ -47,13 +83,19 @@ for tool in "$cxx" cmake ctest ${emulator[0]:+"${emulator[0]}"}; do
 done
 
 config=(-DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release -DTENSORB64_BUILD_TESTS=ON
-        -DCMAKE_EXE_LINKER_FLAGS=-static)
+        "-DCMAKE_EXE_LINKER_FLAGS=$static ${cxx_flags[*]}" "-DCMAKE_CXX_FLAGS=${cxx_flags[*]}"
+        -DCMAKE_COMPILE_WARNING_AS_ERROR=${WARNINGS_AS_ERRORS:-OFF})
 # Every emulated target is configured as a cross build (Westmere too, on an x86-64 host): CMake
 # uses the emulator only when cross-compiling.
 if [[ ${#emulator[@]} -gt 0 ]]; then
   emulator_list="$(IFS=';'; echo "${emulator[*]}")"
-  config+=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$host"
-           "-DCMAKE_CROSSCOMPILING_EMULATOR=$emulator_list")
+  config+=("-DCMAKE_CROSSCOMPILING_EMULATOR=$emulator_list")
+fi
+if [[ ${#emulator[@]} -gt 0 || $system != Linux ]]; then
+  config+=(-DCMAKE_SYSTEM_NAME="$system" -DCMAKE_SYSTEM_PROCESSOR="$host")
+fi
+if [[ $system == Darwin ]]; then
+  config+=(-DCMAKE_AR="$work/bin/ar" -DCMAKE_RANLIB="$work/bin/ranlib" -DCMAKE_OSX_ARCHITECTURES="$host")
 fi
 if command -v ninja >/dev/null; then config+=(-G Ninja); fi
 target=tensorb64_tests
@@ -64,6 +106,14 @@ log="$work/build.log"
   { cat "$log" >&2; exit 1; }
 
 echo "run_cross.sh: $arch ($cxx${emulator[*]:+, under ${emulator[*]}})"
+if [[ -n $build_only ]]; then
+  # Nothing here runs a Mach-O program: what was built, for which CPU and which macOS.
+  for program in "$work"/*_tests; do
+    printf '%s: %s\n' "$(basename "$program")" \
+      "$("$cpp/../ci/check_macho.sh" "$program" "$host" "${target#*-macos.}")"
+  done
+  exit
+fi
 if [[ "$arch" == bench ]]; then
   "$work/kernel_bench" "$@"
   exit

@@ -278,7 +278,11 @@ struct response_layout {
 //   infinity: {"object":"list","data":[{"object":"embedding","embedding":...,"index":I},...],
 //            "model":...,"usage":...,"id":...,"created":...}  (Infinity's OpenAIEmbeddingResult
 //            and _EmbeddingObject, their fields in declaration order, as its route sends them)
-extern const response_layout response_layouts[];
+// (A pointer to the table, not the array itself: the table is constexpr where it is defined, for its
+// compile-time check, and MSVC refuses an array declared `extern const` here and defined
+// `constexpr` there (C2370), as it gives a constexpr variable internal linkage unless
+// /Zc:externConstexpr is on.)
+extern const response_layout* const response_layouts;
 extern const std::size_t response_layout_count;
 inline const response_layout& openai_response_layout() noexcept { return response_layouts[0]; }
 

@@ -41,4 +41,13 @@ struct cpuid_bits {
 // when OSXSAVE is set (xgetbv faults otherwise), so any value is accepted without it.
 cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) noexcept;
 
+// The XCR0 to decide with on macOS, from the one xgetbv read and sysctl hw.optional.avx512f. Its
+// kernel saves a thread's AVX-512 state (opmask, both ZMM parts) but enables it lazily, at the
+// thread's first AVX-512 instruction (a trap the kernel answers), so XCR0 lacks those bits in a
+// thread that has run none, as dispatch's has; the kernel says it will enable them in
+// hw.optional.avx512f (1: the CPU has AVX-512F and the kernel supports its state). The YMM state
+// it enables at boot: XCR0 shows that as on every OS. Linux and Windows enable every state they
+// save at boot: there, XCR0 as read is the answer. (Pure, so that the tests run it on every OS.)
+std::uint64_t macos_xcr0(std::uint64_t xcr0, bool sysctl_avx512f) noexcept;
+
 }  // namespace tensorb64

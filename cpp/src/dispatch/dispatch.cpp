@@ -17,9 +17,21 @@
 #else
 #include <cpuid.h>
 #endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 #endif
 
 namespace tensorb64 {
+
+namespace {
+constexpr std::uint64_t xmm_ymm_state = 0x6;  // XCR0 bits 1 (SSE) and 2 (AVX)
+constexpr std::uint64_t zmm_state = 0xe0;     // bits 5 (opmask), 6 (ZMM_Hi256), 7 (Hi16_ZMM)
+}  // namespace
+
+std::uint64_t macos_xcr0(std::uint64_t xcr0, bool sysctl_avx512f) noexcept {
+    return sysctl_avx512f ? xcr0 | zmm_state : xcr0;
+}
 
 cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) noexcept {
     const auto bit = [](std::uint32_t reg, unsigned n) { return ((reg >> n) & 1u) != 0; };
@@ -28,8 +40,6 @@ cpu_features decide_x86_features(const cpuid_bits& cpuid, std::uint64_t xcr0) no
     if (bit(cpuid.leaf1_ecx, 23)) usable |= feature::popcnt;
     if (!bit(cpuid.leaf1_ecx, 27)) return usable;  // no OSXSAVE: XCR0 unreadable, no AVX state
 
-    constexpr std::uint64_t xmm_ymm_state = 0x6;  // XCR0 bits 1 (SSE) and 2 (AVX)
-    constexpr std::uint64_t zmm_state = 0xe0;     // bits 5 (opmask), 6 (ZMM_Hi256), 7 (Hi16_ZMM)
     if ((xcr0 & xmm_ymm_state) != xmm_ymm_state) return usable;
     if (bit(cpuid.leaf1_ecx, 28)) usable |= feature::avx;
     if (bit(cpuid.leaf1_ecx, 29)) usable |= feature::f16c;
@@ -65,6 +75,21 @@ std::string joined_names(const std::vector<simd_level>& levels) {
     return names;
 }
 
+#if defined(TENSORB64_X86)
+// The vector state this OS saves for a program, as XCR0 bits, from what xgetbv read: the one OS
+// fact dispatch needs, each OS's answer chosen at build time (see macos_xcr0).
+std::uint64_t os_saved_state(std::uint64_t xcr0) noexcept {
+#if defined(__APPLE__)
+    int enabled = 0;
+    std::size_t size = sizeof enabled;
+    const bool known = sysctlbyname("hw.optional.avx512f", &enabled, &size, nullptr, 0) == 0;
+    return macos_xcr0(xcr0, known && enabled == 1);
+#else
+    return xcr0;  // Linux, Windows (and the BSDs) enable what they save at boot
+#endif
+}
+#endif
+
 // The one place that executes cpuid and xgetbv; decide_x86_features does the deciding.
 cpu_features read_host_features() {
 #if defined(TENSORB64_X86)
@@ -96,7 +121,7 @@ cpu_features read_host_features() {
         xcr0 = (static_cast<std::uint64_t>(edx) << 32) | eax;
 #endif
     }
-    return decide_x86_features(bits, xcr0);
+    return decide_x86_features(bits, os_saved_state(xcr0));
 #elif (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
     return feature::neon;  // baseline on (little-endian) AArch64
 #else

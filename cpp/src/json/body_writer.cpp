@@ -25,11 +25,9 @@ constexpr std::string_view sglang_fields[] = {"data", "model", "object", "usage"
 constexpr std::string_view infinity_fields[] = {"object", "data", "model",
                                                 "usage",  "id",   "created"};
 
-}  // namespace
-
 // A new server's layout is a row here (and, for the binding, nothing else: its name comes from
 // this table).
-constexpr response_layout response_layouts[] = {
+constexpr response_layout layout_table[] = {
     {"openai",
      {entry_key::object, entry_key::index, entry_key::embedding},
      openai_fields,
@@ -47,7 +45,11 @@ constexpr response_layout response_layouts[] = {
      infinity_fields,
      sizeof infinity_fields / sizeof infinity_fields[0]},
 };
-const std::size_t response_layout_count = sizeof response_layouts / sizeof response_layouts[0];
+
+}  // namespace
+
+const response_layout* const response_layouts = layout_table;
+const std::size_t response_layout_count = sizeof layout_table / sizeof layout_table[0];
 
 namespace {
 
@@ -62,7 +64,7 @@ constexpr std::size_t entry_length =
 
 // Whether every layout's entries hold each key once, and its envelope "data" once.
 constexpr bool layouts_are_well_formed() {
-    for (const response_layout& layout : response_layouts) {
+    for (const response_layout& layout : layout_table) {
         for (entry_key wanted : {entry_key::object, entry_key::index, entry_key::embedding}) {
             std::size_t seen = 0;
             for (entry_key key : layout.entry_keys) seen += key == wanted ? 1 : 0;
