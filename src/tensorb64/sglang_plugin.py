@@ -7,7 +7,9 @@ does an ``SGLANG_PLUGINS`` allowlist that does not name ``tensorb64`` (SGLang's 
 
 What it does, and nothing else: ``OpenAIServingEmbedding._build_embedding_response`` (SGLang
 0.5.23, recognised by its parameters; any other release keeps its own, with one log line) answers
-an HTTP request with the very bytes SGLang's route sends, written by the core in one pass: the
+an HTTP request whose route renders with ``ORJSONResponse`` (checked per route on its first
+request; any other route keeps SGLang's own builder, one log line) with the very bytes that route
+sends, written by the core in one pass: the
 rows (lists of Python floats, as SGLang's scheduler hands them over) read natively into one
 float64 array, each entry's keys and the envelope's fields in SGLang's order (the core's
 ``"sglang"`` layout), float rows as orjson writes SGLang's Python floats (``float_format="orjson"``
