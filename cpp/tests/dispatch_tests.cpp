@@ -1,7 +1,8 @@
 // Tests of dispatch's pure parts, with made-up CPUs: which SIMD levels a CPU's CPUID and XCR0 bits
-// allow (and, on macOS, its sysctl), and how TENSORB64_SIMD is read. No real CPU exercises most of these cases (and qemu
-// cannot emulate AVX-512), so a dispatcher that stopped checking VBMI or the OS's saved state
-// would pass every other test on the machines we have. Includes the core's internal headers.
+// allow (and, on macOS, its sysctl), and how TENSORB64_SIMD is read. No real CPU exercises most of
+// these cases (and qemu cannot emulate AVX-512), so a dispatcher that stopped checking VBMI or the
+// OS's saved state would pass every other test on the machines we have. Includes the core's
+// internal headers.
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>

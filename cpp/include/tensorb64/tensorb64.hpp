@@ -278,8 +278,8 @@ struct response_layout {
 //   infinity: {"object":"list","data":[{"object":"embedding","embedding":...,"index":I},...],
 //            "model":...,"usage":...,"id":...,"created":...}  (Infinity's OpenAIEmbeddingResult
 //            and _EmbeddingObject, their fields in declaration order, as its route sends them)
-// (A pointer to the table, not the array itself: the table is constexpr where it is defined, for its
-// compile-time check, and MSVC refuses an array declared `extern const` here and defined
+// (A pointer to the table, not the array itself: the table is constexpr where it is defined, for
+// its compile-time check, and MSVC refuses an array declared `extern const` here and defined
 // `constexpr` there (C2370), as it gives a constexpr variable internal linkage unless
 // /Zc:externConstexpr is on.)
 extern const response_layout* const response_layouts;
