@@ -151,7 +151,7 @@ def openai_json_body(
 
     if encoding_format not in ("float", "base64"):
         return None
-    rows = _stacked_rows(final_res_batch, encoding_format)
+    rows = _stacked_rows(final_res_batch, _openai_row_rule(encoding_format))
     if rows is None:
         return None
     members = _envelope_members(module, final_res_batch, request_id, created_time, model_name, with_orjson)
@@ -167,8 +167,10 @@ def openai_json_body(
         raise
 
 
-def _stacked_rows(final_res_batch, encoding_format):
-    """The batch's rows as one [batch, dim] tensor, or None where vLLM's own method answers."""
+def _stacked_rows(final_res_batch, accepts):
+    """The batch's rows as one [batch, dim] tensor, or None where vLLM's own method answers: rows
+    that are not 1-D tensors of one dtype, of one length and on one device, or a first row that
+    ``accepts`` (the route's rule on dtype and device) refuses."""
     import torch
 
     try:
@@ -178,20 +180,30 @@ def _stacked_rows(final_res_batch, encoding_format):
     if not rows:
         return None
     first = rows[0]
-    if not isinstance(first, torch.Tensor) or first.ndim != 1:
+    if not isinstance(first, torch.Tensor) or first.ndim != 1 or not accepts(first):
         return None
-    dtype = first.dtype
-    if encoding_format == "float" and dtype != torch.float32:
-        return None  # vLLM writes other dtypes' values as Python floats (bfloat16) or numpy's float16 text
     if len(rows) == 1:
         return first[None]  # a view (torch.stack would copy)
-    for row in rows:  # one dtype (torch.stack would promote a mixed batch); shapes and devices: stack's check
-        if not isinstance(row, torch.Tensor) or row.dtype is not dtype:
+    for row in rows:  # one dtype (torch.stack would promote a mixed batch); lengths and devices: stack's check
+        if not isinstance(row, torch.Tensor) or row.dtype is not first.dtype:
             return None
     try:
         return torch.stack(rows)
     except RuntimeError:  # rows of different lengths or on different devices
         return None
+
+
+def _openai_row_rule(encoding_format):
+    """/v1/embeddings: any dtype for base64 rows; float rows only as float32, since vLLM writes
+    other dtypes' values as Python floats (bfloat16) or numpy's float16 text."""
+    import torch
+
+    return lambda first: encoding_format != "float" or first.dtype == torch.float32
+
+
+def _cohere_row(first) -> bool:
+    """/v2/embed: a floating dtype on the CPU (the rows are read as float64 values)."""
+    return first.is_floating_point() and first.device.type == "cpu"
 
 
 def _envelope_members(module, final_res_batch, request_id, created_time, model_name, with_orjson: bool):
@@ -351,7 +363,7 @@ def cohere_body(module, ctx):
     if not all(kind in COHERE_TYPES for kind in embedding_types):
         return None
     final_res_batch = ctx.final_res_batch
-    rows = _cohere_rows(final_res_batch)
+    rows = _stacked_rows(final_res_batch, _cohere_row)
     if rows is None:
         return None
     written = _cohere_written_rows(rows, embedding_types)
@@ -392,31 +404,6 @@ def cohere_body(module, ctx):
         return None
     pieces.append(b"}")
     return b"".join(pieces)
-
-
-def _cohere_rows(final_res_batch):
-    """The batch's rows as one [batch, dim] CPU tensor of one floating dtype, or None."""
-    import torch
-
-    try:
-        rows = [output.outputs.data for output in final_res_batch]
-    except AttributeError:
-        return None
-    if not rows:
-        return None
-    first = rows[0]
-    if (not isinstance(first, torch.Tensor) or first.ndim != 1 or not first.is_floating_point()
-            or first.device.type != "cpu"):
-        return None
-    if len(rows) == 1:
-        return first[None]
-    for row in rows:
-        if not isinstance(row, torch.Tensor) or row.dtype is not first.dtype or row.device != first.device:
-            return None
-    try:
-        return torch.stack(rows)
-    except RuntimeError:  # rows of different lengths
-        return None
 
 
 def _cohere_written_rows(rows, embedding_types):
