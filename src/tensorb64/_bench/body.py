@@ -342,7 +342,7 @@ THRESHOLD_ROWS = (4, 16, 64, 128, 256)
 def measure_threshold(cfg, log) -> list:
     """[{state, B, D, bytes, unprepared_us, prepared_us, ratio}]: base64 bodies from 64 KiB to 4 MiB
     in each allocator state, written unprepared and prepared (the threshold lowered to 64 KiB for
-    the call), interleaved: where preparing pays, and what it costs where memory is reused. None
+    the call), interleaved: where preparing pays, and what it costs where memory is reused. Empty
     where there is no page preparation (os_facts.PAGE_PREPARATION)."""
     if not os_facts.PAGE_PREPARATION:
         return []
