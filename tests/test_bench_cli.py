@@ -5,6 +5,7 @@ No timing is asserted here: performance is measured by benchmarks/bench.py, neve
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -66,6 +67,53 @@ def test_smoke_bench_prints_table_and_writes_json(tmp_path):
     assert {c["body"] for c in report["client_cases"]} == {"base64", "float shortest", "float repr"}
     assert all(c["errors"] == [] for c in report["client_cases"])
     assert "pybase64 alone over the row strings (floor)" in out and "orjson.loads + numpy.array" in out
+
+
+# The bench as it runs where there is no `resource` module and no page preparation (Windows): in a
+# process whose `resource` import fails (a module of that name ahead of the standard library's on
+# PYTHONPATH, inherited by the first-call subprocesses the sections start) and with os_facts'
+# Linux-only facts off, as Windows has them. Any import of `resource`, or a figure printed where
+# it cannot be measured, fails it.
+_NO_RESOURCE_RUN = """
+import json, sys
+from tensorb64._bench import os_facts
+assert os_facts.resource is None and not os_facts.MINOR_FAULTS, "the stand-in resource module was imported"
+os_facts.LINUX = os_facts.GLIBC = os_facts.PAGE_PREPARATION = False
+from tensorb64._bench import runner
+sys.exit(runner.main(["--smoke", "--section", sys.argv[1], "--json", sys.argv[2]]))
+"""
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("torch", "pybase64", "orjson", "starlette", "openai")),
+    reason='the body and client sections compare against torch, pybase64, orjson, starlette and openai paths, which are '
+    'not all installed (pip install "tensorb64[bench]")',
+)
+@pytest.mark.parametrize("section", ["body", "client"])
+def test_bench_runs_without_resource_and_page_preparation_and_says_what_it_did_not_measure(tmp_path, section):
+    from tensorb64._bench.os_facts import PAGE_PREPARATION_ABSENT
+
+    (tmp_path / "resource.py").write_text('raise ImportError("no resource module here (as on Windows)")\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    json_path = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-c", _NO_RESOURCE_RUN, section, str(json_path)], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    out, report = proc.stdout, json.loads(json_path.read_text(encoding="utf-8"))
+    assert report["errors"] == []
+    assert "minor page faults are not counted" in out and PAGE_PREPARATION_ABSENT.split(";")[0] in out
+    cases = report["body_cases" if section == "body" else "client_cases"]
+    timed = [r for c in cases for r in c["results"] if "us" in r]
+    assert timed and all(r.get("minflt") is None for r in timed)
+    assert {c["allocator"] for c in cases} == {"as found"}  # no mallopt without glibc
+    assert not any("unprepared" in r["path"] for c in cases for r in c["results"])
+    first_calls = report["body_first_calls" if section == "body" else "client_first_calls"]
+    assert len(first_calls) == 1 and first_calls[0]["prepared"] is False
+    assert first_calls[0]["first_minflt"] is None and first_calls[0]["later_minflt"] is None
+    assert first_calls[0]["first_us"] > 0 and first_calls[0]["output_bytes"] > 0
+    assert report["page_floor" if section == "body" else "client_page_floor"] is None
+    if section == "body":
+        assert report["body_threshold"] == [] and "The threshold" in out
 
 
 @pytest.mark.skipif(
@@ -143,7 +191,9 @@ def test_client_bench_routes_read_back_the_embeddings_and_a_wrong_array_is_repor
         paths = client.routes(mods, ours, kind, client._body(kind, x), *x.shape)
         assert client._check(paths, x) == []
         wrong = x.copy()
-        wrong[2, 6] = np.nextafter(wrong[2, 6], 1)
+        # the step taken in float32 (numpy 1.x promotes a float32 scalar with a Python int to
+        # float64, whose next value rounds back to the same float32)
+        wrong[2, 6] = np.nextafter(wrong[2, 6], np.float32(1))
         assert client._check(paths, wrong) != []
         assert client.DECODER in paths and (client.EMBED in paths) == (kind == "base64")
         if kind == "base64":

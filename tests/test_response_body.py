@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tensorb64.openai import embedding_data, iter_response_body, response_body
+from tests.support.platforms import PEAK_RSS, PEAK_RSS_ABSENT, PEAK_RSS_SOURCE, linux_only
 
 torch = pytest.importorskip("torch", reason="torch (the test extra) is not installed")
 starlette_responses = pytest.importorskip("starlette.responses", reason="starlette (the test extra) is not installed")
@@ -380,6 +381,7 @@ def test_bad_inputs_are_refused_as_encode_rows_refuses_them():
         iter_response_body(np.zeros((1, 1), np.float32), model=MODEL, encoding_format="base64", chunk_size=0)
 
 
+@linux_only("the subprocess caps its address space (RLIMIT_AS) above VmSize from /proc/self/status, so that a refusal that did not fire fails instead of swapping the machine")
 def test_a_body_that_cannot_exist_is_refused_before_any_allocation():
     """In a subprocess whose address space is capped: a size past size_t, past the largest bytes
     object, or past this machine's memory is a MemoryError naming the size, before anything is
@@ -477,19 +479,20 @@ def test_one_shot_base64_body_peaks_at_its_own_size():
     assert peak <= 1.1 * len(body), (peak, len(body))
 
 
+@pytest.mark.skipif(not PEAK_RSS, reason=PEAK_RSS_ABSENT)
 def test_one_shot_float_body_peak():
     """The core writes the float body into one allocation at its bound (about 1.5x the text in
     repr mode), then trims it: the pages past the text are never touched, so the memory the
     process actually uses (its peak resident set, in a fresh subprocess) grows by the body's size."""
-    script = textwrap.dedent(
+    script = PEAK_RSS_SOURCE + textwrap.dedent(
         """
-        import resource, torch
+        import torch
         from tensorb64.openai import response_body
         x = torch.randn(4096, 384, generator=torch.Generator().manual_seed(7))
         response_body(x[:2], model="m", encoding_format="float")  # everything imported and warm
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        before = peak_rss_bytes()
         body = response_body(x, model="m", encoding_format="float")
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        after = peak_rss_bytes()
         print(len(body), after - before)
         """
     )

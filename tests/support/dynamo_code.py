@@ -61,7 +61,7 @@ def installed(folder, *modules: str):
         for package in path.relative_to(folder).parents:
             if package.parts:
                 (folder / package / "__init__.py").touch()
-        path.write_text(source(module))
+        path.write_text(source(module), encoding="utf-8")  # (Python reads sources as UTF-8)
     sys.path.insert(0, str(folder))
     try:
         yield

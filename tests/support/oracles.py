@@ -69,10 +69,13 @@ def fp8_to_f32_bits(exponent_bits: int, mantissa_bits: int, nan_bits: int, has_i
     sign = (codes >> 7) & 1
     exponent = (codes >> mantissa_bits) & ((1 << exponent_bits) - 1)
     mantissa = codes & ((1 << mantissa_bits) - 1)
+    # ldexp's exponents as int32: numpy 1.x has loops for C int and C long only, and C long is 32-bit
+    # on Windows, where an int64 array is refused ("ufunc 'ldexp' not supported for the input types").
     magnitude = np.where(
         exponent == 0,
-        np.ldexp(mantissa.astype(np.float64), 1 - bias - mantissa_bits),
-        np.ldexp((mantissa + (1 << mantissa_bits)).astype(np.float64), exponent.astype(np.int64) - bias - mantissa_bits),
+        np.ldexp(mantissa.astype(np.float64), np.int32(1 - bias - mantissa_bits)),
+        np.ldexp((mantissa + (1 << mantissa_bits)).astype(np.float64),
+                 exponent.astype(np.int32) - np.int32(bias + mantissa_bits)),
     )
     bits = magnitude.astype(np.float32).view(np.uint32) | (sign << 31).astype(np.uint32)
     all_ones = (1 << exponent_bits) - 1

@@ -79,7 +79,7 @@ def install(modules: dict[str, str], folder: pathlib.Path) -> None:
         for parent in target.relative_to(folder).parents:
             if parent.parts:
                 (folder / parent / "__init__.py").touch()
-        target.write_text(source)
+        target.write_text(source, encoding="utf-8")  # (Python reads sources as UTF-8; Windows would write its code page)
     sys.path.insert(0, str(folder))
 
 

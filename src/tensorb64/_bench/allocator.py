@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from . import os_facts
+
 # glibc's mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
@@ -30,7 +32,7 @@ def allocator_states() -> list:
     (which also stops glibc adjusting them), and in the fresh state the heap's free blocks are held
     (_plug_heap_holes), so a measurement does not depend on what ran before it.
     """
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if not os_facts.GLIBC:
         return [("as found", "not glibc: the allocator is left as it is", lambda: None)]
     import ctypes
 
@@ -90,7 +92,8 @@ def _plug_heap_holes(libc, least: int) -> None:
 def unprepared(call):
     """`call` with the package's page preparation switched off for its duration (the private
     switch the tests use): the same output written into pages that fault one at a time, as
-    before the preparation existed."""
+    before the preparation existed. Timed only where there is a preparation to switch off
+    (os_facts.PAGE_PREPARATION): the callers skip it elsewhere."""
     from tensorb64 import _native
 
     def run():
@@ -103,20 +106,26 @@ def unprepared(call):
     return run
 
 
+# The child counts its minor faults only where the parent's os_facts says they are counted
+# (and only then imports `resource`: Windows has none).
 _FIRST_CALL = """
-import json, resource, sys, time
+import json, sys, time
+if {count_faults}:
+    import resource
+    def faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 {setup}
 if not {prepared}:
     from tensorb64 import _native
     _native._set_page_preparation(False, 0)
 def timed():
     global size
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    before = faults() if {count_faults} else None
     start = time.perf_counter()
     result = call()
     seconds = time.perf_counter() - start
     size = len(result) if isinstance(result, bytes) else result.nbytes
-    return seconds, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return seconds, faults() - before if {count_faults} else None
 first = timed()
 later = [timed() for _ in range({later})]
 print(json.dumps({{"first": first, "later": later, "size": size}}))
@@ -132,8 +141,11 @@ def first_call_of_a_process(setup: str, *, runs: int, later: int = 7, prepared: 
     Each process times its first call, then `later` more (glibc raises its thresholds after the
     first large free, so those reuse memory, as a long-running server's do). Returns the medians
     over the processes: first_us, later_us (each process's median), ratio (first / later, per
-    process), first_minflt and later_minflt (minor faults of one call), output_bytes."""
-    script = _FIRST_CALL.format(setup=setup, prepared=prepared, later=later)
+    process), first_minflt and later_minflt (minor faults of one call; None where this OS's are
+    not counted), output_bytes. `prepared` False switches the page preparation off; where there is
+    none (os_facts.PAGE_PREPARATION) every call is unprepared and the result says so."""
+    prepared = prepared and os_facts.PAGE_PREPARATION
+    script = _FIRST_CALL.format(setup=setup, prepared=prepared, later=later, count_faults=os_facts.MINOR_FAULTS)
     firsts, laters, ratios, first_faults, later_faults, size = [], [], [], [], [], 0
     for _ in range(runs):
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
@@ -144,12 +156,15 @@ def first_call_of_a_process(setup: str, *, runs: int, later: int = 7, prepared: 
         firsts.append(got["first"][0] * 1e6)
         laters.append(later_s * 1e6)
         ratios.append(got["first"][0] / later_s)
-        first_faults.append(got["first"][1])
-        later_faults.append(statistics.median(f for _, f in got["later"]))
+        if os_facts.MINOR_FAULTS:
+            first_faults.append(got["first"][1])
+            later_faults.append(statistics.median(f for _, f in got["later"]))
         size = got["size"]
     med = statistics.median
-    return {"first_us": med(firsts), "later_us": med(laters), "ratio": med(ratios), "first_minflt": med(first_faults),
-            "later_minflt": med(later_faults), "runs": runs, "prepared": prepared, "output_bytes": size}
+    return {"first_us": med(firsts), "later_us": med(laters), "ratio": med(ratios),
+            "first_minflt": med(first_faults) if first_faults else None,
+            "later_minflt": med(later_faults) if later_faults else None, "runs": runs, "prepared": prepared,
+            "output_bytes": size}
 
 
 def zeroing_us(floor: dict | None, size: int | None) -> float | None:
@@ -164,13 +179,19 @@ def first_call_lines(first_calls: list, floor: dict | None = None, target: float
     lines = ["The first call of a process against its later calls (each process: one small call first, then the large "
              "call, then 7 more; medians over the processes; minflt: minor faults of one call; the floor: a later call "
              "plus the kernel zeroing the output's pages, huge pages, as measured below):"]
+    if not os_facts.MINOR_FAULTS:
+        lines.append(f"  ({os_facts.MINOR_FAULTS_ABSENT})")
+
+    def faults(n):
+        return "" if n is None else f" ({n:.0f} minflt)"
+
     for f in first_calls:
         met = "" if not f["prepared"] else f"  (target <= {target})  {'met' if f['ratio'] <= target else 'NOT met'}"
         zeroing = zeroing_us(floor, f.get("output_bytes"))
         below = "" if zeroing is None or not f["prepared"] else \
             f"; the floor: {(f['later_us'] + zeroing) / f['later_us']:.2f}"
-        lines.append(f"  {f['what']}, {'prepared' if f['prepared'] else 'pages unprepared'}: first {f['first_us']:,.0f} µs "
-                     f"({f['first_minflt']:.0f} minflt), later {f['later_us']:,.0f} µs ({f['later_minflt']:.0f} minflt): "
+        lines.append(f"  {f['what']}, {'prepared' if f['prepared'] else 'pages unprepared'}: first {f['first_us']:,.0f} µs"
+                     f"{faults(f['first_minflt'])}, later {f['later_us']:,.0f} µs{faults(f['later_minflt'])}: "
                      f"first / later = {f['ratio']:.2f} over {f['runs']} processes{met}{below}")
     return lines
 
@@ -184,7 +205,7 @@ def page_floor(size_mib: int = 64, rounds: int = 7) -> dict | None:
     already resident (what preparing reused memory would cost, 4 KiB pages), and the mincore
     probe of one page that spares it. None where not Linux or the kernel refuses
     MADV_POPULATE_WRITE (before 5.14)."""
-    if platform.system() != "Linux":
+    if not os_facts.LINUX:
         return None
     import ctypes
 

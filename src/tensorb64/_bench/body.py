@@ -26,6 +26,7 @@ import json
 import numpy as np
 
 import tensorb64
+from . import os_facts
 from .allocator import (
     allocator_states,
     first_call_lines,
@@ -138,7 +139,7 @@ def body_paths(torch, pybase64, orjson, encoding_format, B, D, large=LARGE_SHAPE
         paths["encode_rows + orjson"] = (rows_orjson, None)
         paths["encode_rows alone (no body)"] = (lambda: tensorb64.encode_rows(t), None)
         paths["response_body"] = (lambda: response_body(t, model=BODY_MODEL, encoding_format="base64", usage=usage), None)
-        if (B, D) == large:
+        if (B, D) == large and os_facts.PAGE_PREPARATION:
             paths["response_body" + UNPREPARED] = (unprepared(paths["response_body"][0]), None)
     else:
         slow = None
@@ -164,7 +165,8 @@ def body_paths(torch, pybase64, orjson, encoding_format, B, D, large=LARGE_SHAPE
         if (B, D) == large:
             for mode in ("repr", "shortest"):
                 name = f"response_body ({mode})"
-                paths[name + UNPREPARED] = (unprepared(paths[name][0]), None)
+                if os_facts.PAGE_PREPARATION:
+                    paths[name + UNPREPARED] = (unprepared(paths[name][0]), None)
                 paths[name + INTO_FAULTED] = (_into_faulted(t, usage, mode), None)
     reference = response_body(t, model=BODY_MODEL, usage=usage, encoding_format=encoding_format)
     return t, reference, paths
@@ -250,7 +252,7 @@ def body_table_rows(cases):
         for r in c["results"]:
             if "us" in r:
                 ratio = f"{r['vs_response_body']:.2f}×" if "vs_response_body" in r else ""
-                cells = (fmt_us(r["us"]), spread_text(r), f"{r['minflt']:.0f}", ratio)
+                cells = (fmt_us(r["us"]), spread_text(r), "n/a" if r.get("minflt") is None else f"{r['minflt']:.0f}", ratio)
             elif "skipped" in r:
                 cells = ("skipped", "", "", "")
             else:
@@ -279,14 +281,16 @@ def body_target_lines(cases, floor: dict | None = None) -> list:
                       ("encode_rows + orjson / response_body", us(c, "encode_rows + orjson") / rb, ">=", 1.3)]
         elif key == ("base64", 1024, 3072):
             checks = [("encode_rows + orjson / response_body", us(c, "encode_rows + orjson") / rb, ">=", 1.8),
-                      ("response_body / encode_rows alone", rb / us(c, "encode_rows alone"), "", None),
-                      ("response_body unprepared / prepared", us(c, "response_body" + UNPREPARED) / rb, "", None)]
+                      ("response_body / encode_rows alone", rb / us(c, "encode_rows alone"), "", None)]
+            if us(c, "response_body" + UNPREPARED) is not None:  # (Linux only: os_facts)
+                checks.append(("response_body unprepared / prepared", us(c, "response_body" + UNPREPARED) / rb, "", None))
         elif key == ("float", 1024, 3072):
             for mode in ("repr", "shortest"):
                 ours, faulted = us(c, f"response_body ({mode})"), us(c, f"response_body ({mode}){INTO_FAULTED}")
-                checks += [(f"response_body ({mode}) / the same{INTO_FAULTED}", ours / faulted, "<=", 1.2),
-                           (f"response_body ({mode}) unprepared / the same{INTO_FAULTED}",
-                            us(c, f"response_body ({mode}){UNPREPARED}") / faulted, "", None)]
+                checks.append((f"response_body ({mode}) / the same{INTO_FAULTED}", ours / faulted, "<=", 1.2))
+                if us(c, f"response_body ({mode}){UNPREPARED}") is not None:  # (Linux only: os_facts)
+                    checks.append((f"response_body ({mode}) unprepared / the same{INTO_FAULTED}",
+                                   us(c, f"response_body ({mode}){UNPREPARED}") / faulted, "", None))
                 zeroing = zeroing_us(floor, c.get("text_bytes", {}).get(mode))
                 if zeroing is not None:
                     checks.append((f"(the floor: the same + the kernel zeroing its {c['text_bytes'][mode] / 2**20:.0f} MiB "
@@ -323,7 +327,7 @@ def measure_first_calls(cfg, log) -> list:
     runs = 1 if cfg["mode"] == "smoke" else 5 if cfg["mode"] == "quick" else 9
     setup = _FIRST_CALL_SETUP.format(B=B, D=D)
     out = []
-    for prepared in (True, False):
+    for prepared in (True, False) if os_facts.PAGE_PREPARATION else (False,):
         got = first_call_of_a_process(setup, runs=runs, prepared=prepared)
         out.append({"what": f"response_body base64 {B}x{D}", "B": B, "D": D, **got})
         log(f"  done body first call ({'prepared' if prepared else 'unprepared'}): {got['ratio']:.2f}x a later call")
@@ -338,7 +342,10 @@ THRESHOLD_ROWS = (4, 16, 64, 128, 256)
 def measure_threshold(cfg, log) -> list:
     """[{state, B, D, bytes, unprepared_us, prepared_us, ratio}]: base64 bodies from 64 KiB to 4 MiB
     in each allocator state, written unprepared and prepared (the threshold lowered to 64 KiB for
-    the call), interleaved: where preparing pays, and what it costs where memory is reused."""
+    the call), interleaved: where preparing pays, and what it costs where memory is reused. Empty
+    where there is no page preparation (os_facts.PAGE_PREPARATION)."""
+    if not os_facts.PAGE_PREPARATION:
+        return []
     from tensorb64 import _native
     from tensorb64.openai import response_body
 
@@ -374,6 +381,8 @@ def measure_threshold(cfg, log) -> list:
 def threshold_lines(sweep: list) -> list:
     lines = ["The threshold (base64 bodies, prepared from 64 KiB against unprepared, interleaved; the package prepares "
              "outputs from 2 MiB):"]
+    if not os_facts.PAGE_PREPARATION:
+        return lines + [f"  not measured: {os_facts.PAGE_PREPARATION_ABSENT}"]
     for c in sweep:
         lines.append(f"  {c['state']:<8} {c['B']:>4}x{c['D']} ({c['bytes'] / 2**20:5.2f} MiB): unprepared "
                      f"{fmt_us(c['unprepared_us'])} µs, prepared {fmt_us(c['prepared_us'])} µs: {c['ratio']:.3f}x")
@@ -408,6 +417,7 @@ def text(report: dict) -> list:
     lines += ["  " + line for line in _states_lines()]
     lines.append(text_table(BODY_COLUMNS, body_table_rows(cases), _RIGHT))
     lines += ["note: " + n for n in sorted({r["skipped"] for c in cases for r in c["results"] if "skipped" in r})]
+    lines += ["note: " + n for n in os_facts.absent_lines()]
     targets = body_target_lines(cases, report.get("page_floor"))
     if targets:
         lines += ["targets (one thread, float32):", *targets]

@@ -53,6 +53,7 @@ import numpy as np
 
 import tensorb64.openai
 from tensorb64.openai import response_body
+from . import os_facts
 from .allocator import (
     allocator_states,
     first_call_lines,
@@ -105,7 +106,7 @@ def tensorb64_routes(api, kind: str, body: bytes, client, inputs, values: int) -
     routes = {DECODER: lambda: api.decode_response_body(body)}
     if values >= THREADED_FROM_VALUES:
         routes[THREADED] = lambda: api.decode_response_body(body, threads=2)
-        if api is tensorb64.openai:
+        if api is tensorb64.openai and os_facts.PAGE_PREPARATION:
             routes[UNPREPARED] = unprepared(routes[DECODER])
     if kind == "base64":  # embed asks for base64 whatever the caller wants
         routes[EMBED] = lambda: api.embed(client, input=inputs, model=MODEL)
@@ -428,7 +429,7 @@ def measure_first_calls(cfg, log) -> list:
     B, D = (64, 384) if cfg["mode"] == "smoke" else FIRST_CALL_SHAPE
     runs = 1 if cfg["mode"] == "smoke" else 5 if cfg["mode"] == "quick" else 9
     out = []
-    for prepared in (True, False):
+    for prepared in (True, False) if os_facts.PAGE_PREPARATION else (False,):
         got = first_call_of_a_process(_FIRST_CALL_SETUP.format(B=B, D=D), runs=runs, prepared=prepared)
         out.append({"what": f"decode_response_body base64 {B}x{D}", "B": B, "D": D, **got})
         log(f"  done client first call ({'prepared' if prepared else 'unprepared'}): {got['ratio']:.2f}x a later call")
@@ -484,7 +485,7 @@ def table_rows(cases):
     for c in cases:
         for r in c["results"]:
             if "us" in r:
-                cells = (fmt_us(r["us"]), spread_text(r), f"{r['minflt']:.0f}" if "minflt" in r else "",
+                cells = (fmt_us(r["us"]), spread_text(r), f"{r['minflt']:.0f}" if r.get("minflt") is not None else "n/a",
                          f"{r['vs_decoder']:.2f}×" if "vs_decoder" in r else "")
             else:
                 cells = ("skipped" if "skipped" in r else "error", "", "", "")
@@ -529,6 +530,7 @@ def _notes(report: dict) -> list:
     v = report["client_versions"]
     notes = [f"openai {v['openai']} ({v['http']}), orjson {v['orjson']}"]
     notes += sorted({r["skipped"] for c in cases for r in c["results"] if "skipped" in r})
+    notes += os_facts.absent_lines()
     targets = target_lines(cases)
     if targets:
         notes += ["targets (one thread):", *targets]

@@ -37,11 +37,13 @@ import base64
 import multiprocessing
 import os
 import statistics
+import sys
 import threading
 import time
 
 import numpy as np
 
+from . import os_facts
 from .report import markdown_table, text_table
 
 NAME = "ingest"
@@ -54,6 +56,9 @@ MODEL = "bench-model"
 
 
 def unavailable(mods):
+    # Ray's workers' CPU is read from /proc (_ray_worker_cpu); psutil is no dependency of the bench.
+    if not os_facts.LINUX:
+        return f"the ingest section reads Ray's workers' CPU time from /proc: Linux only, not {sys.platform}"
     return None
 
 

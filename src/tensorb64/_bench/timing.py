@@ -11,6 +11,8 @@ import gc
 import statistics
 import time
 
+from . import os_facts
+
 
 def _loop(fn, n: int) -> float:
     """Seconds per call of n back-to-back calls (results dropped, as a worker drops them)."""
@@ -54,16 +56,17 @@ def measure(calls: dict, *, rounds: int, sample_s: float, budget_s: float) -> di
     return out
 
 
-def minor_faults_per_call(call, per_call_s: float) -> float:
-    """Minor page faults of this process per call, over calls lasting about 0.2 s in all."""
-    import resource
-
+def minor_faults_per_call(call, per_call_s: float) -> float | None:
+    """Minor page faults of this process per call, over calls lasting about 0.2 s in all; None
+    where this OS's faults are not counted (os_facts.MINOR_FAULTS)."""
+    if not os_facts.MINOR_FAULTS:
+        return None
     n = max(3, min(200, int(0.2 / max(per_call_s, 1e-7))))
     call()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    before = os_facts.minor_faults()
     for _ in range(n):
         call()
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / n
+    return (os_facts.minor_faults() - before) / n
 
 
 def measure_paths(paths: dict, cfg: dict, *, checked: bool, ref: str, ratio_key: str, extra=None) -> list:
