@@ -76,6 +76,15 @@ const char* name(tb::dtype t) {
         case tb::dtype::float64: return "float64";
         case tb::dtype::float8_e4m3fn: return "float8_e4m3fn";
         case tb::dtype::float8_e5m2: return "float8_e5m2";
+        case tb::dtype::int8: return "int8";
+        case tb::dtype::uint8: return "uint8";
+        case tb::dtype::int16: return "int16";
+        case tb::dtype::uint16: return "uint16";
+        case tb::dtype::int32: return "int32";
+        case tb::dtype::uint32: return "uint32";
+        case tb::dtype::int64: return "int64";
+        case tb::dtype::uint64: return "uint64";
+        case tb::dtype::bool8: return "bool8";
     }
     return "?";
 }
@@ -496,6 +505,16 @@ std::uint64_t random_bits(tb::dtype type, std::mt19937_64& rng) {
         }
         case tb::dtype::float8_e4m3fn:
         case tb::dtype::float8_e5m2: return r & 0xff;
+        // Integers: every bit pattern is a value, and the edges are as likely as any other.
+        case tb::dtype::int8:
+        case tb::dtype::uint8: return r & 0xff;
+        case tb::dtype::int16:
+        case tb::dtype::uint16: return r & 0xffff;
+        case tb::dtype::int32:
+        case tb::dtype::uint32: return r & 0xffffffffu;
+        case tb::dtype::int64:
+        case tb::dtype::uint64: return r;
+        case tb::dtype::bool8: return r & 1;
     }
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "float_text/float_text.hpp"
+#include "float_text_oracle.hpp"
 
 namespace {
 
@@ -35,7 +36,7 @@ std::uint32_t bits_of(float x) {
 }
 bool reads_back_via_double(const std::string& token, std::uint32_t b) {
     double d = 0;
-    std::from_chars(token.data(), token.data() + token.size(), d);
+    float_text_oracle::parse(token.data(), token.data() + token.size(), d);
     return bits_of(static_cast<float>(d)) == b;
 }
 int significant_digits(const std::string& token) {
@@ -52,10 +53,8 @@ std::string shortest_via_double(std::uint32_t b) {
     const float x = float_of(b);
     for (int length = 1; length <= 9; ++length) {
         char text[64];
-        const std::to_chars_result r =
-            std::to_chars(text, text + sizeof text, static_cast<double>(x),
-                          std::chars_format::scientific, length - 1);
-        const std::string rounded(text, r.ptr);
+        const std::string rounded(text, float_text_oracle::scientific_with_precision(
+                                            static_cast<double>(x), length - 1, text));
         long long mantissa = 0;
         for (const char c : rounded.substr(0, rounded.find('e')))
             if (c >= '0' && c <= '9') mantissa = mantissa * 10 + (c - '0');

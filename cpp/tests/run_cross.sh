@@ -52,12 +52,12 @@ case "$arch" in
   macos-arm64 | macos-x86_64)
     zig="${ZIG:?ZIG: the zig binary of the ziglang wheel}"
     case "$arch" in
-      macos-arm64) host=arm64; target=aarch64-macos.11.0 ;;
-      *) host=x86_64; target=x86_64-macos.10.13 ;;
+      macos-arm64) host=arm64; minimum_macos=11.0 ;;
+      *) host=x86_64; minimum_macos=10.13 ;;
     esac
     # CMake wants one executable per tool: thin wrappers around the one zig binary.
     mkdir -p "$work/bin"
-    printf '#!/bin/sh\nexec "%s" c++ -target %s "$@"\n' "$zig" "$target" > "$work/bin/c++"
+    printf '#!/bin/sh\nexec "%s" c++ -target %s "$@"\n' "$zig" "${host/arm64/aarch64}-macos.$minimum_macos" > "$work/bin/c++"
     for tool in ar ranlib; do printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$zig" "$tool" > "$work/bin/$tool"; done
     chmod +x "$work/bin"/*
     cxx="$work/bin/c++"; system=Darwin; static=; build_only=1
@@ -110,7 +110,7 @@ if [[ -n $build_only ]]; then
   # Nothing here runs a Mach-O program: what was built, for which CPU and which macOS.
   for program in "$work"/*_tests; do
     printf '%s: %s\n' "$(basename "$program")" \
-      "$("$cpp/../ci/check_macho.sh" "$program" "$host" "${target#*-macos.}")"
+      "$("$cpp/../ci/check_macho.sh" "$program" "$host" "$minimum_macos")"
   done
   exit
 fi

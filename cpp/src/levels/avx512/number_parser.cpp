@@ -74,8 +74,8 @@ inline unsigned lowest_bit(std::uint64_t v) noexcept {
 // At most 25 bytes of text (a sign, a point and 24 digits: three 8-digit groups), so that the
 // first 8 bytes of a 32-byte window hold no digit once the point is dropped.
 constexpr std::size_t kMaxFastLength = 25;
-constexpr std::size_t kMaxFastFraction = 22;  // 10^22 is the largest exact double power of ten
 
+// 10^22 is the largest power of ten a double holds exactly.
 alignas(64) constexpr double kPow10Double[24] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e22};
