@@ -13,8 +13,11 @@
 #   run_cross.sh macos-arm64 / macos-x86_64
 #                          Zig's clang for macOS 11.0 (arm64) / 10.13 (x86_64) with Apple's libc++
 #                          availability rules on, as AppleClang has them: builds the test programs
-#                          (Mach-O; nothing here runs them), then prints their architecture and
-#                          minimum OS. ZIG: the zig binary.
+#                          and the extension module (Mach-O; nothing here runs them), then checks
+#                          each (ci/check_macho.sh: architecture, minimum OS, system libraries; the
+#                          module's exports). ZIG: the zig binary; PYTHON: the CPython whose headers
+#                          the module is compiled against (python3 by default: Linux's pyconfig.h
+#                          stands in for the Mac's, which nothing here has).
 # Tests: `run_cross.sh ARCH` runs the tests labelled full, `run_cross.sh ARCH --quick` those
 # labelled quick (the programs and their arguments are declared once, in cpp/CMakeLists.txt). For
 # bench, extra arguments go to kernel_bench.
@@ -55,9 +58,12 @@ case "$arch" in
       macos-arm64) host=arm64; minimum_macos=11.0 ;;
       *) host=x86_64; minimum_macos=10.13 ;;
     esac
-    # CMake wants one executable per tool: thin wrappers around the one zig binary.
+    # CMake wants one executable per tool: thin wrappers around the one zig binary. Zig's Mach-O
+    # linker crashes on -bundle (how CMake links a MODULE): the wrapper asks for a dylib, which
+    # Python loads the same way.
     mkdir -p "$work/bin"
-    printf '#!/bin/sh\nexec "%s" c++ -target %s "$@"\n' "$zig" "${host/arm64/aarch64}-macos.$minimum_macos" > "$work/bin/c++"
+    printf '#!/bin/sh\nfor a do shift; [ "$a" = -bundle ] && a=-shared; set -- "$@" "$a"; done\nexec "%s" c++ -target %s "$@"\n' \
+      "$zig" "${host/arm64/aarch64}-macos.$minimum_macos" > "$work/bin/c++"
     for tool in ar ranlib; do printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$zig" "$tool" > "$work/bin/$tool"; done
     chmod +x "$work/bin"/*
     cxx="$work/bin/c++"; system=Darwin; static=; build_only=1
@@ -112,6 +118,17 @@ if [[ -n $build_only ]]; then
     printf '%s: %s\n' "$(basename "$program")" \
       "$("$cpp/../ci/check_macho.sh" "$program" "$host" "$minimum_macos")"
   done
+  # The extension, through the top-level CMakeLists.txt as scikit-build-core drives it (the
+  # project's name and version are what it passes).
+  python="${PYTHON:-python3}"
+  include="$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+  { cmake -S "$cpp/.." -B "$work/module" "${config[@]}" -DSKBUILD_PROJECT_NAME=tensorb64 \
+      -DSKBUILD_PROJECT_VERSION=0.0.0 -DPython_EXECUTABLE="$(command -v "$python")" \
+      -DPython_INCLUDE_DIR="$include" &&
+    cmake --build "$work/module" -j "${JOBS:-2}" --target _native; } >"$log" 2>&1 ||
+    { cat "$log" >&2; exit 1; }
+  printf '_native.so (the extension): %s\n' \
+    "$("$cpp/../ci/check_macho.sh" "$work/module/_native.so" "$host" "$minimum_macos" --module)"
   exit
 fi
 if [[ "$arch" == bench ]]; then
