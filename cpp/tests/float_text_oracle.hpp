@@ -25,8 +25,9 @@ namespace float_text_oracle {
 // (float_text_tests' charconv test).
 namespace portable {
 
-// The C library's reading (strtod/strtof: correctly rounded in glibc, macOS, the UCRT and
-// MinGW-w64). Tokens here are whole numbers in the "C" locale; false where nothing was read.
+// The C library's reading (strtod/strtof: correctly rounded in glibc and in macOS's libc, which
+// this serves; not in a MinGW-w64 program under Wine 8.0, see float_text_tests). Tokens here are
+// whole numbers in the "C" locale; false where nothing was read.
 inline bool parse(const char* first, const char* last, double& x) {
     const std::string token(first, last);
     char* end = nullptr;
