@@ -5,5 +5,5 @@ source "$(dirname "$0")/lib.sh"
 # diagnostics off (the programs' output is what is read).
 export WINEPREFIX="$work/wine" WINEDEBUG=-all
 # The quick sizes, as under qemu: every level and every test, fewer lengths and values (the full
-# sizes took 74 s here against about 40; they run with g++ in the stage 'slow').
+# sizes made the stage 90 s here against 50 at these; they run with g++ in the stage 'slow').
 WARNINGS_AS_ERRORS=ON cpp/tests/run_cross.sh windows --quick
