@@ -132,7 +132,7 @@ long float32_checked = 0;
 // The oracle's portable digits and reading (printf/strtod searched: what libc++ builds use) equal
 // std::to_chars's shortest text, its fixed-precision text and from_chars, over random float32 and
 // double bit patterns, subnormals, and every power of two and of ten with their neighbours. Only
-// where the library has floating-point charconv and not on Windows (see below): every Linux g++ run.
+// where the library has floating-point charconv, off Windows (see below): every Linux g++ run.
 template <typename Real, typename Bits>
 void check_portable_charconv(Bits b) {
     Real x;
