@@ -1,6 +1,6 @@
 """The body reader's float64 mode (float rows as the Python floats a client makes of json.loads's
 values: tensorb64.openai.patch() rests on it), against json.loads on every layout a server writes,
-and where each row's embedding text lies."""
+and where each row's embedding text lies; at every SIMD level this CPU has."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from tensorb64._client import _read_rows_and_offsets
+
+pytestmark = pytest.mark.usefixtures("each_simd_level")
 
 RNG = np.random.default_rng(27)
 

@@ -2,10 +2,12 @@
 // read from an exact-size heap block into an exact-size result (ASan catches a byte read or written
 // too far). The first byte chooses the options (stored type and byte order, widen, a BOM allowed)
 // and whether the rest is the body or builds one (built_body: valid bodies of rows of different
-// text lengths, which random bytes seldom are). Each body is read three times: as a client reads it
-// (one thread), by the careful reading alone (json/body_reader_careful.hpp: no row end guessed,
-// every string scanned), and as a client reads it with 3 threads and the embeddings' spans asked
-// for. All three must give the same: the same error (status, byte offset, entry, lengths, message),
+// text lengths, which random bytes seldom are), and whether float rows are read to float64 (the
+// openai client's reading). Each body is read four times: as a client reads it (one thread), by
+// the careful reading alone (json/body_reader_careful.hpp: no row end guessed, every string
+// scanned), as a client reads it with 3 threads and the embeddings' spans asked for, and at the
+// scalar level (the number parsers and base64 decoder every SIMD level must equal). All four must
+// give the same: the same error (status, byte offset, entry, lengths, message),
 // or the same layout, the same array bit for bit and the same spans. A guessed row end changing the
 // result is the class of bug the reader has had (ca59086 fixed one: a shorter later row refused),
 // so a difference traps, with both outcomes printed. The allocator is called once, or (the careful
@@ -131,6 +133,8 @@ std::string built_body(program& in, const tb::body_options& options) {
                                           "Infinity",
                                           "-Infinity",
                                           "0.10000000149011612",
+                                          "-0.036621660739183426",
+                                          "4503599627370497.5",
                                           "3.4028234663852886e+38",
                                           "123456789012345678901",
                                           "1.0000000000000000000001",
@@ -231,6 +235,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
                       (input[0] & 4) ? tb::byte_order::big : tb::byte_order::little};
     options.widen = (input[0] & 8) == 0;
     options.allow_bom = (input[0] & 16) != 0;
+    options.float_rows_as_double = (input[0] & 64) != 0;
     const std::uint8_t* bytes = input + 1;
     std::size_t n = size - 1;
     std::string built;
@@ -268,5 +273,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
     three.error = tb::read_embeddings_body(text, n, options, allocate, &three.result, &three.layout,
                                            &three.spans);
     expect_same("the reading with 3 threads and spans", three, careful, true);
+
+    options.threads = 1;
+    const tb::simd_level level = tb::active_simd_level();
+    tb::force_simd_level(tb::simd_level::scalar);
+    reading scalar;
+    scalar.error =
+        tb::read_embeddings_body(text, n, options, allocate, &scalar.result, &scalar.layout);
+    tb::force_simd_level(level);
+    expect_same("the reading at the scalar level", scalar, careful, false);
     return 0;
 }

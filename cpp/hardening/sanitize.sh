@@ -9,8 +9,9 @@
 #      AVX-512, so they see scalar and avx2 only; TENSORB64_SIMD=avx2 is forced on top);
 #   3. the libFuzzer targets (clang): fuzz_encode (every level equals scalar; identity encodings
 #      decode back to the input), fuzz_rows (odd strides, threads > 1 equal threads = 1) and
-#      fuzz_body (any bytes as a response body: an error or a result, the same as the careful
-#      reading's, which guesses no row end, and the same with threads > 1), run
+#      fuzz_body (any bytes as a response body, float rows to float32 or float64: an error or a
+#      result, the same as the careful reading's, which guesses no row end, and the same with
+#      threads > 1 and at the scalar level), run
 #      side by side, each for about its seconds of one core;
 #   4. (--full) the Python extension built with ASan + UBSan, and a subset of the Python suite run
 #      against it with libasan preloaded (on JOBS pytest-xdist workers);

@@ -216,12 +216,13 @@ void test_implementations() {
               std::string("to_string ") + impl.name);
         check(&tb::implementation_for(impl.level) == &impl,
               std::string("implementation_for ") + impl.name);
-        // All four functions or none: dispatch never runs a level with a missing function.
+        // All five functions or none: dispatch never runs a level with a missing function.
         const int functions = (impl.encode_rows != nullptr) + (impl.float_text != nullptr) +
                               (impl.parse_number_row != nullptr) +
+                              (impl.parse_number_row_double != nullptr) +
                               (impl.decode_base64_groups != nullptr);
-        check(functions == 0 || functions == 4,
-              std::string("all four functions or none: ") + impl.name);
+        check(functions == 0 || functions == 5,
+              std::string("all five functions or none: ") + impl.name);
     }
     check(tb::implementations[0] == &tb::scalar_implementation &&
               tb::scalar_implementation.level == level::scalar &&

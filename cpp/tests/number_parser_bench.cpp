@@ -1,8 +1,9 @@
 // Benchmark of the JSON number parser: ns a number for rows of N(0, 0.05) float32 values written
 // by this project's writer (shortest: orjson's / vLLM's digits; repr: json.dumps's), B rows of D,
 // read by a scan with std::from_chars(double) then a (float) cast (libstdc++'s fast_float), by the
-// scalar row parser, and by each SIMD level's. Rounds interleaved, medians of this thread's CPU
-// time (POSIX clock_gettime).
+// scalar row parser, and by each SIMD level's; then the same rows read to float64 (the openai
+// client's float rows: parse_number_row_double), by from_chars, the scalar level and each SIMD
+// level. Rounds interleaved, medians of this thread's CPU time (POSIX clock_gettime).
 //
 //   number_parser_bench [ROWS DIM ROUNDS]     (default 64 3072 15)
 #include <algorithm>
@@ -24,11 +25,14 @@
 
 namespace {
 
-using row_parser = tensorb64::detail::number_row (*)(const char*, const char*, float*,
-                                                     std::size_t) noexcept;
+template <class T>
+using row_parser_of = tensorb64::detail::number_row (*)(const char*, const char*, T*,
+                                                        std::size_t) noexcept;
+using row_parser = row_parser_of<float>;
 
 // The baseline: the same row grammar (no whitespace), each number by std::from_chars.
-tensorb64::detail::number_row from_chars_row(const char* p, const char* end, float* out,
+template <class T>
+tensorb64::detail::number_row from_chars_row(const char* p, const char* end, T* out,
                                              std::size_t capacity) noexcept {
     tensorb64::detail::number_row row;
     std::size_t count = 0;
@@ -40,7 +44,7 @@ tensorb64::detail::number_row from_chars_row(const char* p, const char* end, flo
             row.expected = "a number";
             return row;
         }
-        if (count < capacity) out[count] = static_cast<float>(d);
+        if (count < capacity) out[count] = static_cast<T>(d);
         ++count;
         p = r.ptr;
         if (p != end && *p == ',') {
@@ -75,7 +79,8 @@ body make_body(const std::vector<std::uint32_t>& bits, std::size_t rows, std::si
     return b;
 }
 
-double seconds_for(const body& b, std::size_t dim, row_parser parse, std::vector<float>& out) {
+template <class T>
+double seconds_for(const body& b, std::size_t dim, row_parser_of<T> parse, std::vector<T>& out) {
     const double t0 = float_row_bench::thread_seconds();
     const char* end = b.text.data() + b.text.size();
     for (std::size_t r = 0; r < b.row_starts.size(); ++r) {
@@ -97,7 +102,8 @@ int main(int argc, char** argv) {
     const int rounds = argc > 3 ? std::atoi(argv[3]) : 15;
     const std::vector<std::uint32_t> bits = float_row_bench::random_rows(rows, dim);
     std::vector<std::pair<std::string, row_parser>> parsers = {
-        {"from_chars", from_chars_row}, {"scalar", tensorb64::detail::parse_number_row_scalar}};
+        {"from_chars", from_chars_row<float>},
+        {"scalar", tensorb64::detail::parse_number_row_scalar}};
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
         const tensorb64::implementation& k = tensorb64::implementation_for(level);
         if (k.parse_number_row != tensorb64::detail::parse_number_row_scalar) {
@@ -134,6 +140,43 @@ int main(int argc, char** argv) {
             if (i == 0) baseline = median;
             std::printf("  %-10s %8.3f ms  %6.2f ns a number  %5.2fx from_chars\n",
                         parsers[i].first.c_str(), median * 1e3,
+                        median * 1e9 / static_cast<double>(rows * dim), baseline / median);
+        }
+    }
+    // The float64 rows: the same texts, each value the double of its text (from_chars's, the
+    // correctly rounded one; the float32 value widened for the repr texts).
+    std::vector<std::pair<std::string, row_parser_of<double>>> double_parsers = {
+        {"from_chars", from_chars_row<double>},
+        {"scalar", tensorb64::detail::parse_number_row_double_scalar}};
+    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
+        const tensorb64::implementation& k = tensorb64::implementation_for(level);
+        if (k.parse_number_row_double != tensorb64::detail::parse_number_row_double_scalar) {
+            double_parsers.emplace_back(k.name, k.parse_number_row_double);
+        }
+    }
+    for (const bool shortest : {true, false}) {
+        const body b = make_body(bits, rows, dim, shortest);
+        std::vector<std::vector<double>> times(double_parsers.size());
+        std::vector<double> out(rows * dim), reference(rows * dim);
+        seconds_for(b, dim, double_parsers[0].second, reference);
+        for (int round = 0; round < rounds; ++round) {
+            for (std::size_t i = 0; i < double_parsers.size(); ++i) {
+                times[i].push_back(seconds_for(b, dim, double_parsers[i].second, out));
+                if (std::memcmp(out.data(), reference.data(), out.size() * 8) != 0) {
+                    std::fprintf(stderr, "%s read the doubles wrong\n",
+                                 double_parsers[i].first.c_str());
+                    return 1;
+                }
+            }
+        }
+        std::printf("%s to float64:\n", shortest ? "shortest" : "repr");
+        double baseline = 0;
+        for (std::size_t i = 0; i < double_parsers.size(); ++i) {
+            std::sort(times[i].begin(), times[i].end());
+            const double median = times[i][times[i].size() / 2];
+            if (i == 0) baseline = median;
+            std::printf("  %-10s %8.3f ms  %6.2f ns a number  %5.2fx from_chars\n",
+                        double_parsers[i].first.c_str(), median * 1e3,
                         median * 1e9 / static_cast<double>(rows * dim), baseline / median);
         }
     }

@@ -4,12 +4,13 @@
 // "1e+20") — in rows of 512, parses back to the same bits through a level's row parser. The one
 // exception is orjson's text of 0x15ae43fd (and its negative), 7.038531e-26, which json.loads +
 // numpy read as 0x15ae43fe (double rounding; see float_text.hpp's write_shortest_f32): for it the
-// expected bits are that reading (strtod, then the cast).
+// expected bits are that reading (strtod, then the cast). And the repr texts read to float64 (the
+// openai client's float rows: parse_number_row_double) give back the float32 value widened.
 //
 //   number_parser_exhaustive [--level NAME] [--layout NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation); --level: that
-//       SIMD level's row parser (dispatch/implementation.hpp), default the scalar one; --layout:
-//       only that layout (shortest, repr or orjson), default all three
+//       SIMD level's row parsers (dispatch/implementation.hpp), default the scalar ones; --layout:
+//       only that layout (shortest, repr, orjson or repr64: repr to float64), default all four
 //   number_parser_exhaustive --print-orjson FIRST LAST STEP
 //       prints orjson's text of every STEP-th finite pattern, one a line (for comparing with
 //       orjson.dumps(numpy.float32 array, option=OPT_SERIALIZE_NUMPY))
@@ -38,7 +39,9 @@ std::atomic<std::uint64_t> mismatches{0};
 std::atomic<std::uint64_t> checked{0};
 std::mutex print_lock;
 tensorb64::number_row_parser parser = tensorb64::detail::parse_number_row_scalar;
-const char* only_layout = nullptr;  // --layout: the one layout checked (all three if null)
+tensorb64::number_row_double_parser double_parser =
+    tensorb64::detail::parse_number_row_double_scalar;
+const char* only_layout = nullptr;  // --layout: the one layout checked (all four if null)
 
 bool checks(const char* layout) {
     return only_layout == nullptr || std::strcmp(only_layout, layout) == 0;
@@ -99,11 +102,41 @@ void check_row(const char* layout, const std::uint32_t* bits, std::size_t n,
     }
 }
 
+// The same for the repr texts read to float64: each the float32 value widened.
+void check_row_double(const std::uint32_t* bits, std::size_t n, std::vector<char>& text,
+                      char* text_end, std::vector<double>& values) {
+    text_end[-1] = ']';
+    const tensorb64::detail::number_row row =
+        double_parser(text.data(), text_end, values.data(), n);
+    if (row.end != text_end || row.count != n) {
+        ++mismatches;
+        report("repr64", bits[0], text.data(), text.data() + 40, 0);
+        return;
+    }
+    const char* token = text.data();
+    for (std::size_t i = 0; i < n; ++i) {
+        const char* token_end = static_cast<const char*>(
+            std::memchr(token, i + 1 < n ? ',' : ']', static_cast<std::size_t>(text_end - token)));
+        float f;
+        std::memcpy(&f, &bits[i], 4);
+        const double expected = f;
+        if (std::memcmp(&values[i], &expected, 8) != 0) {
+            ++mismatches;
+            const float got = static_cast<float>(values[i]);
+            std::uint32_t got_bits;
+            std::memcpy(&got_bits, &got, 4);
+            report("repr64", bits[i], token, token_end, got_bits);
+        }
+        token = token_end + 1;
+    }
+}
+
 void check_range(std::uint64_t first, std::uint64_t last) {
     constexpr std::size_t kRow = 512;
     std::vector<std::uint32_t> bits;
     std::vector<char> text((tensorb64::kReprMaxBytes + 1) * kRow + 64);
     std::vector<float> values(kRow);
+    std::vector<double> doubles(kRow);
     std::uint64_t local_checked = 0;
     const auto flush = [&] {
         if (bits.empty()) return;
@@ -117,6 +150,11 @@ void check_range(std::uint64_t first, std::uint64_t last) {
             char* e =
                 tensorb64::write_values_f32(bits.data(), bits.size(), false, text.data(), &bad);
             check_row("repr", bits.data(), bits.size(), text, e, values);
+        }
+        if (checks("repr64")) {
+            char* e =
+                tensorb64::write_values_f32(bits.data(), bits.size(), false, text.data(), &bad);
+            check_row_double(bits.data(), bits.size(), text, e, doubles);
         }
         if (checks("orjson")) {
             char* e = text.data();
@@ -158,12 +196,14 @@ int main(int argc, char** argv) {
     tensorb64::simd_level level;
     if (pattern_sweep::take_level(argc, argv, &level)) {
         parser = tensorb64::implementation_for(level).parse_number_row;
+        double_parser = tensorb64::implementation_for(level).parse_number_row_double;
         level_name = tensorb64::to_string(level);
     }
     if (argc >= 3 && std::strcmp(argv[1], "--layout") == 0) {
         only_layout = argv[2];
-        if (!checks("shortest") && !checks("repr") && !checks("orjson")) {
-            std::fprintf(stderr, "unknown layout %s (shortest, repr or orjson)\n", only_layout);
+        if (!checks("shortest") && !checks("repr") && !checks("orjson") && !checks("repr64")) {
+            std::fprintf(stderr, "unknown layout %s (shortest, repr, orjson or repr64)\n",
+                         only_layout);
             return 2;
         }
         argv += 2;
@@ -185,7 +225,7 @@ int main(int argc, char** argv) {
         "s); %llu mismatches\n",
         level_name.c_str(), static_cast<unsigned long long>(first),
         static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
-        only_layout ? only_layout : "shortest, repr and orjson", seconds, threads, rate / 1e6,
-        4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()));
+        only_layout ? only_layout : "shortest, repr, orjson and repr64", seconds, threads,
+        rate / 1e6, 4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()));
     return mismatches == 0 ? 0 : 1;
 }

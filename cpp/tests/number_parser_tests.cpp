@@ -6,6 +6,7 @@
 // numpy do.
 //
 //   number_parser_tests [RANDOM_TEXTS]     (default 2,000,000 random texts)
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -61,21 +62,28 @@ std::uint32_t reference_f32(const std::string& s) {
     return bits_of(static_cast<float>(d));
 }
 
-// The row "[" + text + "]" (the parser starts after the '['), in a buffer of exactly its size.
-struct parsed_row {
+// The row "[" + text + "]" (the parser starts after the '['), in a buffer of exactly its size:
+// to float32 (parse_number_row's) or to float64 (parse_number_row_double's).
+template <class T>
+struct parsed_row_of {
     number_row row;
-    std::vector<float> values;
+    std::vector<T> values;
     std::size_t end_offset = 0;
     std::size_t error_offset = 0;
 };
+using parsed_row = parsed_row_of<float>;
 
-using row_parser = number_row (*)(const char*, const char*, float*, std::size_t) noexcept;
+template <class T>
+using row_parser_of = number_row (*)(const char*, const char*, T*, std::size_t) noexcept;
+using row_parser = row_parser_of<float>;
 
-parsed_row parse_row(const std::string& body, row_parser parser, std::size_t capacity = 4096) {
+template <class T>
+parsed_row_of<T> parse_row(const std::string& body, row_parser_of<T> parser,
+                           std::size_t capacity = 4096) {
     std::vector<char> buffer(body.begin(), body.end());  // nothing after the text to read
     if (body.empty()) buffer.resize(1);                  // (a non-null pointer)
-    parsed_row r;
-    r.values.assign(capacity, -12345.0f);
+    parsed_row_of<T> r;
+    r.values.assign(capacity, T(-12345));
     const char* begin = buffer.data();
     r.row = parser(begin, begin + body.size(), r.values.data(), capacity);
     if (r.row.end) r.end_offset = static_cast<std::size_t>(r.row.end - begin);
@@ -520,7 +528,8 @@ std::string random_row_number(std::mt19937_64& rng) {
     return t;
 }
 
-bool same_row(const parsed_row& a, const parsed_row& b, std::size_t capacity) {
+template <class T>
+bool same_row(const parsed_row_of<T>& a, const parsed_row_of<T>& b, std::size_t capacity) {
     if ((a.row.end == nullptr) != (b.row.end == nullptr) || a.end_offset != b.end_offset ||
         a.row.count != b.row.count || (a.row.error_at == nullptr) != (b.row.error_at == nullptr) ||
         a.error_offset != b.error_offset) {
@@ -533,7 +542,7 @@ bool same_row(const parsed_row& a, const parsed_row& b, std::size_t capacity) {
     const std::size_t n = a.row.count < capacity ? a.row.count : capacity;
     // n == 0 first: an empty row's vectors may hold no storage (data() null), and memcmp must not
     // be handed a null pointer even for zero bytes.
-    return n == 0 || std::memcmp(a.values.data(), b.values.data(), n * sizeof(float)) == 0;
+    return n == 0 || std::memcmp(a.values.data(), b.values.data(), n * sizeof(T)) == 0;
 }
 
 // A text the AVX-512 level's vector paths must send to the scalar parser, or must take at their
@@ -594,27 +603,88 @@ std::string vector_path_edge(std::mt19937_64& rng) {
     return edges[rng() % (sizeof edges / sizeof edges[0])];
 }
 
-void test_levels(long rows) {
-    std::vector<std::pair<const char*, row_parser>> levels;
+// A text the float64 rows' vector path must decide as the scalar parser does: a double's repr
+// (17 digits: w above 2^53), texts next to the midpoint of two doubles (which the lanes' rounding
+// decides, or leaves to the scalar parser), exact ties between doubles (which only the scalar
+// parser's exact step decides: 2^52 + 0.5, 2^53 + 1), 19 and 20 digits (w near 2^64), and
+// integers (which the float64 rows refuse above 15 digits).
+std::string double_path_edge(std::mt19937_64& rng) {
+    char buffer[96];
+    const unsigned kind = static_cast<unsigned>(rng() % 6);
+    if (kind == 0) {  // a random double of an embedding's range, as json.dumps writes it
+        const double x =
+            (static_cast<double>(rng() >> 11) * 0x1p-53 * 2 - 1) * (rng() % 4 == 0 ? 1e-3
+                                                                    : rng() % 2    ? 1.0
+                                                                                   : 1e4);
+        char* e = tensorb64::write_repr(bits_of(x), buffer);
+        return std::string(buffer, e);
+    }
+    if (kind == 1) {  // next to the midpoint of two adjacent doubles (exact in long double)
+        const double x = static_cast<double>(rng() >> 11) * 0x1p-53 * (rng() % 2 ? 1.0 : 1000.0);
+        long double mid =
+            (static_cast<long double>(x) + static_cast<long double>(std::nextafter(x, 2e9))) / 2;
+        const int digits = 17 + static_cast<int>(rng() % 6);
+        std::snprintf(buffer, sizeof buffer, "%.*Lf", digits, mid);
+        std::string t = buffer;
+        // Fewer places than the midpoint needs: the text falls just below or above it.
+        t.resize(std::min<std::size_t>(t.size(), t.find('.') + 1 + (rng() % 22)));
+        if (t.back() == '.') t += '5';
+        return t;
+    }
+    if (kind == 2) {
+        const char* const ties[] = {"4503599627370496.5",
+                                    "4503599627370497.5",
+                                    "9007199254740993.0",
+                                    "9007199254740995.0",
+                                    "-4503599627370496.5",
+                                    "0.5",
+                                    "0.25",
+                                    "1.5",
+                                    "18014398509481985.0",
+                                    "2251799813685248.25"};
+        return ties[rng() % (sizeof ties / sizeof ties[0])];
+    }
+    if (kind == 3) {  // 19 or 20 digits, w just below and above 2^64 = 18446744073709551616
+        const char* const wide[] = {"0.18446744073709551615",  "0.18446744073709551616",
+                                    "1.8446744073709551615",   "0.9999999999999999999",
+                                    "-0.12345678901234567890", "9.9999999999999999999",
+                                    "184467440737.09551615",   "0.00000000000000000001"};
+        return wide[rng() % (sizeof wide / sizeof wide[0])];
+    }
+    if (kind == 4) {  // integers at the float64 rows' 15-digit limit
+        const char* const integers[] = {
+            "999999999999999",  "1000000000000000", "-999999999999999", "0", "-0",
+            "12345678901234567"};
+        return integers[rng() % (sizeof integers / sizeof integers[0])];
+    }
+    return random_decimal(rng, 15 + static_cast<int>(rng() % 8), -2, 3);
+}
+
+// Every level's row parser of one kind (float32 rows: parse_number_row; float64 rows:
+// parse_number_row_double) against the scalar level's.
+template <class T>
+void test_levels(long rows, const char* kind,
+                 row_parser_of<T> (*parser_of)(const tensorb64::implementation&),
+                 row_parser_of<T> scalar) {
+    std::vector<std::pair<const char*, row_parser_of<T>>> levels;
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
         const tensorb64::implementation& k = tensorb64::implementation_for(level);
-        CHECK(k.parse_number_row != nullptr);
-        if (k.parse_number_row != nullptr) levels.emplace_back(k.name, k.parse_number_row);
+        CHECK(parser_of(k) != nullptr);
+        if (parser_of(k) != nullptr) levels.emplace_back(k.name, parser_of(k));
     }
-    CHECK(tensorb64::scalar_implementation.parse_number_row ==
-          tensorb64::detail::parse_number_row_scalar);
+    CHECK(parser_of(tensorb64::scalar_implementation) == scalar);
+    constexpr bool float64 = sizeof(T) == 8;
     long numbers = 0, mismatches = 0;
     // Every level's result on `text` against the scalar level's.
     auto compare = [&](const std::string& text, std::size_t capacity) {
-        const parsed_row reference =
-            parse_row(text, tensorb64::detail::parse_number_row_scalar, capacity);
+        const parsed_row_of<T> reference = parse_row(text, scalar, capacity);
         for (const auto& level : levels) {
-            const parsed_row got = parse_row(text, level.second, capacity);
+            const parsed_row_of<T> got = parse_row(text, level.second, capacity);
             if (same_row(got, reference, capacity)) {
                 ++test_check::passed;
             } else if (++mismatches <= 10) {
                 test_check::report_failure(__FILE__, __LINE__,
-                                           std::string("level ") + level.first +
+                                           std::string(kind) + " level " + level.first +
                                                " differs from scalar on \"" + text.substr(0, 200) +
                                                "\" (capacity " + std::to_string(capacity) + ")");
             } else {
@@ -645,7 +715,11 @@ void test_levels(long rows) {
                 text += clean ? ((r & 2) ? ", " : ",") : rng() % 16 != 0 ? "," : spaced[rng() % 4];
             }
             if (clean) {
-                embedding_like(rng, r & 1, &text);
+                if (float64 && rng() % 4 == 0) {
+                    text += double_path_edge(rng);
+                } else {
+                    embedding_like(rng, r & 1, &text);
+                }
             } else {
                 text += random_row_number(rng);
             }
@@ -673,7 +747,10 @@ void test_levels(long rows) {
             if (rng() % odd_one_in != 0) {
                 embedding_like(rng, shortest, &text);
             } else {
-                text += rng() & 1 ? vector_path_edge(rng) : random_row_number(rng);
+                const unsigned which = static_cast<unsigned>(rng() % (float64 ? 3 : 2));
+                text += which == 0   ? vector_path_edge(rng)
+                        : which == 1 ? random_row_number(rng)
+                                     : double_path_edge(rng);
             }
         }
         text += "]";
@@ -734,7 +811,7 @@ void test_levels(long rows) {
             }
         }
     }
-    std::printf("levels:");
+    std::printf("%s levels:", kind);
     for (const auto& level : levels) std::printf(" %s", level.first);
     std::printf(" against scalar: %ld rows, %ld numbers, %ld mismatches\n", rows + rows / 2,
                 numbers, mismatches);
@@ -744,7 +821,10 @@ void test_levels(long rows) {
 // Rows whose text starts on the first byte after an inaccessible page and ends on the last byte
 // before another, at every level: a load before the row's start or at its end faults. (The AVX-512
 // level loads each number's 32-byte window ending at its separator, which begins before the row.)
-void test_guard_pages() {
+template <class T>
+void test_guard_pages(const char* kind,
+                      row_parser_of<T> (*parser_of)(const tensorb64::implementation&),
+                      row_parser_of<T> scalar) {
     const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     char* const base = static_cast<char*>(
         mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
@@ -753,10 +833,10 @@ void test_guard_pages() {
     CHECK(mprotect(base, page, PROT_NONE) == 0 && mprotect(base + 2 * page, page, PROT_NONE) == 0);
     char* const first = base + page;
     std::mt19937_64 rng(11);
-    std::vector<float> values(page);
+    std::vector<T> values(page);
     long rows = 0;
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
-        const row_parser parse = tensorb64::implementation_for(level).parse_number_row;
+        const row_parser_of<T> parse = parser_of(tensorb64::implementation_for(level));
         for (int r = 0; r < 300; ++r) {
             std::string text;
             const std::size_t n = 1 + rng() % 40;
@@ -773,20 +853,19 @@ void test_guard_pages() {
                 text.append(buffer, e);
             }
             text += ']';
-            const parsed_row reference =
-                parse_row(text, tensorb64::detail::parse_number_row_scalar, values.size());
+            const parsed_row_of<T> reference = parse_row(text, scalar, values.size());
             for (char* const begin : {first, first + page - text.size()}) {
                 std::memcpy(begin, text.data(), text.size());
                 const number_row got =
                     parse(begin, begin + text.size(), values.data(), values.size());
                 CHECK(got.end == begin + text.size() && got.count == n &&
-                      std::memcmp(values.data(), reference.values.data(), n * sizeof(float)) == 0);
+                      std::memcmp(values.data(), reference.values.data(), n * sizeof(T)) == 0);
                 // Cut short: the text ends (at the page) inside a number or after a comma.
                 const std::size_t cut = 1 + rng() % (text.size() - 1);
                 char* const cut_begin = first + page - cut;
                 std::memcpy(cut_begin, text.data(), cut);
-                const parsed_row cut_reference = parse_row(
-                    text.substr(0, cut), tensorb64::detail::parse_number_row_scalar, values.size());
+                const parsed_row_of<T> cut_reference =
+                    parse_row(text.substr(0, cut), scalar, values.size());
                 const number_row cut_got =
                     parse(cut_begin, cut_begin + cut, values.data(), values.size());
                 CHECK(cut_got.end == nullptr && cut_got.error_at != nullptr &&
@@ -797,7 +876,7 @@ void test_guard_pages() {
         }
     }
     munmap(base, 3 * page);
-    std::printf("guard pages: %ld rows at both ends of a page, every level\n", rows);
+    std::printf("guard pages (%s): %ld rows at both ends of a page, every level\n", kind, rows);
 }
 #endif
 
@@ -811,9 +890,21 @@ int main(int argc, char** argv) {
     test_python_int_rules();
     test_edges();
     test_random(random_texts);
-    test_levels(random_texts / 20);
+    test_levels<float>(
+        random_texts / 20, "float32",
+        [](const tensorb64::implementation& k) { return k.parse_number_row; },
+        tensorb64::detail::parse_number_row_scalar);
+    test_levels<double>(
+        random_texts / 20, "float64",
+        [](const tensorb64::implementation& k) { return k.parse_number_row_double; },
+        tensorb64::detail::parse_number_row_double_scalar);
 #if defined(TENSORB64_TEST_GUARD_PAGES)
-    test_guard_pages();
+    test_guard_pages<float>(
+        "float32", [](const tensorb64::implementation& k) { return k.parse_number_row; },
+        tensorb64::detail::parse_number_row_scalar);
+    test_guard_pages<double>(
+        "float64", [](const tensorb64::implementation& k) { return k.parse_number_row_double; },
+        tensorb64::detail::parse_number_row_double_scalar);
 #endif
     std::printf("%ld passed, %ld failed\n", test_check::passed, test_check::failed);
     return test_check::failed == 0 ? 0 : 1;

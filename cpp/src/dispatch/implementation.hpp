@@ -1,9 +1,9 @@
-// A CPU level's implementation: its name, the CPU features it requires and its four functions
-// (the row encoder, the float-text block writers, the JSON number-row parser, the base64 group
-// decoder). Each folder under levels/ defines exactly one, in its implementation.cpp, compiled with
-// that level's flags (cpp/CMakeLists.txt); `implementations` lists them, and dispatch.cpp derives
-// everything it knows about levels (names, order, what each needs) from that list. A level without
-// a faster function of its own names the scalar one.
+// A CPU level's implementation: its name, the CPU features it requires and its five functions
+// (the row encoder, the float-text block writers, the JSON number-row parsers to float32 and to
+// float64, the base64 group decoder). Each folder under levels/ defines exactly one, in its
+// implementation.cpp, compiled with that level's flags (cpp/CMakeLists.txt); `implementations`
+// lists them, and dispatch.cpp derives everything it knows about levels (names, order, what each
+// needs) from that list. A level without a faster function of its own names the scalar one.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +42,10 @@ struct float_text_writers {
 using number_row_parser = detail::number_row (*)(const char* p, const char* end, float* out,
                                                  std::size_t capacity) noexcept;
 
+// The same to float64: exactly number_parser.hpp's parse_number_row_double_scalar.
+using number_row_double_parser = detail::number_row (*)(const char* p, const char* end, double* out,
+                                                        std::size_t capacity) noexcept;
+
 // A base64 group decoder: `groups` groups of 4 characters of the standard alphabet to 3 bytes
 // each; false if any character is outside it, '=' included, and then `out` holds unspecified
 // bytes. Exactly decode_base64_groups_scalar's bytes and verdict.
@@ -52,18 +56,19 @@ struct implementation {
     simd_level level;
     const char* name;       // to_string's result; what TENSORB64_SIMD and force_simd_level take
     cpu_features required;  // exactly what its compile flags let the compiler use (checked there)
-    // Null, all four, where this target does not build the level (the x86 levels on AArch64, NEON
+    // Null, all five, where this target does not build the level (the x86 levels on AArch64, NEON
     // on x86-64, the x86 levels of a macOS universal2 build): levels/compiled_features.hpp says
     // where each level's code is compiled.
     row_encoder encode_rows = nullptr;
     const float_text_writers* float_text = nullptr;
     number_row_parser parse_number_row = nullptr;
+    number_row_double_parser parse_number_row_double = nullptr;
     base64_group_decoder decode_base64_groups = nullptr;
 
     // Whether this build compiled the level's functions.
     constexpr bool built() const noexcept {
         return encode_rows != nullptr && float_text != nullptr && parse_number_row != nullptr &&
-               decode_base64_groups != nullptr;
+               parse_number_row_double != nullptr && decode_base64_groups != nullptr;
     }
 };
 

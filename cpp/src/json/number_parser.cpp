@@ -627,9 +627,24 @@ number_row parse_number_row_scalar_from(const char* p, const char* end, float* o
     return parse_row_from(p, end, out, capacity, count, read_float32);
 }
 
+number_row parse_number_row_double_scalar_from(const char* p, const char* end, double* out,
+                                               std::size_t capacity, std::size_t count) noexcept {
+    return parse_row_from(p, end, out, capacity, count, read_client_float);
+}
+
+number_row parse_number_row_double_scalar(const char* p, const char* end, double* out,
+                                          std::size_t capacity) noexcept {
+    return parse_number_row_double_scalar_from(p, end, out, capacity, 0);
+}
+
 number_row parse_number_row_double(const char* p, const char* end, double* out,
                                    std::size_t capacity) noexcept {
-    return parse_row_from(p, end, out, capacity, 0, read_client_float);
+    return active_implementation().parse_number_row_double(p, end, out, capacity);
+}
+
+const char* parse_one_double(const char* p, const char* end, double* out, const char** error_at,
+                             const char** expected) noexcept {
+    return read_client_float(p, end, out, error_at, expected);
 }
 
 const char* parse_number(const char* p, const char* end, double* out) noexcept {

@@ -13,10 +13,10 @@
 // one too large for a double (numpy's float(int) raises OverflowError). An integer text keeps no
 // sign on zero ("-0" is Python's int 0, hence +0.0; "-0.0" is -0.0).
 //
-// Levels: parse_number_row_scalar is portable and uses integer arithmetic only (the caller's
-// rounding mode and FTZ/DAZ cannot change a bit); each SIMD level's row parser
-// (dispatch/implementation.hpp) gives exactly its results. parse_number_row runs the active
-// level's.
+// Levels: parse_number_row_scalar and parse_number_row_double_scalar are portable and use integer
+// arithmetic only (the caller's rounding mode and FTZ/DAZ cannot change a bit); each SIMD level's
+// row parsers (dispatch/implementation.hpp) give exactly their results. parse_number_row and
+// parse_number_row_double run the active level's.
 #pragma once
 
 #include <cstddef>
@@ -59,10 +59,24 @@ number_row parse_number_row_scalar_from(const char* p, const char* end, float* o
 // parse_number_row's contract, each value kept as the double json.loads gives (parse_number's),
 // not cast to float32: for a client that hands Python floats on (the openai client's float rows,
 // which turn an int into a float only where float() keeps its value: so an integer text of more
-// than 15 digits, which may not, is refused here). Scalar at every level: the same
-// digits-to-double step the float32 rows take on their way.
+// than 15 digits, which may not, is refused here). Runs the active level's.
 number_row parse_number_row_double(const char* p, const char* end, double* out,
                                    std::size_t capacity) noexcept;
+
+// The scalar level's float64 row parser (parse_number_row_double's contract): the same
+// digits-to-double step the float32 rows take on their way; the reference for the SIMD levels.
+number_row parse_number_row_double_scalar(const char* p, const char* end, double* out,
+                                          std::size_t capacity) noexcept;
+
+// Its loop from after '[' (count == 0) or after a ',' (count: the numbers before it), as
+// parse_number_row_scalar_from.
+number_row parse_number_row_double_scalar_from(const char* p, const char* end, double* out,
+                                               std::size_t capacity, std::size_t count) noexcept;
+
+// One number at `p` as the float64 rows read it, for the SIMD levels' lanes that leave the fast
+// path: returns the end of its text, or nullptr with *error_at and *expected set.
+const char* parse_one_double(const char* p, const char* end, double* out, const char** error_at,
+                             const char** expected) noexcept;
 
 // One number at `p` as float32 (the row's rule), for the SIMD levels' lanes that leave the fast
 // path: returns the end of its text, or nullptr with *error_at and *expected set.

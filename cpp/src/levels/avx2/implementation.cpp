@@ -1,5 +1,5 @@
 // The AVX2 level (with F16C, FMA and BMI2, the set every x86-64 CPU since Haswell has): its own
-// row encoder and base64 decoder, the scalar float-text writers and number parser.
+// row encoder and base64 decoder, the scalar float-text writers and number parsers.
 #include "levels/avx2/avx2.hpp"
 #include "levels/compiled_features.hpp"
 #include "levels/scalar/scalar.hpp"
@@ -11,7 +11,7 @@ constexpr implementation avx2_implementation {
         feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2,
 #if TENSORB64_COMPILES_AVX2
         encode_rows_avx2, &float_text_writers_scalar, detail::parse_number_row_scalar,
-        decode_base64_groups_avx2,
+        detail::parse_number_row_double_scalar, decode_base64_groups_avx2,
 #endif
 };
 

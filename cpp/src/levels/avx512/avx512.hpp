@@ -9,6 +9,8 @@ void encode_rows_avx512(const row_job& job) noexcept;
 extern const float_text_writers float_text_writers_avx512;
 detail::number_row parse_number_row_avx512(const char* p, const char* end, float* out,
                                            std::size_t capacity) noexcept;
+detail::number_row parse_number_row_double_avx512(const char* p, const char* end, double* out,
+                                                  std::size_t capacity) noexcept;
 bool decode_base64_groups_avx512(const char* text, std::size_t groups, unsigned char* out) noexcept;
 
 }  // namespace tensorb64

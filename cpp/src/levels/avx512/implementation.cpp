@@ -1,5 +1,5 @@
 // The AVX-512 level (F, DQ, BW, VL, VBMI and VBMI2 on top of the AVX2 level's, and POPCNT, which
-// every such CPU has: Ice Lake, Zen 4 and later): all four functions its own.
+// every such CPU has: Ice Lake, Zen 4 and later): all five functions its own.
 #include "levels/avx512/avx512.hpp"
 #include "levels/compiled_features.hpp"
 
@@ -12,7 +12,7 @@ constexpr implementation avx512_implementation {
             feature::avx512vbmi | feature::avx512vbmi2 | feature::popcnt,
 #if TENSORB64_COMPILES_AVX512
         encode_rows_avx512, &float_text_writers_avx512, parse_number_row_avx512,
-        decode_base64_groups_avx512,
+        parse_number_row_double_avx512, decode_base64_groups_avx512,
 #endif
 };
 

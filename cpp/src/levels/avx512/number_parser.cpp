@@ -1,6 +1,7 @@
-// The AVX-512 JSON number-row parser (the avx512 implementation's, dispatch/implementation.hpp):
-// numbers eight at a time, in three ways. The row's layout, read from the commas in its first 64
-// bytes, picks the first; each hands the row's rest to the next where it cannot go on.
+// The AVX-512 JSON number-row parsers (the avx512 implementation's, dispatch/implementation.hpp),
+// to float32 and to float64: numbers eight at a time, float32 rows in three ways. The row's layout,
+// read from the commas in its first 64 bytes, picks the first; each hands the row's rest to the
+// next where it cannot go on.
 //
 //  * Short numbers (orjson's / vLLM's rows: at most 15 bytes, "," between): four to a vector, one
 //    64-byte window per four, each number right-aligned in a 16-byte lane (parse_short_row).
@@ -25,6 +26,9 @@
 // alone when it ends at its separator, otherwise the rest of the row, so that values, ends and
 // errors equal the scalar level's (number_parser_tests: every level against the scalar one).
 //
+// Float64 rows (the openai client's Python floats) take parse_row alone, its digits as above and
+// each value the double of w / 10^f by Eisel-Lemire in integer lanes (convert_group_double).
+//
 // The double arithmetic runs under ieee_fp_environment (round to nearest even, no FTZ/DAZ),
 // whatever the caller's settings.
 //
@@ -41,6 +45,7 @@
 
 #include "common/fp_environment.hpp"
 #include "json/number_parser.hpp"
+#include "json/number_parser_pow10.hpp"
 #include "levels/avx512/avx512.hpp"
 
 // The general paths' steps are kept out of the loops of numbers below one (their registers).
@@ -281,7 +286,16 @@ inline __m512i digit_groups(const number_group& g, int k, unsigned* fast, unsign
                             _mm512_srli_epi64(quads, 32));
 }
 
-inline group_values convert_group(const number_group& g) noexcept {
+// A group's texts as integers: number i is w[i] / 10^f[i] (with its sign in bit i of `negative`)
+// where bit i of `fast` is set, w[i] exact below 2^64.
+struct group_digits {
+    __m512i w;
+    __m512i f;
+    unsigned fast;
+    unsigned negative;
+};
+
+inline group_digits digits_of(const number_group& g) noexcept {
     unsigned fast = 0, negative = 0;
     std::uint64_t fractions = 0;
     const __m512i e0 = digit_groups(g, 0, &fast, &negative, &fractions);
@@ -301,12 +315,23 @@ inline group_values convert_group(const number_group& g) noexcept {
                                                    _mm512_permutex2var_epi64(e2, g3, e3));
     // w = first * 10^16 + second * 10^8 + last, within 64 bits when first <= 1843.
     fast &= _mm512_cmple_epu64_mask(first, _mm512_set1_epi64(1843));
-    const __m512i w = _mm512_add_epi64(
+    group_digits d;
+    d.w = _mm512_add_epi64(
         _mm512_add_epi64(_mm512_mullo_epi64(first, _mm512_set1_epi64(10000000000000000ll)),
                          _mm512_mul_epu32(second, _mm512_set1_epi64(100000000))),
         last);
+    d.f = _mm512_cvtepu8_epi64(_mm_cvtsi64_si128(static_cast<long long>(fractions)));
+    d.fast = fast & 0xffu;
+    d.negative = negative;
+    return d;
+}
+
+inline group_values convert_group(const number_group& g) noexcept {
+    const group_digits d = digits_of(g);
+    const __m512i w = d.w;
+    const __m512i f = d.f;
+    unsigned fast = d.fast;
     // w / 10^f.
-    const __m512i f = _mm512_cvtepu8_epi64(_mm_cvtsi64_si128(static_cast<long long>(fractions)));
     const __m512d pow_low =
         _mm512_permutex2var_pd(_mm512_load_pd(kPow10Double), f, _mm512_load_pd(kPow10Double + 8));
     const __m512d pow_high = _mm512_permutexvar_pd(f, _mm512_load_pd(kPow10Double + 16));
@@ -323,34 +348,170 @@ inline group_values convert_group(const number_group& g) noexcept {
         _mm512_mask_cmpgt_epu64_mask(near_midpoint, w, _mm512_set1_epi64(1ll << 53)));
     const __m256i magnitude = _mm256_castps_si256(_mm512_cvtpd_ps(quotient));
     const __m256i signed_values =
-        _mm256_mask_or_epi32(magnitude, static_cast<__mmask8>(negative), magnitude,
+        _mm256_mask_or_epi32(magnitude, static_cast<__mmask8>(d.negative), magnitude,
                              _mm256_set1_epi32(static_cast<int>(0x80000000u)));
-    return group_values{_mm256_castsi256_ps(signed_values), fast & 0xffu};
+    return group_values{_mm256_castsi256_ps(signed_values), fast};
+}
+
+// ---- the float64 rows: Eisel-Lemire in eight lanes ----
+//
+// A float64 row's value is the double nearest w / 10^f itself, not a float32 of it, so the
+// float32 rows' test (both ends' float32s agree) cannot decide it, and json.dumps's and orjson's
+// 17-digit texts have w above 2^53, where the division is not exact. Each lane runs Eisel-Lemire
+// instead (number_parser.cpp's eisel_lemire and round_to_double; here q = -f in [-22, -1], so the
+// double is normal) in 64-bit integer lanes: w normalised to n (top bit set), times the high 64
+// bits H of the 128-bit floor of 10^-f's mantissa (a 64 x 64 -> 128-bit product from 32-bit
+// multiplies), whose top 54 bits are rounded. The scalar parser adds n times the low 64 bits too;
+// without them the product X = n * H is a floor of the true n * 10^-f (scaled) that lies in
+// [X, X + 2^64): its high word is at most 1 short, 2 after the one-place shift when the top bit is
+// clear. So a lane is decided where the 10 bits below the round bit are at most 0x3fd: those few
+// units cannot carry into the round bit, and the value is not within them of a tie or of a double
+// (a text on either has those bits all ones in X). The rest, about 1 lane in 340, go to the scalar
+// parser, which decides them as it always does. Every decided lane is the correctly rounded
+// double, as is the scalar parser's reading, so the two are equal.
+
+// The high 64 bits of the 128-bit floors of 10^-f's mantissa for f in [0, 24) (f = 0 unused: a
+// fast text has a fraction), from the scalar parser's table.
+struct pow10_high_table {
+    alignas(64) std::uint64_t high[24];
+};
+constexpr pow10_high_table make_pow10_highs() {
+    pow10_high_table t{};
+    for (int f = 0; f < 24; ++f) t.high[f] = kPow10Mantissa[-f - kPow10QMin][0];
+    return t;
+}
+constexpr pow10_high_table kPow10High = make_pow10_highs();
+
+// The eight 64-bit lanes of table[0..24) at f (each below 24).
+inline __m512i lanes_at(const std::uint64_t* table, __m512i f) noexcept {
+    const __m512i low16 =
+        _mm512_permutex2var_epi64(_mm512_load_si512(table), f, _mm512_load_si512(table + 8));
+    const __m512i high8 = _mm512_permutexvar_epi64(f, _mm512_load_si512(table + 16));
+    return _mm512_mask_blend_epi64(_mm512_cmpge_epu64_mask(f, _mm512_set1_epi64(16)), low16, high8);
+}
+
+// a * b = high * 2^64 + low, lane by lane, from four 32 x 32 -> 64-bit products.
+inline void multiply_64x64(__m512i a, __m512i b, __m512i* high, __m512i* low) noexcept {
+    const __m512i low32 = _mm512_set1_epi64(0xffffffffll);
+    const __m512i a_high = _mm512_srli_epi64(a, 32);
+    const __m512i b_high = _mm512_srli_epi64(b, 32);
+    const __m512i p00 = _mm512_mul_epu32(a, b);
+    const __m512i p01 = _mm512_mul_epu32(a, b_high);
+    const __m512i p10 = _mm512_mul_epu32(a_high, b);
+    const __m512i p11 = _mm512_mul_epu32(a_high, b_high);
+    // The middle 64 bits' sum: three terms below 2^32 each, no overflow.
+    const __m512i middle =
+        _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(p00, 32), _mm512_and_si512(p01, low32)),
+                         _mm512_and_si512(p10, low32));
+    *high = _mm512_add_epi64(
+        _mm512_add_epi64(p11, _mm512_srli_epi64(p01, 32)),
+        _mm512_add_epi64(_mm512_srli_epi64(p10, 32), _mm512_srli_epi64(middle, 32)));
+    *low = _mm512_or_si512(_mm512_slli_epi64(middle, 32), _mm512_and_si512(p00, low32));
+}
+
+// What converting a group of float64 rows gave.
+struct group_doubles {
+    __m512d values;
+    unsigned fast;  // bit i: number i's value is in lane i
+};
+
+inline group_doubles convert_group_double(const number_group& g) noexcept {
+    const group_digits d = digits_of(g);
+    const __m512i one = _mm512_set1_epi64(1);
+    const __mmask8 zero = _mm512_cmpeq_epi64_mask(d.w, _mm512_setzero_si512());
+    // The leading zeros of w from its double rounded toward zero, whose exponent is then
+    // floor(log2 w) (rounding to nearest could carry into the next power of two): 63 - (biased
+    // exponent - 1023). (A zero lane's count is past 63: its shift gives 0, and it is set apart.)
+    const __m512i biased = _mm512_srli_epi64(
+        _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(d.w, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
+        52);
+    const __m512i leading_zeros = _mm512_sub_epi64(_mm512_set1_epi64(1086), biased);
+    const __m512i normalized = _mm512_sllv_epi64(d.w, leading_zeros);
+    __m512i xh, xl;
+    multiply_64x64(normalized, lanes_at(kPow10High.high, d.f), &xh, &xl);
+    // e = 64 - lz + floor(q log2 10), q = -f; one less where the product's top bit is clear,
+    // which then moves up a place.
+    const __m512i floor_log2 = _mm512_srai_epi64(
+        _mm512_mul_epi32(_mm512_sub_epi64(_mm512_setzero_si512(), d.f), _mm512_set1_epi64(217706)),
+        16);
+    __m512i e =
+        _mm512_add_epi64(_mm512_sub_epi64(_mm512_set1_epi64(64), leading_zeros), floor_log2);
+    const __mmask8 low_top = static_cast<__mmask8>(~_mm512_movepi64_mask(xh));
+    xh = _mm512_mask_or_epi64(xh, low_top, _mm512_slli_epi64(xh, 1), _mm512_srli_epi64(xl, 63));
+    e = _mm512_mask_sub_epi64(e, low_top, e, one);
+    // round_to_double for a normal result: the round bit is bit 10, which the up to 2 units
+    // missing from the high word must not reach (above).
+    const __mmask8 undecided = _mm512_cmpgt_epu64_mask(
+        _mm512_and_si512(xh, _mm512_set1_epi64(0x3ff)), _mm512_set1_epi64(0x3fd));
+    const __m512i m = _mm512_add_epi64(_mm512_srli_epi64(xh, 11),
+                                       _mm512_and_si512(_mm512_srli_epi64(xh, 10), one));
+    // m == 2^53 (rounded up) carries into the exponent field.
+    const __m512i magnitude =
+        _mm512_add_epi64(_mm512_slli_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(1023)), 52),
+                         _mm512_sub_epi64(m, _mm512_set1_epi64(1ll << 52)));
+    const __m512i kept = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero), magnitude);
+    const __m512i bits =
+        _mm512_mask_or_epi64(kept, static_cast<__mmask8>(d.negative), kept,
+                             _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ull)));
+    return group_doubles{_mm512_castsi512_pd(bits), d.fast & ~static_cast<unsigned>(undecided)};
+}
+
+// Where the two row types differ: a group's conversion and store, one number by the scalar
+// parser, and the scalar parser's row loop from a number on.
+inline void store_lanes(__m256 values, float* out, std::size_t room) noexcept {
+    if (room >= 8) {
+        _mm256_storeu_ps(out, values);
+    } else if (room > 0) {
+        _mm256_mask_storeu_ps(out, static_cast<__mmask8>((1u << room) - 1), values);
+    }
+}
+inline void store_lanes(__m512d values, double* out, std::size_t room) noexcept {
+    if (room >= 8) {
+        _mm512_storeu_pd(out, values);
+    } else if (room > 0) {
+        _mm512_mask_storeu_pd(out, static_cast<__mmask8>((1u << room) - 1), values);
+    }
+}
+inline group_values convert(const number_group& g, float*) noexcept { return convert_group(g); }
+inline group_doubles convert(const number_group& g, double*) noexcept {
+    return convert_group_double(g);
+}
+inline const char* parse_one(const char* p, const char* end, float* out, const char** error_at,
+                             const char** expected) noexcept {
+    return detail::parse_one_float32(p, end, out, error_at, expected);
+}
+inline const char* parse_one(const char* p, const char* end, double* out, const char** error_at,
+                             const char** expected) noexcept {
+    return detail::parse_one_double(p, end, out, error_at, expected);
+}
+inline number_row scalar_from(const char* p, const char* end, float* out, std::size_t capacity,
+                              std::size_t count) noexcept {
+    return detail::parse_number_row_scalar_from(p, end, out, capacity, count);
+}
+inline number_row scalar_from(const char* p, const char* end, double* out, std::size_t capacity,
+                              std::size_t count) noexcept {
+    return detail::parse_number_row_double_scalar_from(p, end, out, capacity, count);
 }
 
 // A group's eight values written at out[count..] (those below `capacity`), then each lane not in
 // `fast` read by the scalar parser from its text [start, stop) (text(i, &start, &stop)). False
 // where a lane's number does not end at its stop: *row is then the scalar parser's reading of the
 // row's rest from that number on.
-template <class lane_text>
-inline bool store_group(__m256 values, unsigned fast, lane_text text, const char* end, float* out,
+template <class T, class vector, class lane_text>
+inline bool store_group(vector values, unsigned fast, lane_text text, const char* end, T* out,
                         std::size_t capacity, std::size_t count, number_row* row) noexcept {
     const std::size_t room = capacity > count ? capacity - count : 0;
-    if (room >= 8) {
-        _mm256_storeu_ps(out + count, values);
-    } else if (room > 0) {
-        _mm256_mask_storeu_ps(out + count, static_cast<__mmask8>((1u << room) - 1), values);
-    }
+    store_lanes(values, out + count, room);
     for (unsigned slow = ~fast & 0xffu; slow != 0; slow &= slow - 1) {
         const unsigned i = lowest_bit(slow);
         const char* start;
         const char* stop;
         text(i, &start, &stop);
-        float value;
+        T value;
         const char* error_at;
         const char* expected;
-        if (detail::parse_one_float32(start, end, &value, &error_at, &expected) != stop) {
-            *row = detail::parse_number_row_scalar_from(start, end, out, capacity, count + i);
+        if (parse_one(start, end, &value, &error_at, &expected) != stop) {
+            *row = scalar_from(start, end, out, capacity, count + i);
             return false;
         }
         if (i < room) out[count + i] = value;
@@ -366,8 +527,8 @@ inline number_row finished(const char* end, std::size_t count) noexcept {
 }
 
 // From p (just past the row's '[' or a ','), `count` numbers already written before it.
-template <int unrolled>
-number_row parse_row(const char* p, const char* end, float* out, std::size_t capacity,
+template <int unrolled, class T>
+number_row parse_row(const char* p, const char* end, T* out, std::size_t capacity,
                      std::size_t count) noexcept {
     const ieee_fp_environment ieee;
     separator_chunks<unrolled> separators(p, end);
@@ -385,7 +546,7 @@ number_row parse_row(const char* p, const char* end, float* out, std::size_t cap
                 // (Only the row's last separator is a ']', past which start[8] is not used.)
                 g.start[i + 1] = at + 1 + (end - at > 1 && at[1] == ' ');
             }
-            const group_values v = convert_group(g);
+            const auto v = convert(g, out);
             number_row row;
             auto text = [&g](unsigned i, const char** start, const char** stop) {
                 *start = g.start[i];
@@ -400,7 +561,7 @@ number_row parse_row(const char* p, const char* end, float* out, std::size_t cap
         // row's separators are all in (its last numbers, or an error).
         const std::size_t kept = found - 8 * groups;
         if (separators.closed() || found < separator_chunks<unrolled>::chunk) {
-            return detail::parse_number_row_scalar_from(p, end, out, capacity, count);
+            return scalar_from(p, end, out, capacity, count);
         }
         for (std::size_t i = 0; i < kept; ++i) stops[i] = stops[8 * groups + i];
         found = kept;
@@ -1014,17 +1175,30 @@ number_row parse_long_row(const char* p, const char* end, float* out,
     return parse_row<4>(p, end, out, capacity, count);
 }
 
-}  // namespace
-
-detail::number_row parse_number_row_avx512(const char* p, const char* end, float* out,
-                                           std::size_t capacity) noexcept {
-    // The layout from the commas in the row's first 64 bytes (or all of it, if shorter).
+// The row's layout, from the commas in its first 64 bytes (or all of it, if shorter): numbers of
+// 15 bytes or more (json.dumps's, orjson's doubles) where there are at most 4.
+inline bool long_numbers(const char* p, const char* end) noexcept {
     const std::size_t left = static_cast<std::size_t>(end - p);
     const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
     const std::uint64_t commas = _mm512_mask_cmpeq_epi8_mask(
         in_text, _mm512_maskz_loadu_epi8(in_text, p), _mm512_set1_epi8(','));
-    return bit_count(commas) <= 4 ? parse_long_row(p, end, out, capacity)
-                                  : parse_short_row(p, end, out, capacity);
+    return bit_count(commas) <= 4;
+}
+
+}  // namespace
+
+detail::number_row parse_number_row_avx512(const char* p, const char* end, float* out,
+                                           std::size_t capacity) noexcept {
+    return long_numbers(p, end) ? parse_long_row(p, end, out, capacity)
+                                : parse_short_row(p, end, out, capacity);
+}
+
+detail::number_row parse_number_row_double_avx512(const char* p, const char* end, double* out,
+                                                  std::size_t capacity) noexcept {
+    // Float64 rows take parse_row alone (the four-lane paths read at most 15 digits a number),
+    // its separators written four or six to a block by the layout.
+    return long_numbers(p, end) ? parse_row<4>(p, end, out, capacity, 0)
+                                : parse_row<6>(p, end, out, capacity, 0);
 }
 
 }  // namespace tensorb64

@@ -18,6 +18,7 @@ constexpr implementation scalar_implementation{simd_level::scalar,
                                                encode_rows_scalar,
                                                &float_text_writers_scalar,
                                                detail::parse_number_row_scalar,
+                                               detail::parse_number_row_double_scalar,
                                                decode_base64_groups_scalar};
 
 }  // namespace tensorb64
