@@ -176,6 +176,10 @@ PATCH_TARGETS = {  # the patch's targets at 64x3072: patch off / patch on, at le
 }
 BASE64_KEPT = 'openai create(encoding_format="base64")'
 ON, OFF, FLOOR = "patch on", "patch off", "patch floor"
+# Untimed calls before each sample: a state's first calls after another state's run slower (up to
+# 1 ms at 64x3072, for about five calls: patch() recognising the client again after unpatch(),
+# and the memory the other state's calls left), which is the switching, not the state.
+SETTLE_CALLS = 4
 LINE_BUILT = "patch on, RAW RESPONSE line built"  # LiteLLM's default: the openai client's patch alone
 LINE_BUILT_FOR = "litellm.embedding() default"
 
@@ -345,7 +349,8 @@ def patch_cases(mods: dict, cfg: dict, log) -> tuple[list, list]:
                 errors = [] if same else [f"{name}: patched values differ from unpatched (or from the embeddings)"]
                 paths = {f"{name}, {state}": (run, None) for state, run in runs.items()}
                 load = [load_average()]
-                results = measure_paths(paths, cfg, checked=not errors, ref=f"{name}, {ON}", ratio_key="vs_patched")
+                results = measure_paths(paths, cfg, checked=not errors, ref=f"{name}, {ON}", ratio_key="vs_patched",
+                                        settle=SETTLE_CALLS)
                 load.append(load_average())
                 for e in errors:
                     log(f"  ERROR client patch B={B} D={D}: {e}")

@@ -22,10 +22,19 @@ def _loop(fn, n: int) -> float:
     return (time.perf_counter() - t0) / n
 
 
-def measure(calls: dict, *, rounds: int, sample_s: float, budget_s: float) -> dict:
-    """Interleaved medians: {name: {us, p25, p75, rounds, inner}} for {name: zero-arg call}."""
+# settle's calls are made only for paths faster than this a call (for a slower one, what the
+# path before it left costs little beside the call itself).
+SETTLE_BELOW_S = 0.1
+
+
+def measure(calls: dict, *, rounds: int, sample_s: float, budget_s: float, settle: int = 0) -> dict:
+    """Interleaved medians: {name: {us, p25, p75, rounds, inner}} for {name: zero-arg call}.
+    settle: untimed calls before each sample (of a path below SETTLE_BELOW_S a call), where a
+    path's first calls after another path's are slower than its later ones (the patched clients':
+    switching the patch on or off, and the first calls after the other states' runs, up to 1 ms
+    slower at 64x3072), so that each sample times the path's own steady state."""
     names = list(calls)
-    inner, n_rounds = {}, {}
+    inner, n_rounds, settled = {}, {}, {}
     for name in names:  # warm-up, which also sizes the inner loop of each sample
         fn = calls[name]
         fn()
@@ -33,6 +42,7 @@ def measure(calls: dict, *, rounds: int, sample_s: float, budget_s: float) -> di
         if per_call < sample_s:
             per_call = _loop(fn, max(1, int(0.2 * sample_s / per_call)))
         inner[name] = max(1, int(sample_s / per_call))
+        settled[name] = settle if per_call < SETTLE_BELOW_S else 0
         sample = inner[name] * per_call
         n_rounds[name] = max(5, min(rounds, int(budget_s / max(sample, 1e-9))))
     samples = {name: [] for name in names}
@@ -44,6 +54,8 @@ def measure(calls: dict, *, rounds: int, sample_s: float, budget_s: float) -> di
             shift = r % len(names)
             for name in names[shift:] + names[:shift]:
                 if r < n_rounds[name]:
+                    for _ in range(settled[name]):
+                        calls[name]()
                     samples[name].append(_loop(calls[name], inner[name]))
     finally:
         if gc_was_enabled:
@@ -69,12 +81,14 @@ def minor_faults_per_call(call, per_call_s: float) -> float | None:
     return (os_facts.minor_faults() - before) / n
 
 
-def measure_paths(paths: dict, cfg: dict, *, checked: bool, ref: str, ratio_key: str, extra=None) -> list:
+def measure_paths(paths: dict, cfg: dict, *, checked: bool, ref: str, ratio_key: str, extra=None,
+                  settle: int = 0) -> list:
     """The result rows of {name: (zero-arg call, skip reason or None)}: each path's measure()
     entry (none where its case failed its output check, `checked` False), `extra(call, entry)`'s
     fields, and its time over `ref`'s under `ratio_key`; a skipped path says why."""
     timed = {name: call for name, (call, skip) in paths.items() if not skip}
-    stats = measure(timed, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"]) if checked else {}
+    stats = measure(timed, rounds=cfg["rounds"], sample_s=cfg["sample_s"], budget_s=cfg["budget_s"],
+                    settle=settle) if checked else {}
     results = []
     for name, (call, skip) in paths.items():
         row = {"path": name}
