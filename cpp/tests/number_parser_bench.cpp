@@ -94,6 +94,48 @@ double seconds_for(const body& b, std::size_t dim, row_parser_of<T> parse, std::
     return float_row_bench::thread_seconds() - t0;
 }
 
+// Times each parser over both layouts' rows and prints ns a number; false where one read a value
+// other than the reference (float32 rows: the values written; float64 rows: from_chars's doubles,
+// the texts' correctly rounded ones, which for the repr texts are the float32 values widened).
+template <class T>
+bool time_layouts(const char* to,
+                  const std::vector<std::pair<std::string, row_parser_of<T>>>& parsers,
+                  const std::vector<std::uint32_t>& bits, std::size_t rows, std::size_t dim,
+                  int rounds) {
+    for (const bool shortest : {true, false}) {
+        const body b = make_body(bits, rows, dim, shortest);
+        std::vector<std::vector<double>> times(parsers.size());
+        std::vector<T> out(rows * dim), reference(rows * dim);
+        if constexpr (sizeof(T) == 4) {
+            std::memcpy(reference.data(), bits.data(), bits.size() * 4);
+        } else {
+            seconds_for(b, dim, from_chars_row<T>, reference);
+        }
+        for (int round = 0; round < rounds; ++round) {
+            for (std::size_t i = 0; i < parsers.size(); ++i) {
+                times[i].push_back(seconds_for(b, dim, parsers[i].second, out));
+                if (std::memcmp(out.data(), reference.data(), out.size() * sizeof(T)) != 0) {
+                    std::fprintf(stderr, "%s read the values wrong\n", parsers[i].first.c_str());
+                    return false;
+                }
+            }
+        }
+        std::printf("%s to %s (%.1f bytes a value, %.2f MB):\n", shortest ? "shortest" : "repr", to,
+                    static_cast<double>(b.text.size()) / static_cast<double>(rows * dim),
+                    static_cast<double>(b.text.size()) / 1e6);
+        double baseline = 0;
+        for (std::size_t i = 0; i < parsers.size(); ++i) {
+            std::sort(times[i].begin(), times[i].end());
+            const double median = times[i][times[i].size() / 2];
+            if (i == 0) baseline = median;
+            std::printf("  %-10s %8.3f ms  %6.2f ns a number  %5.2fx from_chars\n",
+                        parsers[i].first.c_str(), median * 1e3,
+                        median * 1e9 / static_cast<double>(rows * dim), baseline / median);
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,34 +159,7 @@ int main(int argc, char** argv) {
         "%zu x %zu N(0, 0.05) float32, %d rounds interleaved, medians of thread CPU time; load: "
         "%s\n",
         rows, dim, rounds, load.c_str());
-    for (const bool shortest : {true, false}) {
-        const body b = make_body(bits, rows, dim, shortest);
-        std::vector<std::vector<double>> times(parsers.size());
-        std::vector<float> out(rows * dim);
-        for (int round = 0; round < rounds; ++round) {
-            for (std::size_t i = 0; i < parsers.size(); ++i) {
-                times[i].push_back(seconds_for(b, dim, parsers[i].second, out));
-                if (std::memcmp(out.data(), bits.data(), out.size() * 4) != 0) {
-                    std::fprintf(stderr, "%s read the values wrong\n", parsers[i].first.c_str());
-                    return 1;
-                }
-            }
-        }
-        std::printf("%s (%.1f bytes a value, %.2f MB):\n", shortest ? "shortest" : "repr",
-                    static_cast<double>(b.text.size()) / static_cast<double>(rows * dim),
-                    static_cast<double>(b.text.size()) / 1e6);
-        double baseline = 0;
-        for (std::size_t i = 0; i < parsers.size(); ++i) {
-            std::sort(times[i].begin(), times[i].end());
-            const double median = times[i][times[i].size() / 2];
-            if (i == 0) baseline = median;
-            std::printf("  %-10s %8.3f ms  %6.2f ns a number  %5.2fx from_chars\n",
-                        parsers[i].first.c_str(), median * 1e3,
-                        median * 1e9 / static_cast<double>(rows * dim), baseline / median);
-        }
-    }
-    // The float64 rows: the same texts, each value the double of its text (from_chars's, the
-    // correctly rounded one; the float32 value widened for the repr texts).
+    // The float64 rows (the openai client's): the same texts, each value the double of its text.
     std::vector<std::pair<std::string, row_parser_of<double>>> double_parsers = {
         {"from_chars", from_chars_row<double>},
         {"scalar", tensorb64::detail::parse_number_row_double_scalar}};
@@ -154,31 +169,8 @@ int main(int argc, char** argv) {
             double_parsers.emplace_back(k.name, k.parse_number_row_double);
         }
     }
-    for (const bool shortest : {true, false}) {
-        const body b = make_body(bits, rows, dim, shortest);
-        std::vector<std::vector<double>> times(double_parsers.size());
-        std::vector<double> out(rows * dim), reference(rows * dim);
-        seconds_for(b, dim, double_parsers[0].second, reference);
-        for (int round = 0; round < rounds; ++round) {
-            for (std::size_t i = 0; i < double_parsers.size(); ++i) {
-                times[i].push_back(seconds_for(b, dim, double_parsers[i].second, out));
-                if (std::memcmp(out.data(), reference.data(), out.size() * 8) != 0) {
-                    std::fprintf(stderr, "%s read the doubles wrong\n",
-                                 double_parsers[i].first.c_str());
-                    return 1;
-                }
-            }
-        }
-        std::printf("%s to float64:\n", shortest ? "shortest" : "repr");
-        double baseline = 0;
-        for (std::size_t i = 0; i < double_parsers.size(); ++i) {
-            std::sort(times[i].begin(), times[i].end());
-            const double median = times[i][times[i].size() / 2];
-            if (i == 0) baseline = median;
-            std::printf("  %-10s %8.3f ms  %6.2f ns a number  %5.2fx from_chars\n",
-                        double_parsers[i].first.c_str(), median * 1e3,
-                        median * 1e9 / static_cast<double>(rows * dim), baseline / median);
-        }
-    }
-    return 0;
+    return time_layouts<float>("float32", parsers, bits, rows, dim, rounds) &&
+                   time_layouts<double>("float64", double_parsers, bits, rows, dim, rounds)
+               ? 0
+               : 1;
 }

@@ -366,7 +366,7 @@ inline group_values convert_group(const number_group& g) noexcept {
 // [X, X + 2^64): its high word is at most 1 short, 2 after the one-place shift when the top bit is
 // clear. So a lane is decided where the 10 bits below the round bit are at most 0x3fd: those few
 // units cannot carry into the round bit, and the value is not within them of a tie or of a double
-// (a text on either has those bits all ones in X). The rest, about 1 lane in 340, go to the scalar
+// (a text on either has them 0x3fe or 0x3ff in X). The rest, about 1 lane in 512, go to the scalar
 // parser, which decides them as it always does. Every decided lane is the correctly rounded
 // double, as is the scalar parser's reading, so the two are equal.
 
