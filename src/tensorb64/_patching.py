@@ -116,7 +116,8 @@ class Host:
 def _distribution_version(distribution: str) -> str:
     """The installed distribution's version, or "unknown"; read once a process (reading a
     distribution's metadata costs about 0.7 ms, which every patch() after an unpatch() would
-    otherwise pay; the code imported is the release found first in any case)."""
+    otherwise pay; and the code already imported stays that release's, whatever is installed
+    later)."""
     try:
         return importlib.metadata.version(distribution)
     except Exception:  # (not installed as a distribution: a stand-in, code on the path)
