@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -61,13 +60,7 @@ int main(int argc, char** argv) {
     const std::size_t dim = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 3072;
     const int rounds = argc > 3 ? std::atoi(argv[3]) : 21;
     const std::vector<std::uint32_t> bits = float_row_bench::random_rows(rows, dim);
-    std::ifstream loadavg("/proc/loadavg");
-    std::string load;
-    std::getline(loadavg, load);
-    std::printf(
-        "%zu x %zu N(0, 0.05) float32, %d rounds interleaved, medians of thread CPU time; "
-        "load: %s\n",
-        rows, dim, rounds, load.c_str());
+    float_row_bench::print_setup(rows, dim, rounds);
     for (const bool shortest : {true, false}) {
         const body b = make_body(bits, rows, dim, shortest);
         const char* const begin = b.text.data();

@@ -1,6 +1,6 @@
 // What the float-text reading benches (number_parser_bench, body_reader_bench) share: the rows
-// they read (N(0, 0.05) float32, a fixed seed), each row's text as production writes it, and the
-// clock they time with.
+// they read (N(0, 0.05) float32, a fixed seed), each row's text as production writes it, the
+// clock they time with, and the line that says what a run measured.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +16,17 @@
 #include "tensorb64/tensorb64.hpp"
 
 namespace float_row_bench {
+
+// The run's first line: the rows, the rounds and the load average it ran at.
+inline void print_setup(std::size_t rows, std::size_t dim, int rounds) {
+    std::ifstream loadavg("/proc/loadavg");
+    std::string load;
+    std::getline(loadavg, load);
+    std::printf(
+        "%zu x %zu N(0, 0.05) float32, %d rounds interleaved, medians of thread CPU time; load: "
+        "%s\n",
+        rows, dim, rounds, load.c_str());
+}
 
 // rows x dim float32 bit patterns drawn from N(0, 0.05), the same on every run.
 inline std::vector<std::uint32_t> random_rows(std::size_t rows, std::size_t dim) {

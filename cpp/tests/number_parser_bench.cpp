@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -28,7 +27,6 @@ namespace {
 template <class T>
 using row_parser_of = tensorb64::detail::number_row (*)(const char*, const char*, T*,
                                                         std::size_t) noexcept;
-using row_parser = row_parser_of<float>;
 
 // The baseline: the same row grammar (no whitespace), each number by std::from_chars.
 template <class T>
@@ -98,10 +96,17 @@ double seconds_for(const body& b, std::size_t dim, row_parser_of<T> parse, std::
 // other than the reference (float32 rows: the values written; float64 rows: from_chars's doubles,
 // the texts' correctly rounded ones, which for the repr texts are the float32 values widened).
 template <class T>
-bool time_layouts(const char* to,
-                  const std::vector<std::pair<std::string, row_parser_of<T>>>& parsers,
+bool time_layouts(const char* to, row_parser_of<T> scalar,
+                  row_parser_of<T> tensorb64::implementation::*level_parser,
                   const std::vector<std::uint32_t>& bits, std::size_t rows, std::size_t dim,
                   int rounds) {
+    // from_chars, the scalar level, and each SIMD level with a parser of its own.
+    std::vector<std::pair<std::string, row_parser_of<T>>> parsers = {
+        {"from_chars", from_chars_row<T>}, {"scalar", scalar}};
+    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
+        const tensorb64::implementation& k = tensorb64::implementation_for(level);
+        if (k.*level_parser != scalar) parsers.emplace_back(k.name, k.*level_parser);
+    }
     for (const bool shortest : {true, false}) {
         const body b = make_body(bits, rows, dim, shortest);
         std::vector<std::vector<double>> times(parsers.size());
@@ -143,34 +148,15 @@ int main(int argc, char** argv) {
     const std::size_t dim = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 3072;
     const int rounds = argc > 3 ? std::atoi(argv[3]) : 15;
     const std::vector<std::uint32_t> bits = float_row_bench::random_rows(rows, dim);
-    std::vector<std::pair<std::string, row_parser>> parsers = {
-        {"from_chars", from_chars_row<float>},
-        {"scalar", tensorb64::detail::parse_number_row_scalar}};
-    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
-        const tensorb64::implementation& k = tensorb64::implementation_for(level);
-        if (k.parse_number_row != tensorb64::detail::parse_number_row_scalar) {
-            parsers.emplace_back(k.name, k.parse_number_row);
-        }
-    }
-    std::ifstream loadavg("/proc/loadavg");
-    std::string load;
-    std::getline(loadavg, load);
-    std::printf(
-        "%zu x %zu N(0, 0.05) float32, %d rounds interleaved, medians of thread CPU time; load: "
-        "%s\n",
-        rows, dim, rounds, load.c_str());
-    // The float64 rows (the openai client's): the same texts, each value the double of its text.
-    std::vector<std::pair<std::string, row_parser_of<double>>> double_parsers = {
-        {"from_chars", from_chars_row<double>},
-        {"scalar", tensorb64::detail::parse_number_row_double_scalar}};
-    for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
-        const tensorb64::implementation& k = tensorb64::implementation_for(level);
-        if (k.parse_number_row_double != tensorb64::detail::parse_number_row_double_scalar) {
-            double_parsers.emplace_back(k.name, k.parse_number_row_double);
-        }
-    }
-    return time_layouts<float>("float32", parsers, bits, rows, dim, rounds) &&
-                   time_layouts<double>("float64", double_parsers, bits, rows, dim, rounds)
+    float_row_bench::print_setup(rows, dim, rounds);
+    // Then the float64 rows (the openai client's): the same texts, each value the double of its
+    // text.
+    return time_layouts<float>("float32", tensorb64::detail::parse_number_row_scalar,
+                               &tensorb64::implementation::parse_number_row, bits, rows, dim,
+                               rounds) &&
+                   time_layouts<double>(
+                       "float64", tensorb64::detail::parse_number_row_double_scalar,
+                       &tensorb64::implementation::parse_number_row_double, bits, rows, dim, rounds)
                ? 0
                : 1;
 }
