@@ -605,9 +605,10 @@ std::string vector_path_edge(std::mt19937_64& rng) {
 
 // A text the float64 rows' vector path must decide as the scalar parser does: a double's repr
 // (17 digits: w above 2^53), texts next to the midpoint of two doubles (which the lanes' rounding
-// decides, or leaves to the scalar parser), exact ties between doubles (which only the scalar
-// parser's exact step decides: 2^52 + 0.5, 2^53 + 1), 19 and 20 digits (w near 2^64), and
-// integers (which the float64 rows refuse above 15 digits).
+// decides, or leaves to the scalar parser), exact values: ties between doubles (which only the
+// scalar parser's exact step decides: 2^52 + 0.5, 2^53 + 1), doubles themselves (0.5, 1.5) and a
+// point a quarter of the way between two (2^54 + 1), 19 and 20 digits (w near 2^64), and integers
+// (which the float64 rows refuse above 15 digits).
 std::string double_path_edge(std::mt19937_64& rng) {
     char buffer[96];
     const unsigned kind = static_cast<unsigned>(rng() % 6);
@@ -619,7 +620,8 @@ std::string double_path_edge(std::mt19937_64& rng) {
         char* e = tensorb64::write_repr(bits_of(x), buffer);
         return std::string(buffer, e);
     }
-    if (kind == 1) {  // next to the midpoint of two adjacent doubles (exact in long double)
+    if (kind == 1) {  // next to the midpoint of two adjacent doubles (exact where long double
+                      // is wider than double, as on x86-64 Linux; elsewhere near it)
         const double x = static_cast<double>(rng() >> 11) * 0x1p-53 * (rng() % 2 ? 1.0 : 1000.0);
         long double mid =
             (static_cast<long double>(x) + static_cast<long double>(std::nextafter(x, 2e9))) / 2;
