@@ -545,10 +545,12 @@ bool same_row(const parsed_row_of<T>& a, const parsed_row_of<T>& b, std::size_t 
     return n == 0 || std::memcmp(a.values.data(), b.values.data(), n * sizeof(T)) == 0;
 }
 
-// A text the AVX-512 level's vector paths must send to the scalar parser, or must take at their
-// limits: the short path's (four numbers of at most 15 bytes to a vector: lengths 15 and 16) and
-// the long path's (a 16-byte head and a tail of digits: lengths 16, 17, 32 and 33, the point at
-// the head's end, a non-digit in the tail), the shape's edges and near misses.
+// A text the SIMD levels' vector paths must send to the scalar parser, or must take at their
+// limits: the AVX-512 short path's (four numbers of at most 15 bytes to a vector: lengths 15 and
+// 16) and long path's (a 16-byte head and a tail of digits: lengths 16, 17, 32 and 33, the point
+// at the head's end, a non-digit in the tail), the AVX2 path's and AVX-512 parse_row's (at most 25
+// bytes and 22 digits after the point: lengths 25 and 26, 22 and 23 digits), the shape's edges and
+// near misses.
 std::string vector_path_edge(std::mt19937_64& rng) {
     const char* const edges[] = {"0.1234567890123",
                                  "1234567890123.4",
@@ -599,7 +601,16 @@ std::string vector_path_edge(std::mt19937_64& rng) {
                                  "0.9999999999999999999",
                                  "1.00000000000000006",
                                  "0.1234567890123456 ",
-                                 "0.12345678901234567\t"};
+                                 "0.12345678901234567\t",
+                                 "0.1234567890123456789012",
+                                 "0.12345678901234567890123",
+                                 "-0.1234567890123456789012",
+                                 "-0.12345678901234567890123",
+                                 "1.23456789012345678901234",
+                                 "0.0000000000000000000001",
+                                 "0.00000000000000000000001",
+                                 "-0.0000000000000000000009",
+                                 "0.00000000000000000000009"};
     return edges[rng() % (sizeof edges / sizeof edges[0])];
 }
 

@@ -1,5 +1,5 @@
 // The AVX2 level (with F16C, FMA and BMI2, the set every x86-64 CPU since Haswell has): its own
-// row encoder and base64 decoder, the scalar float-text writers and number parsers.
+// row encoder, number-row parsers and base64 decoder, the scalar float-text writers.
 #include "levels/avx2/avx2.hpp"
 #include "levels/compiled_features.hpp"
 #include "levels/scalar/scalar.hpp"
@@ -10,8 +10,8 @@ constexpr implementation avx2_implementation {
     simd_level::avx2, "avx2",
         feature::avx | feature::avx2 | feature::f16c | feature::fma | feature::bmi2,
 #if TENSORB64_COMPILES_AVX2
-        encode_rows_avx2, &float_text_writers_scalar, detail::parse_number_row_scalar,
-        detail::parse_number_row_double_scalar, decode_base64_groups_avx2,
+        encode_rows_avx2, &float_text_writers_scalar, parse_number_row_avx2,
+        parse_number_row_double_avx2, decode_base64_groups_avx2,
 #endif
 };
 
