@@ -4,18 +4,20 @@
 // "1e+20") — in rows of 512, parses back to the same bits through a level's row parser. The one
 // exception is orjson's text of 0x15ae43fd (and its negative), 7.038531e-26, which json.loads +
 // numpy read as 0x15ae43fe (double rounding; see float_text.hpp's write_shortest_f32): for it the
-// expected bits are that reading (strtod, then the cast). And the repr texts read to float64 (the
-// openai client's float rows: parse_number_row_double) give back the float32 value widened.
+// expected bits are that reading (strtod, then the cast). And read to float64 (the openai client's
+// float rows: parse_number_row_double), the repr texts give back the float32 value widened, and
+// orjson's texts the double std::from_chars reads (the correctly rounded one: fast_float).
 //
 //   number_parser_exhaustive [--level NAME] [--layout NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation); --level: that
 //       SIMD level's row parsers (dispatch/implementation.hpp), default the scalar ones; --layout:
-//       only that layout (shortest, repr, orjson or repr64: repr to float64), default all four
+//       only that layout (shortest, repr, orjson, or repr64 and orjson64: to float64), default all
 //   number_parser_exhaustive --print-orjson FIRST LAST STEP
 //       prints orjson's text of every STEP-th finite pattern, one a line (for comparing with
 //       orjson.dumps(numpy.float32 array, option=OPT_SERIALIZE_NUMPY))
 // Prints the rate and the first mismatches; exits non-zero on any.
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -41,7 +43,7 @@ std::mutex print_lock;
 tensorb64::number_row_parser parser = tensorb64::detail::parse_number_row_scalar;
 tensorb64::number_row_double_parser double_parser =
     tensorb64::detail::parse_number_row_double_scalar;
-const char* only_layout = nullptr;  // --layout: the one layout checked (all four if null)
+const char* only_layout = nullptr;  // --layout: the one layout checked (all if null)
 
 bool checks(const char* layout) {
     return only_layout == nullptr || std::strcmp(only_layout, layout) == 0;
@@ -75,8 +77,9 @@ void report(const char* layout, std::uint32_t b, const char* text, const char* t
 }
 
 // One row of the patterns in one layout (its values written with a ',' after each): parsed by
-// `parse` (to float32, or to float64 for repr64), each value compared with the expected one: the
-// pattern (orjson's exception above), or for float64 the pattern's value widened.
+// `parse` (to float32, or to float64 for repr64 and orjson64), each value compared with the
+// expected one: the pattern (orjson's exception above); for repr64 the pattern's value widened, for
+// orjson64 the text's double.
 template <class T>
 void check_row(const char* layout,
                tensorb64::detail::number_row (*parse)(const char*, const char*, T*,
@@ -99,7 +102,12 @@ void check_row(const char* layout,
                                           : bits[i];
         float value;
         std::memcpy(&value, &pattern, 4);
-        const T expected = value;
+        T expected = value;
+        if (std::strcmp(layout, "orjson64") == 0) {
+            double read = 0;
+            std::from_chars(token, token_end, read);
+            expected = static_cast<T>(read);
+        }
         if (std::memcmp(&values[i], &expected, sizeof(T)) != 0) {
             ++mismatches;
             const float got = static_cast<float>(values[i]);  // (a float64 shown as float32)
@@ -141,6 +149,11 @@ void check_range(std::uint64_t first, std::uint64_t last) {
             for (std::uint32_t b : bits) e = write_orjson_f32(b, e);
             check_row("orjson", parser, bits.data(), bits.size(), text, e, values);
         }
+        if (checks("orjson64")) {
+            char* e = text.data();
+            for (std::uint32_t b : bits) e = write_orjson_f32(b, e);
+            check_row("orjson64", double_parser, bits.data(), bits.size(), text, e, doubles);
+        }
         local_checked += bits.size();
         bits.clear();
     };
@@ -181,8 +194,9 @@ int main(int argc, char** argv) {
     }
     if (argc >= 3 && std::strcmp(argv[1], "--layout") == 0) {
         only_layout = argv[2];
-        if (!checks("shortest") && !checks("repr") && !checks("orjson") && !checks("repr64")) {
-            std::fprintf(stderr, "unknown layout %s (shortest, repr, orjson or repr64)\n",
+        if (!checks("shortest") && !checks("repr") && !checks("orjson") && !checks("repr64") &&
+            !checks("orjson64")) {
+            std::fprintf(stderr, "unknown layout %s (shortest, repr, orjson, repr64 or orjson64)\n",
                          only_layout);
             return 2;
         }
@@ -205,7 +219,7 @@ int main(int argc, char** argv) {
         "s); %llu mismatches\n",
         level_name.c_str(), static_cast<unsigned long long>(first),
         static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
-        only_layout ? only_layout : "shortest, repr, orjson and repr64", seconds, threads,
+        only_layout ? only_layout : "shortest, repr, orjson, repr64 and orjson64", seconds, threads,
         rate / 1e6, 4294967296.0 / rate, static_cast<unsigned long long>(mismatches.load()));
     return mismatches == 0 ? 0 : 1;
 }

@@ -26,8 +26,10 @@
 // alone when it ends at its separator, otherwise the rest of the row, so that values, ends and
 // errors equal the scalar level's (number_parser_tests: every level against the scalar one).
 //
-// Float64 rows (the openai client's Python floats) take parse_row alone, its digits as above and
-// each value the double of w / 10^f by Eisel-Lemire in integer lanes (convert_group_double).
+// Float64 rows (the openai client's Python floats) of short numbers take parse_short_row, whose
+// quotients are the texts' own doubles (at most 14 digits: exact); rows of long numbers take
+// parse_row, its digits as above and each value the double of w / 10^f by Eisel-Lemire in
+// integer lanes (convert_group_double).
 //
 // The double arithmetic runs under ieee_fp_environment (round to nearest even, no FTZ/DAZ),
 // whatever the caller's settings.
@@ -730,10 +732,10 @@ inline __m512i eight_packed(__m512i a, __m512i b) noexcept {
     return _mm512_permutex2var_epi64(a, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), b);
 }
 
-// The float32 value of each packed lane (w < 2^53, at most 15 digits after the point), with `add`
-// added to w: (-1)^negative * (w + add) / 10^f, the quotient correctly rounded to a double, then
-// to float32.
-inline __m256 packed_values(__m512i packed, long long add) noexcept {
+// The value of each packed lane (w < 2^53, at most 15 digits after the point), with `add` added to
+// w: (-1)^negative * (w + add) / 10^f, the quotient correctly rounded to a double (the float64
+// rows' value; packed_values: then to float32).
+inline __m512d packed_quotients(__m512i packed, long long add) noexcept {
     const __m512i w = _mm512_add_epi64(_mm512_and_si512(packed, _mm512_set1_epi64((1ll << 56) - 1)),
                                        _mm512_set1_epi64(add));
     const __m512i f = _mm512_srli_epi64(packed, 56);  // (the sign bit, 7, is not an index bit)
@@ -741,9 +743,16 @@ inline __m256 packed_values(__m512i packed, long long add) noexcept {
         _mm512_permutex2var_pd(_mm512_load_pd(kPow10Double), f, _mm512_load_pd(kPow10Double + 8));
     const __m512d quotient = _mm512_div_pd(_mm512_cvtepu64_pd(w), divisor);
     const __m512i negative = _mm512_and_si512(packed, _mm512_set1_epi64(1ll << 63));
-    return _mm512_cvtpd_ps(
-        _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(quotient), negative)));
+    return _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(quotient), negative));
 }
+
+inline __m256 packed_values(__m512i packed, long long add) noexcept {
+    return _mm512_cvtpd_ps(packed_quotients(packed, add));
+}
+
+// Eight doubles as a row of the type of `out` holds them: float32 rows their float32s.
+inline __m256 row_values(__m512d doubles, float*) noexcept { return _mm512_cvtpd_ps(doubles); }
+inline __m512d row_values(__m512d doubles, double*) noexcept { return doubles; }
 
 // ---- numbers below one: -?0\.[0-9]+ (both four-lane paths) ----
 //
@@ -804,26 +813,26 @@ inline below_one_quad below_one_quad_of(__m512i text, __mmask64 in_text,
     return q;
 }
 
-// The float32 of eight numbers below one (eight_packed lanes of below_one_quad), `add` added to
-// each w: (-1)^negative * (w + add) / 10^(13 or 14), correctly rounded to a double, then float32.
-inline __m256 below_one_values(__m512i w, unsigned negative, long long add) noexcept {
+// Eight numbers below one (eight_packed lanes of below_one_quad), `add` added to each w:
+// (-1)^negative * (w + add) / 10^(13 or 14), correctly rounded to a double (below_one_values: then
+// to float32).
+inline __m512d below_one_quotients(__m512i w, unsigned negative, long long add) noexcept {
     const __mmask8 signs = static_cast<__mmask8>(negative);
     const __m512d divisor = _mm512_mask_blend_pd(signs, _mm512_set1_pd(1e14), _mm512_set1_pd(1e13));
     const __m512i quotient = _mm512_castpd_si512(
         _mm512_div_pd(_mm512_cvtepu64_pd(_mm512_add_epi64(w, _mm512_set1_epi64(add))), divisor));
-    return _mm512_cvtpd_ps(_mm512_castsi512_pd(
-        _mm512_mask_or_epi64(quotient, signs, quotient, _mm512_set1_epi64(1ll << 63))));
+    return _mm512_castsi512_pd(
+        _mm512_mask_or_epi64(quotient, signs, quotient, _mm512_set1_epi64(1ll << 63)));
+}
+
+inline __m256 below_one_values(__m512i w, unsigned negative, long long add) noexcept {
+    return _mm512_cvtpd_ps(below_one_quotients(w, negative, add));
 }
 
 // Eight values written at out[count..] (those below `capacity`).
-inline void store_values(__m256 values, float* out, std::size_t capacity,
-                         std::size_t count) noexcept {
-    const std::size_t room = capacity > count ? capacity - count : 0;
-    if (room >= 8) {
-        _mm256_storeu_ps(out + count, values);
-    } else if (room > 0) {
-        _mm256_mask_storeu_ps(out + count, static_cast<__mmask8>((1u << room) - 1), values);
-    }
+template <class vector, class T>
+inline void store_values(vector values, T* out, std::size_t capacity, std::size_t count) noexcept {
+    store_lanes(values, out + count, capacity > count ? capacity - count : 0);
 }
 
 // vpermb indices: byte j of lane k takes the position byte k of the broadcast positions, plus
@@ -877,14 +886,15 @@ enum class step { taken, stopped, finished };
 
 // Eight short numbers from *at by the general path (128 bytes are left): *at and *count past them
 // where taken.
-inline step short_step(const char** at, const char* end, float* out, std::size_t capacity,
+template <class T>
+inline step short_step(const char** at, const char* end, T* out, std::size_t capacity,
                        std::size_t* count, number_row* row) noexcept {
     const char* const p = *at;
     short_quad a, b;
     if (!short_quad_at(p, &a)) return step::stopped;
     const char* const second = p + comma_at(a, 3) + 1;
     if (!short_quad_at(second, &b)) return step::stopped;
-    const __m256 values = packed_values(eight_packed(a.packed, b.packed), 0);
+    const auto values = row_values(packed_quotients(eight_packed(a.packed, b.packed), 0), out);
     auto text = [&](unsigned i, const char** start, const char** stop) {
         const short_quad& q = i < 4 ? a : b;
         const char* const base = i < 4 ? p : second;
@@ -900,14 +910,15 @@ inline step short_step(const char** at, const char* end, float* out, std::size_t
     return step::taken;
 }
 
-using step_function = step (*)(const char** at, const char* end, float* out, std::size_t capacity,
+template <class T>
+using step_function = step (*)(const char** at, const char* end, T* out, std::size_t capacity,
                                std::size_t* count, number_row* row) noexcept;
 
 // Up to kGeneralSteps steps of `read_step` while `left` bytes are: taken, or the step that was
 // not. Out of line, so that the loops of numbers below one keep their registers, and a loop of
 // its own, so that a row of other numbers pays one call per kGeneralSteps steps.
-template <step_function read_step, std::ptrdiff_t left>
-TENSORB64_PARSER_NOINLINE step general_steps(const char** at, const char* end, float* out,
+template <class T, step_function<T> read_step, std::ptrdiff_t left>
+TENSORB64_PARSER_NOINLINE step general_steps(const char** at, const char* end, T* out,
                                              std::size_t capacity, std::size_t* count,
                                              number_row* row) noexcept {
     const char* p = *at;  // (locals, kept in registers)
@@ -923,8 +934,9 @@ TENSORB64_PARSER_NOINLINE step general_steps(const char** at, const char* end, f
 
 // Rows of short numbers: eight at a time from two windows while 128 bytes are left and each
 // window holds four commas, as numbers below one or by short_step, then parse_row for the rest.
-number_row parse_short_row(const char* p, const char* end, float* out,
-                           std::size_t capacity) noexcept {
+// Float32 and float64 rows alike: the values are exact quotients (at most 15 digits).
+template <class T>
+number_row parse_short_row(const char* p, const char* end, T* out, std::size_t capacity) noexcept {
     std::size_t count = 0;
     {
         const ieee_fp_environment ieee;
@@ -936,8 +948,9 @@ number_row parse_short_row(const char* p, const char* end, float* out,
                 const char* const second = p + a_end + 1;
                 if (!short_below_one_at(second, &b, &b_end)) break;
                 if (a.fits && b.fits) {
-                    store_values(below_one_values(eight_packed(a.lanes, b.lanes),
-                                                  a.negative | b.negative << 4, 0),
+                    store_values(row_values(below_one_quotients(eight_packed(a.lanes, b.lanes),
+                                                                a.negative | b.negative << 4, 0),
+                                            out),
                                  out, capacity, count);
                     count += 8;
                     p = second + b_end + 1;
@@ -945,7 +958,7 @@ number_row parse_short_row(const char* p, const char* end, float* out,
                 }
             }
             number_row row;
-            const step s = general_steps<short_step, 128>(&p, end, out, capacity, &count, &row);
+            const step s = general_steps<T, short_step<T>, 128>(&p, end, out, capacity, &count, &row);
             if (s == step::finished) return row;
             if (s == step::stopped) break;
         }
@@ -1167,7 +1180,7 @@ number_row parse_long_row(const char* p, const char* end, float* out,
                 }
             }
             number_row row;
-            const step s = general_steps<long_step, 256>(&p, end, out, capacity, &count, &row);
+            const step s = general_steps<float, long_step, 256>(&p, end, out, capacity, &count, &row);
             if (s == step::finished) return row;
             if (s == step::stopped) break;
         }
@@ -1195,10 +1208,10 @@ detail::number_row parse_number_row_avx512(const char* p, const char* end, float
 
 detail::number_row parse_number_row_double_avx512(const char* p, const char* end, double* out,
                                                   std::size_t capacity) noexcept {
-    // Float64 rows take parse_row alone (the four-lane paths read at most 15 digits a number),
-    // its separators written four or six to a block by the layout.
+    // Float64 rows of long numbers take parse_row (the long path reads a number's first 16 bytes,
+    // enough for a float32 only); short numbers the short path, which reads them whole.
     return long_numbers(p, end) ? parse_row<4>(p, end, out, capacity, 0)
-                                : parse_row<6>(p, end, out, capacity, 0);
+                                : parse_short_row(p, end, out, capacity);
 }
 
 }  // namespace tensorb64
