@@ -194,9 +194,9 @@ inline __m256i digit_groups(const char* row, bool all_inside, const number_group
     const __m256i text = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(window));
     const __m256i earlier = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(window - 1));
     // The shape, in bit j for byte j (as the avx512 level's shape_of, on one text).
-    const std::uint32_t t =
-        length <= kMaxFastLength ? static_cast<std::uint32_t>(~std::uint64_t{0} << (32 - length))
-                                 : 0;
+    const std::uint32_t t = length <= kMaxFastLength
+                                ? static_cast<std::uint32_t>(~std::uint64_t{0} << (32 - length))
+                                : 0;
     const __m256i values = _mm256_sub_epi8(text, _mm256_set1_epi8('0'));
     const std::uint32_t digits = static_cast<std::uint32_t>(_mm256_movemask_epi8(
         _mm256_cmpeq_epi8(_mm256_min_epu8(values, _mm256_set1_epi8(9)), values)));
@@ -212,8 +212,8 @@ inline __m256i digit_groups(const char* row, bool all_inside, const number_group
     // digit before it; a leading zero before a digit; the point last (bit 31) or more than 22
     // digits after it (below bit 9).
     const std::uint32_t misfit = (point & (point - 1)) | (point & ~points) |
-                                 ((point >> 1) & ~digits) | (zeros & integer_start & (digits >> 1)) |
-                                 (point & 0x800001ffu);
+                                 ((point >> 1) & ~digits) |
+                                 (zeros & integer_start & (digits >> 1)) | (point & 0x800001ffu);
     const unsigned point_at = lowest_bit(point | 0x80000000u);
     const bool fast_text = inside && misfit == 0 && point != 0;
     *fast |= unsigned{fast_text} << i;
@@ -297,8 +297,9 @@ constexpr short_controls make_short_controls() {
     for (int point = 0; point < 16; ++point) {
         for (int first = 0; first < 19; ++first) {
             for (int j = 0; j < 16; ++j) {
-                t.control[point][first][j] =
-                    static_cast<std::int8_t>(j < first ? -128 : j <= point ? j - 1 : j);
+                t.control[point][first][j] = static_cast<std::int8_t>(j < first    ? -128
+                                                                      : j <= point ? j - 1
+                                                                                   : j);
             }
         }
     }
@@ -322,8 +323,7 @@ inline std::uint64_t pair_mask(__m256i a, __m256i b, char c) noexcept {
 }
 
 inline __m256i two_halves(const void* high, const void* low) noexcept {
-    return _mm256_loadu2_m128i(static_cast<const __m128i*>(high),
-                               static_cast<const __m128i*>(low));
+    return _mm256_loadu2_m128i(static_cast<const __m128i*>(high), static_cast<const __m128i*>(low));
 }
 
 // Per 16-byte half: its 16 digit values read as one decimal integer w, in both qwords.
@@ -365,10 +365,10 @@ inline group_digits short_digits_of(const char* row, const number_group& g) noex
     const __m256i b_values = _mm256_sub_epi8(b, _mm256_set1_epi8('0'));
     const __m256i nine = _mm256_set1_epi8(9);
     const std::uint64_t digits =
-        static_cast<std::uint32_t>(_mm256_movemask_epi8(
-            _mm256_cmpeq_epi8(_mm256_min_epu8(a_values, nine), a_values))) |
-        std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(
-            _mm256_cmpeq_epi8(_mm256_min_epu8(b_values, nine), b_values)))}
+        static_cast<std::uint32_t>(
+            _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(a_values, nine), a_values))) |
+        std::uint64_t{static_cast<std::uint32_t>(
+            _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(b_values, nine), b_values)))}
             << 32;
     const std::uint64_t points = pair_mask(a, b, '.');
     const std::uint64_t zeros = pair_mask(a, b, '0');
@@ -499,9 +499,9 @@ inline void multiply_64x64(__m256i a, __m256i b, __m256i* high, __m256i* low) no
     const __m256i p10 = _mm256_mul_epu32(a_high, b);
     const __m256i p11 = _mm256_mul_epu32(a_high, b_high);
     // The middle 64 bits' sum: three terms below 2^32 each, no overflow.
-    const __m256i middle = _mm256_add_epi64(
-        _mm256_add_epi64(_mm256_srli_epi64(p00, 32), _mm256_and_si256(p01, low32)),
-        _mm256_and_si256(p10, low32));
+    const __m256i middle =
+        _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(p00, 32), _mm256_and_si256(p01, low32)),
+                         _mm256_and_si256(p10, low32));
     *high = _mm256_add_epi64(
         _mm256_add_epi64(p11, _mm256_srli_epi64(p01, 32)),
         _mm256_add_epi64(_mm256_srli_epi64(p10, 32), _mm256_srli_epi64(middle, 32)));
@@ -533,29 +533,29 @@ inline group_doubles convert(const group_digits& d, double*) noexcept {
     const __m256i biased = _mm256_srli_epi64(_mm256_castpd_si256(exact), 52);
     const __m256i leading_zeros = _mm256_sub_epi64(_mm256_set1_epi64x(1086), biased);
     const __m256i normalized = _mm256_sllv_epi64(w, leading_zeros);
-    const __m256i pow10 = _mm256_setr_epi64x(
-        static_cast<long long>(kPow10High.high[d.f[0]]),
-        static_cast<long long>(kPow10High.high[d.f[1]]),
-        static_cast<long long>(kPow10High.high[d.f[2]]),
-        static_cast<long long>(kPow10High.high[d.f[3]]));
+    const __m256i pow10 = _mm256_setr_epi64x(static_cast<long long>(kPow10High.high[d.f[0]]),
+                                             static_cast<long long>(kPow10High.high[d.f[1]]),
+                                             static_cast<long long>(kPow10High.high[d.f[2]]),
+                                             static_cast<long long>(kPow10High.high[d.f[3]]));
     __m256i xh, xl;
     multiply_64x64(normalized, pow10, &xh, &xl);
     // e = 64 - lz + floor(q log2 10), q = -f: floor(-f * 217706 / 2^16) = -ceil(f * 217706 / 2^16);
     // one less where the product's top bit is clear, which then moves up a place.
     const __m256i f = _mm256_setr_epi64x(d.f[0], d.f[1], d.f[2], d.f[3]);
-    const __m256i ceil_log2 = _mm256_srli_epi64(
-        _mm256_add_epi64(_mm256_mul_epu32(f, _mm256_set1_epi64x(217706)),
-                         _mm256_set1_epi64x(65535)),
-        16);
-    __m256i e = _mm256_sub_epi64(_mm256_sub_epi64(_mm256_set1_epi64x(64), leading_zeros), ceil_log2);
+    const __m256i ceil_log2 =
+        _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(f, _mm256_set1_epi64x(217706)),
+                                           _mm256_set1_epi64x(65535)),
+                          16);
+    __m256i e =
+        _mm256_sub_epi64(_mm256_sub_epi64(_mm256_set1_epi64x(64), leading_zeros), ceil_log2);
     const __m256i low_top = _mm256_cmpgt_epi64(xh, _mm256_set1_epi64x(-1));  // top bit clear
     xh = _mm256_blendv_epi8(
         xh, _mm256_or_si256(_mm256_slli_epi64(xh, 1), _mm256_srli_epi64(xl, 63)), low_top);
     e = _mm256_add_epi64(e, low_top);  // (all ones: -1)
     // round_to_double for a normal result: the round bit is bit 10, which the up to 2 units
     // missing from the high word must not reach.
-    const __m256i undecided =
-        _mm256_cmpgt_epi64(_mm256_and_si256(xh, _mm256_set1_epi64x(0x3ff)), _mm256_set1_epi64x(0x3fd));
+    const __m256i undecided = _mm256_cmpgt_epi64(_mm256_and_si256(xh, _mm256_set1_epi64x(0x3ff)),
+                                                 _mm256_set1_epi64x(0x3fd));
     const __m256i m = _mm256_add_epi64(_mm256_srli_epi64(xh, 11),
                                        _mm256_and_si256(_mm256_srli_epi64(xh, 10), one));
     // m == 2^53 (rounded up) carries into the exponent field.

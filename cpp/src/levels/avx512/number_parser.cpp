@@ -958,7 +958,8 @@ number_row parse_short_row(const char* p, const char* end, T* out, std::size_t c
                 }
             }
             number_row row;
-            const step s = general_steps<T, short_step<T>, 128>(&p, end, out, capacity, &count, &row);
+            const step s =
+                general_steps<T, short_step<T>, 128>(&p, end, out, capacity, &count, &row);
             if (s == step::finished) return row;
             if (s == step::stopped) break;
         }
@@ -1180,7 +1181,8 @@ number_row parse_long_row(const char* p, const char* end, float* out,
                 }
             }
             number_row row;
-            const step s = general_steps<float, long_step, 256>(&p, end, out, capacity, &count, &row);
+            const step s =
+                general_steps<float, long_step, 256>(&p, end, out, capacity, &count, &row);
             if (s == step::finished) return row;
             if (s == step::stopped) break;
         }
