@@ -31,111 +31,45 @@
 #include "levels/compiled_features.hpp"
 #if TENSORB64_COMPILES_AVX2
 #include <immintrin.h>
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
 
 #include <cstdint>
 
 #include "common/fp_environment.hpp"
 #include "json/number_parser.hpp"
-#include "json/number_parser_pow10.hpp"
 #include "levels/avx2/avx2.hpp"
+#include "levels/number_row_lanes.hpp"
 
 namespace tensorb64 {
 namespace {
 
 using detail::number_row;
 
-// The index of the lowest set bit of a nonzero value (bsf: the avx2 level does not require BMI1).
-inline unsigned lowest_bit(std::uint64_t v) noexcept {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long index;
-    _BitScanForward64(&index, v);
-    return static_cast<unsigned>(index);
-#else
-    return static_cast<unsigned>(__builtin_ctzll(v));
-#endif
-}
-
-// The number of set bits (SWAR: the avx2 level does not require POPCNT).
-inline unsigned bit_count(std::uint64_t v) noexcept {
-    v -= (v >> 1) & 0x5555555555555555ull;
-    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
-    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
-    return static_cast<unsigned>((v * 0x0101010101010101ull) >> 56);
-}
-
 inline std::uint64_t byte_mask(__m256i bytes, char c) noexcept {
     return static_cast<std::uint32_t>(
         _mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, _mm256_set1_epi8(c))));
 }
 
-// The row's separators (',' and the first ']'), in order, as positions in a buffer, from 64-byte
-// blocks; the last bytes short of a block one at a time. (As the avx512 level's separator_chunks:
-// finding them apart from converting keeps the block loop's branches out of the conversion.)
-class separator_chunks {
-public:
-    static constexpr std::size_t chunk = 64;  // separators gathered before converting
-    static constexpr int unrolled = 4;        // positions written per block whatever its count
-
-    separator_chunks(const char* p, const char* end) noexcept : block_(p), end_(end) {}
-
-    // Adds separators after the `count` kept at the front of stops() until there are at least
-    // `chunk`, or the first ']' is in, or the text ends; returns how many there are now.
-    std::size_t fill(std::size_t count) noexcept {
-        while (count < chunk && !closed_ && block_ < end_) {
-            if (end_ - block_ < 64) return last_bytes(count);
-            const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block_));
-            const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block_ + 32));
-            std::uint64_t bits = byte_mask(low, ',') | byte_mask(high, ',') << 32;
-            const std::uint64_t closes = byte_mask(low, ']') | byte_mask(high, ']') << 32;
-            if (closes != 0) {  // the row ends at its first ']'
-                const std::uint64_t close = closes & (0 - closes);
-                bits = (bits & (close - 1)) | close;
-                closed_ = true;
-            }
-            const unsigned n = bit_count(bits);
-            const char** at = stops_ + count;
-            for (int i = 0; i < unrolled; ++i) {
-                at[i] = block_ + lowest_bit(bits | std::uint64_t{1} << 63);
-                bits &= bits - 1;
-            }
-            for (int i = unrolled; bits != 0; ++i) {
-                at[i] = block_ + lowest_bit(bits);
-                bits &= bits - 1;
-            }
-            count += n;
-            block_ += 64;
-        }
-        return count;
+// The ',' and ']' masks of a block of the row (separator_chunks'): two 32-byte loads, and the
+// bytes one at a time in the last block, short of 64 (AVX2 has no masked byte load).
+inline void block_masks(const char* block, std::size_t left, std::uint64_t* commas,
+                        std::uint64_t* closes) noexcept {
+    if (left >= 64) {
+        const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
+        const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32));
+        *commas = byte_mask(low, ',') | byte_mask(high, ',') << 32;
+        *closes = byte_mask(low, ']') | byte_mask(high, ']') << 32;
+        return;
     }
-
-    const char** stops() noexcept { return stops_; }
-    // Whether the separators found end with the row's ']'.
-    bool closed() const noexcept { return closed_; }
-
-private:
-    // The text's last bytes (fewer than 64), one at a time.
-    std::size_t last_bytes(std::size_t count) noexcept {
-        for (; block_ < end_; ++block_) {
-            if (*block_ == ',') {
-                stops_[count++] = block_;
-            } else if (*block_ == ']') {
-                stops_[count++] = block_;
-                closed_ = true;
-                break;
-            }
-        }
-        block_ = end_;
-        return count;
+    *commas = 0;
+    *closes = 0;
+    for (std::size_t j = 0; j < left; ++j) {
+        *commas |= std::uint64_t{block[j] == ','} << j;
+        *closes |= std::uint64_t{block[j] == ']'} << j;
     }
+}
 
-    const char* block_;
-    const char* end_;
-    bool closed_ = false;
-    const char* stops_[chunk + 64 + unrolled];  // a block adds up to 64, `unrolled` at least
-};
+// Four separators written per block whatever its count (separator_chunks' `unrolled`).
+using row_separators = separator_chunks<4, block_masks>;
 
 // Four numbers' texts: number i is [start[i], stop[i]), ending at its separator stop[i]. A number
 // starts one byte past a ',' or, after ", " (Python's json.dumps layout), two.
@@ -283,8 +217,6 @@ inline group_digits digits_of(const char* row, const number_group& g) noexcept {
 
 constexpr std::size_t kMaxShortLength = 15;
 constexpr std::ptrdiff_t kShortWindow = 16;
-constexpr std::uint64_t kSegmentLow = 0x0001000100010001ull;   // bit 0 of each 16-bit segment
-constexpr std::uint64_t kSegmentHigh = 0x8000800080008000ull;  // bit 15 of each
 
 // vpshufb controls [point][first]: byte j takes byte j - 1 up to the point (at `point`) and byte j
 // after it, and is zeroed before `first` (the first digit's place once the point is dropped; past
@@ -306,11 +238,6 @@ constexpr short_controls make_short_controls() {
     return t;
 }
 constexpr short_controls kShortControls = make_short_controls();
-
-// Bit 15 of each 16-bit segment of x set where that segment is nonzero.
-inline std::uint64_t nonzero_segments(std::uint64_t x) noexcept {
-    return (((x & ~kSegmentHigh) + ~kSegmentHigh) | x) & kSegmentHigh;
-}
 
 // The four numbers' bits from bit 15 of each segment (segments: numbers 0, 2, 1, 3).
 inline unsigned numbers_of(std::uint64_t segment_highs) noexcept {
@@ -405,11 +332,6 @@ inline group_digits short_digits_of(const char* row, const number_group& g) noex
     return d;
 }
 
-// 10^22 is the largest power of ten a double holds exactly.
-constexpr double kPow10Double[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
 // w correctly rounded to a double (AVX2 has no 64-bit integer conversion): its high and low 32
 // bits as exact doubles (2^84 + high * 2^32 and 2^52 + low, from their bits), whose sum, less
 // 2^84 + 2^52 first, is rounded once.
@@ -477,17 +399,6 @@ inline group_floats convert(const group_digits& d, float*) noexcept {
 }
 
 // ---- the float64 rows: Eisel-Lemire in four lanes (the avx512 level's convert_group_double) ----
-
-// The high 64 bits of the 128-bit floors of 10^-f's mantissa, from the scalar parser's table.
-struct pow10_high_table {
-    std::uint64_t high[23];
-};
-constexpr pow10_high_table make_pow10_highs() {
-    pow10_high_table t{};
-    for (int f = 0; f < 23; ++f) t.high[f] = kPow10Mantissa[-f - kPow10QMin][0];
-    return t;
-}
-constexpr pow10_high_table kPow10High = make_pow10_highs();
 
 // a * b = high * 2^64 + low, lane by lane, from four 32 x 32 -> 64-bit products.
 inline void multiply_64x64(__m256i a, __m256i b, __m256i* high, __m256i* low) noexcept {
@@ -584,8 +495,7 @@ inline group_doubles convert_exact(const group_digits& d, double*) noexcept {
     return group_doubles{with_signs(exact_quotients(d), d.negative), d.fast};
 }
 
-// Where the two row types differ: the store, one number by the scalar parser, and the scalar
-// parser's row loop from a number on.
+// Where the two row types differ: the store (the scalar parser's part: number_row_lanes.hpp).
 inline void store_lanes(__m128 values, float* out, std::size_t room) noexcept {
     if (room >= 4) {
         _mm_storeu_ps(out, values);
@@ -604,43 +514,18 @@ inline void store_lanes(__m256d values, double* out, std::size_t room) noexcept 
         for (std::size_t i = 0; i < room; ++i) out[i] = lanes[i];
     }
 }
-inline const char* parse_one(const char* p, const char* end, float* out, const char** error_at,
-                             const char** expected) noexcept {
-    return detail::parse_one_float32(p, end, out, error_at, expected);
-}
-inline const char* parse_one(const char* p, const char* end, double* out, const char** error_at,
-                             const char** expected) noexcept {
-    return detail::parse_one_double(p, end, out, error_at, expected);
-}
-inline number_row scalar_from(const char* p, const char* end, float* out, std::size_t capacity,
-                              std::size_t count) noexcept {
-    return detail::parse_number_row_scalar_from(p, end, out, capacity, count);
-}
-inline number_row scalar_from(const char* p, const char* end, double* out, std::size_t capacity,
-                              std::size_t count) noexcept {
-    return detail::parse_number_row_double_scalar_from(p, end, out, capacity, count);
-}
 
 // A group's four values written at out[count..] (those below `capacity`), then each lane not in
-// `fast` read by the scalar parser from its text. False where a lane's number does not end at its
-// stop: *row is then the scalar parser's reading of the row's rest from that number on.
+// `fast` read by the scalar parser (read_slow_lanes).
 template <class T, class vector>
 inline bool store_group(vector values, unsigned fast, const number_group& g, const char* end,
                         T* out, std::size_t capacity, std::size_t count, number_row* row) noexcept {
-    const std::size_t room = capacity > count ? capacity - count : 0;
-    store_lanes(values, out + count, room);
-    for (unsigned slow = ~fast & 0xfu; slow != 0; slow &= slow - 1) {
-        const unsigned i = lowest_bit(slow);
-        T value;
-        const char* error_at;
-        const char* expected;
-        if (parse_one(g.start[i], end, &value, &error_at, &expected) != g.stop[i]) {
-            *row = scalar_from(g.start[i], end, out, capacity, count + i);
-            return false;
-        }
-        if (i < room) out[count + i] = value;
-    }
-    return true;
+    store_lanes(values, out + count, capacity > count ? capacity - count : 0);
+    auto text = [&g](unsigned i, const char** start, const char** stop) {
+        *start = g.start[i];
+        *stop = g.stop[i];
+    };
+    return read_slow_lanes(~fast & 0xfu, text, end, out, capacity, count, row);
 }
 
 // The row from its first byte p (just past its '['), its numbers' digits taken as short ones
@@ -650,7 +535,7 @@ number_row parse_row(const char* p, const char* end, T* out, std::size_t capacit
     const ieee_fp_environment ieee;
     const char* const row = p;
     std::size_t count = 0;
-    separator_chunks separators(p, end);
+    row_separators separators(p, end);
     std::size_t found = 0;  // separators in the buffer, from the current number's on
     for (;;) {
         found = separators.fill(found);
@@ -672,18 +557,13 @@ number_row parse_row(const char* p, const char* end, T* out, std::size_t capacit
                 return result;
             }
             count += 4;
-            if (*g.stop[3] == ']') {
-                number_row done;
-                done.end = g.stop[3] + 1;
-                done.count = count;
-                return done;
-            }
+            if (*g.stop[3] == ']') return finished(g.stop[3] + 1, count);
             p = g.start[4];
         }
         // The numbers short of a group: the next chunk's first, or the scalar parser's where the
         // row's separators are all in (its last numbers, or an error).
         const std::size_t kept = found - 4 * groups;
-        if (separators.closed() || found < separator_chunks::chunk) {
+        if (separators.closed() || found < row_separators::chunk) {
             return scalar_from(p, end, out, capacity, count);
         }
         for (std::size_t i = 0; i < kept; ++i) stops[i] = stops[4 * groups + i];

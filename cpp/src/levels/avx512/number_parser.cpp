@@ -39,16 +39,13 @@
 #include "levels/compiled_features.hpp"
 #if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
 
 #include <cstdint>
 
 #include "common/fp_environment.hpp"
 #include "json/number_parser.hpp"
-#include "json/number_parser_pow10.hpp"
 #include "levels/avx512/avx512.hpp"
+#include "levels/number_row_lanes.hpp"
 
 // The general paths' steps are kept out of the loops of numbers below one (their registers).
 #if defined(__GNUC__) || defined(__clang__)
@@ -64,100 +61,30 @@ namespace {
 
 using detail::number_row;
 
-// The index of the lowest set bit of a nonzero value (bsf: no BMI1 needed, which the avx512 level
-// does not require).
-inline unsigned lowest_bit(std::uint64_t v) noexcept {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long index;
-    _BitScanForward64(&index, v);
-    return static_cast<unsigned>(index);
-#else
-    return static_cast<unsigned>(__builtin_ctzll(v));
-#endif
-}
-
 // ---- any row: two numbers to a vector, at positions gathered ahead (parse_row) ----
 
 // At most 25 bytes of text (a sign, a point and 24 digits: three 8-digit groups), so that the
 // first 8 bytes of a 32-byte window hold no digit once the point is dropped.
 constexpr std::size_t kMaxFastLength = 25;
 
-// 10^22 is the largest power of ten a double holds exactly.
-alignas(64) constexpr double kPow10Double[24] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e22};
-
-// The number of set bits (SWAR: the avx512 level does not require POPCNT).
-inline unsigned bit_count(std::uint64_t v) noexcept {
-    v -= (v >> 1) & 0x5555555555555555ull;
-    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
-    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
-    return static_cast<unsigned>((v * 0x0101010101010101ull) >> 56);
+// The ',' and ']' masks of a block of the row (separator_chunks'), the last one a masked load that
+// stops at `end` (a masked load and compares cost more: only for the last block).
+inline void block_masks(const char* block, std::size_t left, std::uint64_t* commas,
+                        std::uint64_t* closes) noexcept {
+    if (left >= 64) {
+        const __m512i bytes = _mm512_loadu_si512(block);
+        *commas = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(','));
+        *closes = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(']'));
+    } else {
+        const __mmask64 in_text = (__mmask64{1} << left) - 1;
+        const __m512i bytes = _mm512_maskz_loadu_epi8(in_text, block);
+        *commas = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(','));
+        *closes = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(']'));
+    }
 }
 
-// The row's separators (',' and the first ']'), in order, as positions in a buffer, found a chunk
-// at a time from 64-byte blocks (the last one a masked load that stops at `end`). Finding them
-// apart from converting the numbers keeps the block loop's hard-to-predict branches out of the
-// long chains of the conversion, which then overlap from group to group.
-// `unrolled`: positions written per block whatever its count (see fill), a template argument so
-// that the loop unrolls: 4 suits json.dumps's rows (at most 4 numbers of 15 or more bytes in 64),
-// 6 orjson's (12 bytes a number).
 template <int unrolled>
-class separator_chunks {
-public:
-    static constexpr std::size_t chunk = 64;  // separators gathered before converting
-
-    separator_chunks(const char* p, const char* end) noexcept : block_(p), end_(end) {}
-
-    // Adds separators after the `count` kept at the front of stops() until there are at least
-    // `chunk`, or the first ']' is in, or the text ends; returns how many there are now.
-    std::size_t fill(std::size_t count) noexcept {
-        while (count < chunk && !closed_ && block_ < end_) {
-            const std::size_t left = static_cast<std::size_t>(end_ - block_);
-            std::uint64_t bits, closes;
-            if (left >= 64) {  // (a masked load and compares cost more: only for the last block)
-                const __m512i bytes = _mm512_loadu_si512(block_);
-                bits = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(','));
-                closes = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(']'));
-            } else {
-                const __mmask64 in_text = (__mmask64{1} << left) - 1;
-                const __m512i bytes = _mm512_maskz_loadu_epi8(in_text, block_);
-                bits = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(','));
-                closes = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(']'));
-            }
-            if (closes != 0) {  // the row ends at its first ']'
-                const std::uint64_t close = closes & (0 - closes);
-                bits = (bits & (close - 1)) | close;
-                closed_ = true;
-            }
-            const unsigned n = bit_count(bits);
-            // `unrolled` positions written whatever the count (the extra ones, past the last bit,
-            // are not counted), then the rest one by one.
-            const char** at = stops_ + count;
-            for (int i = 0; i < unrolled; ++i) {
-                at[i] = block_ + lowest_bit(bits | std::uint64_t{1} << 63);
-                bits &= bits - 1;
-            }
-            for (int i = unrolled; bits != 0; ++i) {
-                at[i] = block_ + lowest_bit(bits);
-                bits &= bits - 1;
-            }
-            count += n;
-            block_ += 64;
-        }
-        return count;
-    }
-
-    const char** stops() noexcept { return stops_; }
-    // Whether the separators found end with the row's ']'.
-    bool closed() const noexcept { return closed_; }
-
-private:
-    const char* block_;
-    const char* end_;
-    bool closed_ = false;
-    const char* stops_[chunk + 64 + unrolled];  // a block adds up to 64, `unrolled` at least
-};
+using row_separators = separator_chunks<unrolled, block_masks>;
 
 // Eight numbers' texts: number i is [start[i], stop[i]), ending at its separator stop[i]. A
 // number starts one byte past a ',' or, after ", " (Python's json.dumps layout), two.
@@ -372,18 +299,6 @@ inline group_values convert_group(const number_group& g) noexcept {
 // parser, which decides them as it always does. Every decided lane is the correctly rounded
 // double, as is the scalar parser's reading, so the two are equal.
 
-// The high 64 bits of the 128-bit floors of 10^-f's mantissa for f in [0, 24) (f = 0 unused: a
-// fast text has a fraction), from the scalar parser's table.
-struct pow10_high_table {
-    alignas(64) std::uint64_t high[24];
-};
-constexpr pow10_high_table make_pow10_highs() {
-    pow10_high_table t{};
-    for (int f = 0; f < 24; ++f) t.high[f] = kPow10Mantissa[-f - kPow10QMin][0];
-    return t;
-}
-constexpr pow10_high_table kPow10High = make_pow10_highs();
-
 // The eight 64-bit lanes of table[0..24) at f (each below 24).
 inline __m512i lanes_at(const std::uint64_t* table, __m512i f) noexcept {
     const __m512i low16 =
@@ -458,8 +373,8 @@ inline group_doubles convert_group_double(const number_group& g) noexcept {
     return group_doubles{_mm512_castsi512_pd(bits), d.fast & ~static_cast<unsigned>(undecided)};
 }
 
-// Where the two row types differ: a group's conversion and store, one number by the scalar
-// parser, and the scalar parser's row loop from a number on.
+// Where the two row types differ: a group's conversion and store (the scalar parser's part:
+// number_row_lanes.hpp).
 inline void store_lanes(__m256 values, float* out, std::size_t room) noexcept {
     if (room >= 8) {
         _mm256_storeu_ps(out, values);
@@ -478,54 +393,14 @@ inline group_values convert(const number_group& g, float*) noexcept { return con
 inline group_doubles convert(const number_group& g, double*) noexcept {
     return convert_group_double(g);
 }
-inline const char* parse_one(const char* p, const char* end, float* out, const char** error_at,
-                             const char** expected) noexcept {
-    return detail::parse_one_float32(p, end, out, error_at, expected);
-}
-inline const char* parse_one(const char* p, const char* end, double* out, const char** error_at,
-                             const char** expected) noexcept {
-    return detail::parse_one_double(p, end, out, error_at, expected);
-}
-inline number_row scalar_from(const char* p, const char* end, float* out, std::size_t capacity,
-                              std::size_t count) noexcept {
-    return detail::parse_number_row_scalar_from(p, end, out, capacity, count);
-}
-inline number_row scalar_from(const char* p, const char* end, double* out, std::size_t capacity,
-                              std::size_t count) noexcept {
-    return detail::parse_number_row_double_scalar_from(p, end, out, capacity, count);
-}
 
 // A group's eight values written at out[count..] (those below `capacity`), then each lane not in
-// `fast` read by the scalar parser from its text [start, stop) (text(i, &start, &stop)). False
-// where a lane's number does not end at its stop: *row is then the scalar parser's reading of the
-// row's rest from that number on.
+// `fast` read by the scalar parser (read_slow_lanes).
 template <class T, class vector, class lane_text>
 inline bool store_group(vector values, unsigned fast, lane_text text, const char* end, T* out,
                         std::size_t capacity, std::size_t count, number_row* row) noexcept {
-    const std::size_t room = capacity > count ? capacity - count : 0;
-    store_lanes(values, out + count, room);
-    for (unsigned slow = ~fast & 0xffu; slow != 0; slow &= slow - 1) {
-        const unsigned i = lowest_bit(slow);
-        const char* start;
-        const char* stop;
-        text(i, &start, &stop);
-        T value;
-        const char* error_at;
-        const char* expected;
-        if (parse_one(start, end, &value, &error_at, &expected) != stop) {
-            *row = scalar_from(start, end, out, capacity, count + i);
-            return false;
-        }
-        if (i < room) out[count + i] = value;
-    }
-    return true;
-}
-
-inline number_row finished(const char* end, std::size_t count) noexcept {
-    number_row row;
-    row.end = end;
-    row.count = count;
-    return row;
+    store_lanes(values, out + count, capacity > count ? capacity - count : 0);
+    return read_slow_lanes(~fast & 0xffu, text, end, out, capacity, count, row);
 }
 
 // From p (just past the row's '[' or a ','), `count` numbers already written before it.
@@ -533,7 +408,7 @@ template <int unrolled, class T>
 number_row parse_row(const char* p, const char* end, T* out, std::size_t capacity,
                      std::size_t count) noexcept {
     const ieee_fp_environment ieee;
-    separator_chunks<unrolled> separators(p, end);
+    row_separators<unrolled> separators(p, end);
     std::size_t found = 0;  // separators in the buffer, from the current number's on
     for (;;) {
         found = separators.fill(found);
@@ -562,7 +437,7 @@ number_row parse_row(const char* p, const char* end, T* out, std::size_t capacit
         // The numbers short of a group: the next chunk's first, or the scalar parser's where the
         // row's separators are all in (its last numbers, or an error).
         const std::size_t kept = found - 8 * groups;
-        if (separators.closed() || found < separator_chunks<unrolled>::chunk) {
+        if (separators.closed() || found < row_separators<unrolled>::chunk) {
             return scalar_from(p, end, out, capacity, count);
         }
         for (std::size_t i = 0; i < kept; ++i) stops[i] = stops[8 * groups + i];
@@ -582,14 +457,6 @@ number_row parse_row(const char* p, const char* end, T* out, std::size_t capacit
 // (w < 2^53) and 10^f with f <= 13, so w / 10^f is the correctly rounded double (Clinger's fast
 // path), then float32. A lane of another shape (an exponent, a space, a longer number, a ']' or an
 // error) is parsed by the scalar parser, as in parse_row.
-
-constexpr std::uint64_t kSegmentLow = 0x0001000100010001ull;   // bit 0 of each 16-bit segment
-constexpr std::uint64_t kSegmentHigh = 0x8000800080008000ull;  // bit 15 of each
-
-// Bit 15 of each 16-bit segment of x set where that segment is nonzero.
-inline std::uint64_t nonzero_segments(std::uint64_t x) noexcept {
-    return (((x & ~kSegmentHigh) + ~kSegmentHigh) | x) & kSegmentHigh;
-}
 
 // What the shape checks of both four-lane paths share, on texts in 16-bit segments: `text` holds
 // them (zeros elsewhere), `t` has a bit for each of their bytes, `first` for each one's first.
