@@ -7,7 +7,7 @@
 # --no-build-isolation; the binding is CPython's C API, nothing else to build it with), and the
 # test extra's pytest, pytest-timeout and hypothesis); WHEELS, a folder of wheels to install offline first (pybase64: the bench's
 # pybase64 path; without it that column is left out). Installs into a venv that sees the
-# system's site-packages (torch), never into the system Python (NO_VENV=1: into PYTHON's own venv). Exit status: non-zero if the
+# system's site-packages (torch), never into the system Python (NO_VENV=1, the default where PYTHON is a venv's: into that venv). Exit status: non-zero if the
 # build, a test or the bench's output check failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +24,13 @@ nproc; "$python" --version
 "$python" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available(), 'devices', torch.cuda.device_count())" || exit 3
 
 step venv and build
-if [ "${NO_VENV:-0}" = 1 ]; then  # PYTHON is already a virtual environment's
+# A venv made from a venv's interpreter sees the base interpreter's packages, not that venv's
+# (on the H200 image python3 is /opt/torch/.venv's, holding torch and scikit-build-core): there,
+# install into PYTHON's own venv.
+if [ -z "${NO_VENV:-}" ]; then
+  NO_VENV=$("$python" -c 'import sys; print(int(sys.prefix != sys.base_prefix))') || exit 3
+fi
+if [ "$NO_VENV" = 1 ]; then  # PYTHON is already a virtual environment's
   py="$python"
 else
   venv="${TMPDIR:-/tmp}/tensorb64-gpu-venv"
