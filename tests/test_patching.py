@@ -268,6 +268,7 @@ REGISTER = {
     "sglang": "from tensorb64 import sglang_plugin; sglang_plugin.register()",
     "infinity": "import tensorb64.infinity; tensorb64.infinity.patch()",
     "openai patch": "import tensorb64.openai; tensorb64.openai.patch()",
+    "litellm proxy": "import tensorb64.litellm_proxy; tensorb64.litellm_proxy.handler",
     "torch": "import tensorb64",
 }
 HOST_MODULES = [
@@ -280,6 +281,7 @@ HOST_MODULES = [
     ("infinity", "infinity_emb.fastapi_schemas.pymodels"),
     ("openai patch", "litellm.llms.hosted_vllm.embedding.transformation"),
     ("openai patch", "litellm.litellm_core_utils.litellm_logging"),
+    ("litellm proxy", "litellm.proxy.common_request_processing"),
     ("torch", "torch"),
 ]
 RAISING_MODULE = """
