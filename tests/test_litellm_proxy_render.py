@@ -82,8 +82,6 @@ ROWS = {
     "special": [SPECIAL, SPECIAL[::-1]],
     "ints": [[1, 2, -3, 0, 10**15], [1.0, 2, 3.5, -0, 7]],
     "empty": [[], []],
-    "base64": ["AAAAAAAAgD8=", "zczMPQ==", ""],
-    "strings-with-escapes": ['a"b\\c', "\u2028\x00\x1f\u00e9", "\ud7ff"],
 }
 
 
@@ -135,10 +133,11 @@ def test_the_response_is_left_as_it_was(proxy):
     [True, 1.0],  # bool: a type the encoder passes, not one this writes
     [np.float64(0.5)],
     [[0.5]],
+    "AAAAAAAAgD8=",  # base64: the proxy's own render is the faster
     None,
     (0.5, 1.0),
     b"AAAA",
-], ids=["bool", "numpy-scalar", "nested", "none", "tuple", "bytes"])
+], ids=["bool", "numpy-scalar", "nested", "base64", "none", "tuple", "bytes"])
 def test_a_row_it_does_not_write_is_left_to_fastapi(proxy, row):
     response = embedding_response(entries([[0.5], [0.25]]))
     response.data[1]["embedding"] = row

@@ -9,7 +9,8 @@ Four proxies of one config, started together: ``on`` (the line), ``off`` (withou
 ``TENSORB64_LITELLM=0``). Each also loads a user's callback (tests/support/litellm_proxy_probe.py)
 whose success hook and success event read every row of the response. For every request: the same
 status, body and headers (less those that differ per request: ids, times, dates) from all four;
-the body written by tensorb64 on ``on`` alone; and what the callbacks saw the same on all four.
+the body written by tensorb64 on ``on`` alone (float bodies: base64 ones are left to the proxy's
+own render); and what the callbacks saw the same on all four.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ def test_the_same_bytes_written_by_tensorb64(proxies, model, fmt, inputs):
     result, writes = answers(proxies, payload)
     check_same(result)
     assert result["on"][0] == 200
-    assert writes == {"on": 1, "off": 0, "fault": 0, "switched off": 0}
+    # (base64 rows are left to the proxy's own render, the faster for them)
+    assert writes == {"on": int(fmt != "base64"), "off": 0, "fault": 0, "switched off": 0}
 
 
 @pytest.mark.parametrize("payload", [
@@ -163,7 +165,7 @@ def test_the_same_bytes_written_by_tensorb64(proxies, model, fmt, inputs):
 def test_the_clients_options(proxies, payload):
     result, writes = answers(proxies, payload)
     check_same(result)
-    assert result["on"][0] == 200 and writes["on"] == 1
+    assert result["on"][0] == 200 and writes["on"] == int(payload.get("encoding_format") != "base64")
 
 
 def test_other_routes_to_embeddings(proxies):

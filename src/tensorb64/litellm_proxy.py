@@ -102,10 +102,12 @@ _plan = _Plan()
 
 
 def _row_text(row: Any) -> bytes | None:
-    """A row as the route's response class renders it, or None for a row this does not write: a
-    base64 str, or a list of plain floats and ints (what FastAPI's encoder passes through as it
-    is, so that rendering the row alone gives the text it has inside the whole body)."""
-    if type(row) is str or type(row) is list and set(map(type, row)) <= _PLAIN_NUMBERS:
+    """A float row as the route's response class renders it, or None for a row this does not
+    write. A row written here is a list of plain floats and ints (what FastAPI's encoder passes
+    through as it is, so that rendering the row alone gives the text it has inside the whole
+    body). Base64 rows are left to the proxy: its own render of a 64x3072 base64 body takes about
+    0.5 ms, less than splicing 1 MB anew costs."""
+    if type(row) is list and set(map(type, row)) <= _PLAIN_NUMBERS:
         return _plan.renderer.render(row)
     return None
 
