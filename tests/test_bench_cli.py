@@ -231,10 +231,11 @@ def test_client_bench_measures_the_decoder_and_embed_and_states_the_targets():
             assert what in targets
 
 
+@pytest.mark.needs_source_tree  # benchmarks/
 def test_ingest_bench_states_the_targets_from_its_figures():
-    # The ingest section's ratios and target lines from a report's figures (the runs themselves
-    # need Ray and Daft: tests/test_ingest.py runs the adapters, the section runs in the bench).
-    from tensorb64._bench import ingest
+    # The ingest bench's ratios and target lines from a report's figures (the runs themselves
+    # need Ray and Daft: tests/test_ingest.py runs the adapters, benchmarks/ingest_bench.py the bench).
+    from benchmarks import ingest_bench as ingest
 
     def case(route, rows_per_s, engine="ray", fmt="float"):
         return {"width": 3072, "encoding_format": fmt, "route": route, "rows": 100, "rows_per_s": rows_per_s,

@@ -17,7 +17,9 @@ from tests.support.threads import failures_in_threads
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _cuda, _formats, _staging  # noqa: E402
+from tensorb64 import _formats  # noqa: E402
+from tensorb64._cuda import route as _cuda  # noqa: E402
+from tensorb64._cuda import staging as _staging  # noqa: E402
 from tensorb64.openai import embedding_data, iter_response_body, response_body  # noqa: E402
 
 pytestmark = [

@@ -1,4 +1,4 @@
-"""The CUDA staging pipeline (src/tensorb64/_staging.py, _cuda.py) on CPU, through a stand-in copier.
+"""The CUDA staging pipeline (src/tensorb64/_cuda/) on CPU, through a stand-in copier.
 
 The copier below keeps the CUDA copier's contract with CPU tensors standing in for device ones:
 copies run later, in order, on a worker thread (a stream), after a delay; a destination holds
@@ -28,7 +28,9 @@ from tests.support.threads import failures_in_threads
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _cuda, _native, _staging, openai  # noqa: E402
+from tensorb64 import _native, openai  # noqa: E402
+from tensorb64._cuda import route as _cuda  # noqa: E402
+from tensorb64._cuda import staging as _staging  # noqa: E402
 from tensorb64.openai import embedding_data, response_body  # noqa: E402
 
 OUTPUTS = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
@@ -464,7 +466,7 @@ def test_route_is_the_one_decision():
 
 
 def test_importing_tensorb64_does_not_import_torch():
-    code = "import sys, tensorb64, tensorb64._cuda; print('torch' in sys.modules)"
+    code = "import sys, tensorb64, tensorb64._cuda.route, tensorb64._cuda.staging; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
@@ -481,7 +483,8 @@ import sys
 sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
 import numpy as np
 import tensorb64
-from tensorb64 import _fallback, _native
+from tensorb64 import _native
+from tensorb64._codec import input_hook
 from tests.support.tensor_like import TensorLike, install
 install()
 calls = []
@@ -506,7 +509,7 @@ host = TensorLike(p, (2, 4), (4, 1), p, 32)
 host.is_cuda = False
 assert tensorb64.encode_rows(host) == tensorb64.encode_rows(a.reshape(2, 4))  # read in place, not routed
 assert len(calls) == 2, calls
-assert _fallback._STAGED == {{"encode_rows": _fallback._cuda.encode_rows, "json_rows": _fallback._cuda.json_rows}}
+assert input_hook._STAGED == {{"encode_rows": input_hook._cuda.encode_rows, "json_rows": input_hook._cuda.json_rows}}
 print("ok")
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -528,7 +531,7 @@ def test_json_rows_through_the_pipeline_names_the_row_of_the_whole_input(routed)
 @pytest.mark.parametrize("value", ["abc", "-1", "1.5"])
 def test_a_bad_pinned_limit_names_the_variable_on_first_use_not_at_import(value):
     # Read when the process's staging is made (first CUDA use): the import, and every CPU call, work.
-    code = ("import numpy, torch, tensorb64; from tensorb64 import _staging; print(tensorb64.encode(numpy.ones(1, 'f4')));"
+    code = ("import numpy, torch, tensorb64; from tensorb64._cuda import staging as _staging; print(tensorb64.encode(numpy.ones(1, 'f4')));"
             "_staging.default_staging()")
     env = {**os.environ, "TENSORB64_PINNED_MIB": value}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -539,7 +542,7 @@ def test_a_bad_pinned_limit_names_the_variable_on_first_use_not_at_import(value)
 
 
 def test_a_pinned_limit_of_zero_turns_staging_off():
-    code = "from tensorb64 import _staging as s; print(s.pinned_limit(), s.StagingPool(s.pinned_limit(), bytearray).acquire(1))"
+    code = "from tensorb64._cuda import staging as s; print(s.pinned_limit(), s.StagingPool(s.pinned_limit(), bytearray).acquire(1))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "TENSORB64_PINNED_MIB": "0"})
     assert result.returncode == 0, result.stderr

@@ -1,5 +1,5 @@
 """The HTTP client the ingestion adapters share (tensorb64._embeddings_http), against the local
-server on 127.0.0.1 (tensorb64._bench.embeddings_server): bodies as vLLM, SGLang and OpenAI write
+server on 127.0.0.1 (tests/support/embeddings_server.py): bodies as vLLM, SGLang and OpenAI write
 them read bit for bit as json.loads + numpy read them, retries, failures named by their rows.
 Standard library only: this runs in the default suite; the engines' tests are tests/test_ingest.py."""
 
@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from tensorb64._bench.embeddings_server import LocalServer, Written
-from tensorb64._embeddings_http import EmbeddingRequestError, EmbeddingsEndpoint, _retry_after
+from tensorb64._ingest.http import EmbeddingRequestError, EmbeddingsEndpoint, _retry_after
+from tests.support.embeddings_server import LocalServer, Written
 from tests.support.ingest_server import SHAPES, Failing, expected, same_bits, vectors
 
 TABLE = vectors(300, 96)

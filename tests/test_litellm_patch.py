@@ -1,4 +1,4 @@
-"""The LiteLLM half of tensorb64.openai.patch() (src/tensorb64/_litellm_patch.py), without LiteLLM:
+"""The LiteLLM half of tensorb64.openai.patch() (src/tensorb64/_hosts/litellm.py), without LiteLLM:
 the body read for its hosted_vllm provider against json.loads, and the post_call hook against a
 stand-in with the shape of LiteLLM 1.110.2's Logging.post_call. The real LiteLLM, patched
 against unpatched, is tested in tests/test_client_frameworks.py (marker `clients`).
@@ -15,8 +15,9 @@ import types
 import numpy as np
 import pytest
 
-from tensorb64 import _litellm_patch, _patching
-from tensorb64._litellm_patch import LITELLM, LOGGING_MODULE, NOT_BUILT, loads_embeddings, logging_replacements
+from tensorb64._hosts import litellm as litellm_host
+from tensorb64._hosts import patching
+from tensorb64._hosts.litellm import LITELLM, LOGGING_MODULE, NOT_BUILT, loads_embeddings, logging_replacements
 
 RNG = np.random.default_rng(2027)
 
@@ -141,7 +142,7 @@ def install(module):
     """The stand-in patched as patch() patches LiteLLM's module: {name: the original replaced}."""
     assert [r.name for r in logging_replacements(module)] == ["post_call", "_model_call_details_view"]
     originals = {name: module.Logging.__dict__[name] for name in ("post_call", "_model_call_details_view")}
-    assert _patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert patching.install_module(LITELLM, LOGGING_MODULE, module)
     assert all(module.Logging.__dict__[name] is not original for name, original in originals.items())
     return originals
 
@@ -204,8 +205,8 @@ def test_a_post_call_of_another_shape_is_not_replaced():
 
     module.Logging.post_call = post_call
     for replacements, stand_in in [(logging_replacements, module), (logging_replacements, types.ModuleType("empty")),
-                                   (_litellm_patch.hosted_vllm_replacements, types.ModuleType("empty"))]:
-        with pytest.raises(_patching.Unknown):
+                                   (litellm_host.hosted_vllm_replacements, types.ModuleType("empty"))]:
+        with pytest.raises(patching.Unknown):
             replacements(stand_in)
-    assert not _patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert not patching.install_module(LITELLM, LOGGING_MODULE, module)
     assert module.Logging.post_call is post_call

@@ -5,7 +5,7 @@
     >>> df = df.with_column("embedding", tensorb64.daft.embed_text(daft.col("text"), base_url="http://host:8000/v1",
     ...                                                           model="m"))
 
-The same HTTP client as tensorb64.ray (tensorb64._embeddings_http), one per Daft worker (a
+The same HTTP client as tensorb64.ray (tensorb64._ingest.http), one per Daft worker (a
 ``daft.cls`` instance), on Daft's native runner and on Ray. Daft is imported when this module is.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import daft
 import pyarrow as pa
 
-from ._embeddings_http import EmbeddingRequestError, EmbeddingsEndpoint
+from ._ingest.http import EmbeddingRequestError, EmbeddingsEndpoint
 from .arrow import embedding_array
 
 __all__ = ["embed_text", "EmbeddingRequestError"]

@@ -22,12 +22,16 @@ import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from . import _cuda, _native
-from ._body import Body, batch_rows, cut_rows, is_index
-from ._client import EmbeddingsResponse, aembed, decode_response, decode_response_body, embed
-from ._encode import encode_rows
-from ._openai_patch import is_patched, patch, unpatch
-from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat, Layout
+import numpy as np
+
+from . import _native
+from ._codec.body import Body, batch_rows, cut_rows, is_index
+from ._codec.body_reader import EmbeddingsResponse, decode_response, decode_response_body
+from ._codec.encode import encode_rows
+from ._cuda import route as _cuda
+from ._hosts import litellm, openai_client
+from ._hosts.patching import install, is_installed, uninstall
+from ._types import ByteOrder, DType, EmbeddingEntry, EmbeddingInput, EncodingFormat, FloatFormat, Layout
 
 __all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
@@ -220,3 +224,59 @@ def iter_response_body(
                  extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
                  layout=layout)
     return body.chunks(chunk_size)
+
+
+# ---- the client side ------------------------------------------------------------------------------
+
+
+def _raw_create(embeddings: Any, input: EmbeddingInput, model: str, kwargs: dict[str, Any]) -> Any:
+    if "encoding_format" in kwargs and kwargs["encoding_format"] != "base64":
+        raise ValueError(f"embed() asks for base64 rows; encoding_format={kwargs['encoding_format']!r} is not supported")
+    kwargs = {**kwargs, "encoding_format": "base64"}
+    return embeddings.with_raw_response.create(input=input, model=model, **kwargs)
+
+
+def embed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
+    """The ``[B, D]`` float32 embeddings of ``input``, asked of an ``openai.OpenAI`` client.
+
+    The request is the client's own (``client.embeddings.with_raw_response.create(...,
+    encoding_format="base64")``: its base URL, authentication, retries and errors unchanged);
+    the raw body is read by ``decode_response_body`` and the client's own parsing never runs.
+    Further keyword arguments (``dimensions``, ``user``, ``extra_headers``, ``timeout``...) go to
+    ``create``.
+    """
+    raw = _raw_create(client.embeddings, input, model, kwargs)
+    return decode_response_body(raw.http_response.content, threads=threads)
+
+
+async def aembed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
+    """``embed`` for an ``openai.AsyncOpenAI`` client."""
+    raw = await _raw_create(client.embeddings, input, model, kwargs)
+    return decode_response_body(raw.http_response.content, threads=threads)
+
+
+# ---- the openai client's own create() read by the core ------------------------------------------
+
+
+def patch() -> None:
+    """Makes every openai client (``OpenAI``, ``AsyncOpenAI``, made before or after this call)
+    read ``/v1/embeddings`` responses with the core: the same ``CreateEmbeddingResponse``, the
+    same Python floats, without the per-row ``b64decode`` or the per-float validation; and
+    LiteLLM's ``hosted_vllm`` embeddings likewise. Each is patched at once where imported, else
+    right after its import. Calling it again does nothing; ``unpatch()`` restores the client's
+    own parsing."""
+    install(openai_client.OPENAI)
+    install(litellm.LITELLM)
+
+
+def unpatch() -> None:
+    """Undoes ``patch()``: each attribute it replaced is the original object again, and modules
+    imported later are left alone. Does nothing when not patched."""
+    uninstall(openai_client.OPENAI)
+    uninstall(litellm.LITELLM)
+
+
+def is_patched() -> bool:
+    """Whether the imported openai client reads embeddings through the core (False before openai
+    is imported, and for a release the patch does not recognise)."""
+    return is_installed(openai_client.OPENAI)

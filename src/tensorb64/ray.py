@@ -8,7 +8,7 @@ OpenAI-compatible ``/v1/embeddings`` server, each response body read natively in
     ...                     batch_size=64, concurrency=2, batch_format="pyarrow")
 
 Each of Ray's actors makes one ``EmbeddingClient``, which keeps one pool of keep-alive connections
-(tensorb64._embeddings_http, shared with tensorb64.daft). Ray itself is not imported here: the
+(tensorb64._ingest.http, shared with tensorb64.daft). Ray itself is not imported here: the
 class is plain Python that Ray constructs in each worker.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._embeddings_http import EmbeddingRequestError, EmbeddingsEndpoint
+from ._ingest.http import EmbeddingRequestError, EmbeddingsEndpoint
 from .arrow import with_embeddings
 
 __all__ = ["EmbeddingClient", "EmbeddingRequestError"]

@@ -169,7 +169,7 @@ def routes(mods: dict, api, kind: str, body: bytes, B: int, D: int) -> dict:
 PATCH_TARGETS = {  # the patch's targets at 64x3072: patch off / patch on, at least
     "openai create() default": 2, 'openai create(encoding_format="float")': 20,
     # LiteLLM's: >= 3 through the openai client's patch alone, >= 20 with its post_call line not
-    # built where the logger drops it, which patch() does too (_litellm_patch).
+    # built where the logger drops it, which patch() does too (_hosts/litellm.py).
     "LangChain embed_documents": 1.5, "LlamaIndex get_text_embedding_batch": 1.5, "litellm.embedding() default": 20,
     # The caller keeps the base64 strings: nothing for the patch to do, and nothing it may cost.
     'openai create(encoding_format="base64")': 1,
@@ -260,15 +260,16 @@ class _Floor:
     processing. off / floor is the best ratio a patch could reach."""
 
     def __init__(self, bodies: dict):
-        from tensorb64 import _litellm_patch, _openai_patch
-        from tensorb64._client import _read_rows_and_offsets, _without_embeddings
+        from tensorb64._codec.body_reader import rows_and_offsets, without_embeddings
+        from tensorb64._hosts import litellm as _litellm_patch
+        from tensorb64._hosts import openai_client as _openai_patch
 
         self.modules = (_openai_patch, _litellm_patch)
         self.originals = (_openai_patch._read_embeddings, _litellm_patch.loads_embeddings)
         self.read = {}  # len(body): (rows, the rest of the body), for each body served
         for body in bodies.values():
-            rows, offsets = _read_rows_and_offsets(body)
-            self.read[len(body)] = (rows, _without_embeddings(body, offsets))
+            rows, offsets = rows_and_offsets(body)
+            self.read[len(body)] = (rows, without_embeddings(body, offsets))
 
     def read_embeddings(self, response_wrapper, cast_to):  # _openai_patch._read_embeddings without the reading
         http_response = response_wrapper.http_response
@@ -298,7 +299,7 @@ class _Floor:
 
 
 def _with_patch(state: str, call, floor: _Floor):
-    from tensorb64 import _litellm_patch
+    from tensorb64._hosts import litellm as _litellm_patch
 
     patch, unpatch = tensorb64.openai.patch, tensorb64.openai.unpatch
 

@@ -37,7 +37,8 @@ import sys
 from dataclasses import replace
 
 import tensorb64
-from tensorb64 import _cuda, _staging
+from tensorb64._cuda import route as _cuda
+from tensorb64._cuda import staging as _staging
 from .allocator import allocator_states
 from .timing import measure
 
@@ -86,6 +87,8 @@ class _DeviceBase64:
         self.weights = torch.tensor([1 << 16, 1 << 8, 1], dtype=torch.int32, device=device)
         self.shifts = torch.tensor([18, 12, 6, 0], dtype=torch.int32, device=device)
         self.pinned = None
+        # (on a device; the CPU tensors of the bench's own test take a plain buffer and no stream)
+        self.on_device = torch.device(device).type == "cuda"
 
     def text(self, t):
         """[B, 4 * ceil(4 * D / 3)] uint8 on the device: each row's base64 text."""
@@ -104,9 +107,10 @@ class _DeviceBase64:
         text = self.text(t)
         rows, width = text.shape
         if self.pinned is None or self.pinned.numel() < text.numel():
-            self.pinned = self.torch.empty(text.numel(), dtype=self.torch.uint8, pin_memory=True)
+            self.pinned = self.torch.empty(text.numel(), dtype=self.torch.uint8, pin_memory=self.on_device)
         self.pinned[: text.numel()].copy_(text.view(-1), non_blocking=True)
-        self.torch.cuda.current_stream().synchronize()
+        if self.on_device:
+            self.torch.cuda.current_stream().synchronize()
         view = memoryview(self.pinned.numpy())
         return [str(view[i * width:(i + 1) * width], "ascii") for i in range(rows)]
 

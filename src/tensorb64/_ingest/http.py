@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._client import decode_response_body
+from .._codec.body_reader import decode_response_body
 
 __all__ = ["EmbeddingRequestError", "EmbeddingsEndpoint"]
 

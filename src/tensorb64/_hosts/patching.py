@@ -18,7 +18,7 @@ whether any replacement of the host is in place now. Installing is
   is not replaced again;
 * thread-safe: the registry and the setting are under one lock, taken for the setting alone (the
   recognising, which may import, runs outside it);
-* never in the host's way: nothing raised here reaches the host's import (``_import_hooks`` guards
+* never in the host's way: nothing raised here reaches the host's import (``import_hooks`` guards
   every callback besides);
 * logged: one line per host, module and outcome.
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ._import_hooks import after_import
+from .import_hooks import after_import
 
 MARKER = "__tensorb64_replaces__"  # on each replacement function: the original it replaces
 

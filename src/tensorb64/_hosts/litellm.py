@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ._client import _read_rows_and_offsets, _without_embeddings
-from ._patching import Host, Replacement, Unknown, attribute, expect_names, expect_parameters, failed
+from .._codec.body_reader import rows_and_offsets, without_embeddings
+from .patching import Host, Replacement, Unknown, attribute, expect_names, expect_parameters, failed
 
 HOSTED_VLLM_MODULE = "litellm.llms.hosted_vllm.embedding.transformation"
 LOGGING_MODULE = "litellm.litellm_core_utils.litellm_logging"
@@ -56,7 +56,7 @@ def loads_embeddings(body: bytes) -> dict | None:
     an integer text an ``int``, and gives every NaN its one float object); base64 rows as their
     strings (the text between the quotes, or json.loads of a string with an escape in it)."""
     try:
-        rows, offsets = _read_rows_and_offsets(body)
+        rows, offsets = rows_and_offsets(body)
     except (ValueError, OverflowError, MemoryError, UnicodeError):
         return None
     spans = offsets.tolist()
@@ -67,7 +67,7 @@ def loads_embeddings(body: bytes) -> dict | None:
         for i in np.flatnonzero((~np.isfinite(rows) | (rows == np.trunc(rows))).any(axis=1)).tolist():
             s, e = spans[i]
             values[i] = json.loads(body[s:e])
-    response = json.loads(_without_embeddings(body, offsets))
+    response = json.loads(without_embeddings(body, offsets))
     for entry in response["data"]:
         entry["embedding"] = values[entry["index"]]
     return response

@@ -13,8 +13,9 @@ from numbers import Integral
 
 import numpy as np
 
-from . import _cuda, _native
-from ._inputs import readable
+from .. import _native
+from .._cuda import route as _cuda
+from .inputs import readable
 
 
 def is_index(value) -> bool:

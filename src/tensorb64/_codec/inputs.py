@@ -2,7 +2,7 @@
 
 The binding (bindings/reader.cpp, `read_input`) reads numpy arrays (ml_dtypes' bfloat16 and
 float8 included), float buffers and plain CPU torch tensors where they lie, checked against their
-owner's bounds. Everything else comes here (through the fallback hook, _fallback.py), to
+owner's bounds. Everything else comes here (through the binding's input hook, input_hook.py), to
 `readable(x)`, which returns an object the binding can read (a numpy array, a buffer or a plain
 CPU tensor), or raises the TypeError / ValueError that names what was wrong and what is
 accepted. This is the only place inputs are classified.
@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 
-from . import _cuda
-from ._formats import ELEMENT_TYPES
+from .._cuda import route as _cuda
+from .._formats import ELEMENT_TYPES
 
 ACCEPTED = (
     "a torch.Tensor, a numpy array, an object with a float buffer (memoryview, array.array), "

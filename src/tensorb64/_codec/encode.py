@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _cuda, _native
-from ._formats import byteorder_name
-from ._types import BodyMetadata, ByteOrder, DType
+from .. import _native
+from .._cuda import route as _cuda
+from .._formats import byteorder_name
+from .._types import BodyMetadata, ByteOrder, DType
 
 encode = _native.encode
 encode_rows = _native.encode_rows

@@ -29,9 +29,9 @@ from __future__ import annotations
 import sys
 from typing import Literal
 
-from . import _native
-from ._formats import byteorder_name, output_type
-from ._staging import Staging, bus_dtype, current_staging, forced_staging, pinned_copy, stageable, staged_chunks
+from .. import _native
+from .._formats import byteorder_name, output_type
+from .staging import Staging, bus_dtype, current_staging, forced_staging, pinned_copy, stageable, staged_chunks
 
 Route = Literal["host", "staged", "host_copy"]
 
