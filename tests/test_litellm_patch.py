@@ -10,6 +10,7 @@ import base64
 import json
 import logging
 import struct
+import textwrap
 import types
 
 import numpy as np
@@ -195,6 +196,55 @@ def test_a_logger_with_its_own_debug_is_left_to_build_the_line():
     response = Expensive()
     log.post_call(original_response=response)
     assert response.formatted == 1 and lines == ["RAW RESPONSE:\nExpensive(...)\n\n"]
+
+
+def test_a_second_install_recognises_its_own_replacement_and_says_nothing(caplog, monkeypatch):
+    """Recognition reads through the replacements in place to LiteLLM's own code: installing again
+    (patch() after a module is imported anew, two processes' worth of plugins) changes nothing and
+    logs nothing."""
+    module = stand_in_module()
+    install(module)
+    replaced = dict(module.Logging.__dict__)
+    with caplog.at_level(logging.DEBUG):
+        assert patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("tensorb64")] == []
+    assert all(module.Logging.__dict__[name] is replaced[name] for name in ("post_call", "_model_call_details_view"))
+
+
+def test_a_failure_of_ours_in_hosted_vllm_gives_litellm_its_own_response(caplog, monkeypatch):
+    """The body read raising (a bug of ours): LiteLLM's own method answers, once, given the
+    response itself, and one line says so."""
+    module = types.ModuleType("stand_in_hosted_vllm")
+    exec(textwrap.dedent("""
+        def convert_to_model_response_object(parsed):
+            return parsed
+
+        class HostedVLLMEmbeddingConfig:
+            def transform_embedding_response(self, model, raw_response, model_response, logging_obj, api_key=None,
+                                             request_data=None, optional_params=None, litellm_params=None):
+                logging_obj.post_call(raw_response.text)
+                return convert_to_model_response_object(raw_response.json())
+    """), module.__dict__)
+    HostedVLLMEmbeddingConfig = module.HostedVLLMEmbeddingConfig
+    assert patching.install_module(LITELLM, litellm_host.HOSTED_VLLM_MODULE, module)
+
+    class Response:
+        content = b'{"data": [{"embedding": [0.5], "index": 0}]}'
+        text = content.decode()
+
+        def json(self):
+            return {"the response's own": True}
+
+    class Log:
+        def post_call(self, text):
+            pass
+
+    monkeypatch.setattr(litellm_host, "loads_embeddings", lambda body: 1 / 0)
+    with caplog.at_level(logging.ERROR):
+        got = HostedVLLMEmbeddingConfig().transform_embedding_response("m", Response(), None, Log())
+    assert got == {"the response's own": True}
+    assert [r.getMessage() for r in caplog.records if r.name == LITELLM.logger.name] == [
+        "tensorb64: reading an embeddings body failed; LiteLLM's own answered (logged once)"]
 
 
 def test_a_post_call_of_another_shape_is_not_replaced():

@@ -234,6 +234,96 @@ def test_the_hosts_own_error_stays_the_hosts():
         assert raised.value.__context__ is None and raised.value.__cause__ is None  # nothing of ours chained
 
 
+def test_the_fingerprint_of_several_releases_says_which():
+    def older(x):
+        return len(x)
+
+    def newer(x):
+        return sum(x)
+
+    def other(x):
+        return max(x)
+
+    assert patching.expect_names(older, ("len",), "f", ("sum",)) == 0
+    assert patching.expect_names(newer, ("len",), "f", ("sum",)) == 1
+    with pytest.raises(Unknown, match="code is not any known release's"):
+        patching.expect_names(other, ("len",), "f", ("sum",))
+
+
+def test_the_original_called_as_ours_says_inside_its_context():
+    """ours may answer that the host's own code answers with other arguments, inside a context
+    (entered just around the original); a failure of ours gives the original the call's own."""
+    seen = []
+
+    class Marked:
+        def __enter__(self):
+            seen.append("enter")
+
+        def __exit__(self, *exc):
+            seen.append("exit")
+
+    def own(x, y=0):
+        seen.append(("own", x, y))
+        return x + y
+
+    replacement = fail_open(TEST_HOST, own, lambda x, y=0: patching.Call((x * 10,), {"y": 1}, Marked()))
+    assert replacement(2) == 21 and seen == ["enter", ("own", 20, 1), "exit"]
+    seen.clear()
+    assert fail_open(TEST_HOST, own, lambda x, y=0: 1 / 0)(2, y=3) == 5 and seen == [("own", 2, 3)]
+
+
+def test_a_coroutine_function_is_replaced_by_one(caplog):
+    import asyncio
+    import inspect
+
+    class HostError(Exception):
+        pass
+
+    async def own(x):
+        if x < 0:
+            raise HostError("the host's own")
+        return ("own", x)
+
+    def ours(x):
+        if x == 1:
+            raise RuntimeError("a bug of ours")
+        return patching.Call((x + 100,)) if x == 0 else None  # (0: with another argument; others: declined)
+
+    replacement = fail_open(TEST_HOST, own, ours)
+    assert inspect.iscoroutinefunction(replacement) and replacement.__wrapped__ is own
+    assert asyncio.run(replacement(0)) == ("own", 100)
+    assert asyncio.run(replacement(5)) == ("own", 5)
+    assert asyncio.run(replacement(1)) == ("own", 1)
+    with pytest.raises(HostError):
+        asyncio.run(replacement(-1))
+    assert lines(caplog) == ["tensorb64: answering failed; TestHost's own answered (logged once)"]
+
+
+def test_every_host_is_what_it_is_its_state_the_registrys():
+    """A Host holds no state that changes (install and uninstall record it in the registry)."""
+    import dataclasses
+
+    from tensorb64._hosts import (
+        dynamo_sglang,
+        dynamo_vllm,
+        infinity,
+        litellm,
+        openai_client,
+        sglang,
+        vllm,
+        vllm_cohere,
+    )
+
+    hosts = [vllm.VLLM, vllm_cohere.VLLM_COHERE, dynamo_vllm.DYNAMO_VLLM, sglang.SGLANG, dynamo_sglang.DYNAMO_SGLANG,
+             infinity.INFINITY, openai_client.OPENAI, litellm.LITELLM]
+    for host in hosts:
+        for f in dataclasses.fields(host):
+            value = getattr(host, f.name)
+            assert not isinstance(value, (list, set, dict)), (host.name, f.name)
+        with pytest.raises(TypeError):
+            host.modules["another.module"] = host.modules[next(iter(host.modules))]
+
+
 def test_installs_race_calls_from_other_threads(module_named):
     """Calls from 4 threads while another installs and uninstalls 200 times: every call answers
     (ours or the host's own, never an error), and the end state is the host's own objects."""

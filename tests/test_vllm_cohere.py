@@ -24,7 +24,7 @@ with warnings.catch_warnings():
 
 from tensorb64._hosts import vllm as vllm_host  # noqa: E402
 from tensorb64._hosts import vllm_cohere  # noqa: E402
-from tensorb64._hosts.patching import install_module  # noqa: E402
+from tensorb64._hosts.patching import code_names, install_module  # noqa: E402
 from tests.test_vllm_plugin import RENDERERS, embeddings, pooling_outputs  # noqa: E402
 
 pytestmark = [
@@ -252,7 +252,7 @@ def test_cohere_code_names_include_nested_code():
     def function(rows):
         return [float(row) for row in rows if any(x.attr for x in row)]
 
-    assert vllm_cohere.code_names(function) == {"float", "any", "attr"}
+    assert code_names(function) == {"float", "any", "attr"}
 
 
 # ---- a builder of another shape is left alone ------------------------------------------------------

@@ -7,13 +7,14 @@ SGLang plugin.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import inspect
 import logging
 
 from .. import _native
-from .patching import Host, Replacement, Unknown, attribute, expect_parameters, fail_open
+from .patching import Call, Host, Replacement, Unknown, attribute, expect_parameters, fail_open
 
 ENABLE_VARIABLE = "TENSORB64_SGLANG"
 SERVING_MODULE = "sglang.srt.entrypoints.openai.serving_embedding"
@@ -63,18 +64,25 @@ SGLANG = Host(
 )
 
 
+@contextlib.contextmanager
+def _over_http_as(value: bool):
+    token = _over_http.set(value)
+    try:
+        yield
+    finally:
+        _over_http.reset(token)
+
+
 def _handler_for(original):
     from starlette.requests import Request
 
-    async def _handle_non_streaming_request(self, adapted_request, request, raw_request):
-        token = _over_http.set(isinstance(raw_request, Request) and _route_is_known(raw_request))
-        try:
-            return await original(self, adapted_request, request, raw_request)
-        finally:
-            _over_http.reset(token)
+    def ours(self, adapted_request, request, raw_request):
+        # SGLang's own handler answers, with the builder told whether the request came over HTTP
+        # on a route rendered as the builder's answer is written.
+        over_http = isinstance(raw_request, Request) and _route_is_known(raw_request)
+        return Call((self, adapted_request, request, raw_request), {}, _over_http_as(over_http))
 
-    _handle_non_streaming_request.__doc__ = original.__doc__
-    return _handle_non_streaming_request
+    return fail_open(SGLANG, original, ours)
 
 
 _known_routes: dict[int, bool] = {}  # id(route) -> whether it renders with ROUTE_RESPONSE_CLASS (routes live as long as their app)

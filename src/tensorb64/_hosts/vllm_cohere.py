@@ -12,7 +12,7 @@ import functools
 import math
 import sys
 
-from .patching import Host, Replacement, Unknown, attribute, code_names, expect_parameters, fail_open
+from .patching import Host, Replacement, attribute, expect_names, expect_parameters, fail_open
 from .vllm import ENABLE_VARIABLE, SERVING_MODULES, logger, stacked_rows
 
 # ServingEmbedding._build_cohere_response_from_ctx in the releases whose answer this writes: its
@@ -28,11 +28,11 @@ _COHERE_NAMES = frozenset((
     "get_pooling_usage", "images", "inputs", "isinstance", "list", "model_dump", "prompt_tokens", "request",
     "request_id", "texts", "type",
 ))
-# names -> whether that release answers through self.json_response_cls
-COHERE_RESPONSE_NAMES = {
-    _COHERE_NAMES | {"create_json_response"}: False,  # 0.33, 0.34
-    _COHERE_NAMES | {"json_response_cls"}: True,  # 0.32
-}
+# The names of each release's code, the releases that answer through self.json_response_cls last.
+COHERE_RESPONSE_NAMES = (
+    _COHERE_NAMES | {"create_json_response"},  # 0.33, 0.34
+    _COHERE_NAMES | {"json_response_cls"},  # 0.32: through self.json_response_cls
+)
 # The embedding types whose rows the core writes: float (orjson's text of the Python floats
 # .tolist() gives) and base64 (struct.pack("<f") of them, base64); binary and ubinary: vLLM's own.
 COHERE_TYPES = ("float", "base64")
@@ -48,14 +48,12 @@ def _cohere_replacements(module):
     original = attribute(cls, "_build_cohere_response_from_ctx")
     what = "ServingEmbedding._build_cohere_response_from_ctx"
     expect_parameters(original, COHERE_RESPONSE_PARAMETERS, what)
-    names = code_names(original)
-    if names not in COHERE_RESPONSE_NAMES:
-        raise Unknown(f"{what}'s code is not the known releases' (names {sorted(names or ())})")
+    through_response_cls = expect_names(original, COHERE_RESPONSE_NAMES[0], what, COHERE_RESPONSE_NAMES[1]) == 1
     defining = sys.modules.get(getattr(cls, "__module__", None), module)
     for name in ("CohereEmbedRequest", "CohereEmbedResponse", "CohereMeta", "CohereBilledUnits",
                  "build_typed_embeddings", "get_pooling_usage"):
         attribute(defining, name)
-    make = functools.partial(_cohere_response_for, defining, COHERE_RESPONSE_NAMES[names])
+    make = functools.partial(_cohere_response_for, defining, through_response_cls)
     return [Replacement(cls, "_build_cohere_response_from_ctx", make)]
 
 
