@@ -1,8 +1,8 @@
-"""The one input reader (bindings/reader.cpp `read_input` + `_inputs.readable`), through every
-entry point: memory safety on tensors whose storage was shrunk, integer/bool/float8 conversions
-in the core against torch's own casts, N-D inputs read as rows without a copy, output sizes
-checked before anything is allocated, threads= validation, buffers, and the clear errors issue 10
-asked for. Calls that could crash the interpreter run in a subprocess, so a crash is a failed
+"""The one input reader (bindings/reader.cpp `read_input` + `_codec/inputs.py` `readable`), through
+every entry point: memory safety on tensors whose storage was shrunk, integer/bool/float8
+conversions in the core against torch's own casts, N-D inputs read as rows without a copy, output
+sizes checked before anything is allocated, threads= validation, buffers, and each refusal's
+message naming what was wrong and what is accepted. Calls that could crash the interpreter run in a subprocess, so a crash is a failed
 test naming the call, never a dead test run.
 """
 

@@ -25,13 +25,12 @@ from typing import Any
 import numpy as np
 
 from . import _native
-from ._codec.body import Body, batch_rows, cut_rows, is_index
+from ._codec.body import Body, batch_rows, cut_rows
 from ._codec.body_reader import EmbeddingsResponse, decode_response, decode_response_body
 from ._codec.encode import encode_rows
-from ._cuda import route as _cuda
 from ._hosts import litellm, openai_client
 from ._hosts.patching import install, is_installed, uninstall
-from ._types import ByteOrder, DType, EmbeddingEntry, EmbeddingInput, EncodingFormat, FloatFormat, Layout
+from ._types import ByteOrder, DType, EmbeddingEntry, EmbeddingInput, EncodingFormat, FloatFormat, Layout, is_count
 
 __all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
@@ -95,18 +94,21 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
                          layout=layout)  # naming the accepted ones
     _native._check_threads(threads)
-    if not is_index(start_index) or start_index < 0:
+    if not is_count(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
     first = operator.index(start_index)  # a plain int (json cannot write a numpy integer)
-    rows = cut_rows(batch_rows(embeddings), dimensions)
+    rows, route = batch_rows(embeddings)  # (a tensor's route decided there, once)
+    rows = cut_rows(rows, dimensions)
     values: list[Any]
     if encoding_format == "float":
         # floats read back from the core's text (in "repr" mode the float32 values themselves),
         # NaN and infinity refused in every mode (json.dumps(allow_nan=False) refuses them)
-        values = _native._finite_float_lists(rows, float_format=float_format, threads=threads)
+        host = rows if route is None else route.host_copy(rows)
+        values = _native._finite_float_lists(host, float_format=float_format, threads=threads)
+    elif route is not None:
+        values = route.encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
     else:
-        write = _cuda.encode_rows if _cuda.route(rows) != "host" else encode_rows
-        values = write(rows, dtype=dtype, byteorder=byteorder, threads=threads)
+        values = encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
     # Each entry's keys in the layout's order, from the core's table (json writes a dict's keys in
     # the order they were inserted).
     columns = {"object": itertools.repeat("embedding"), "index": itertools.count(first), "embedding": values}
@@ -218,7 +220,7 @@ def iter_response_body(
     floats the rows are also scanned for NaN and infinity first (one read of the input), so the
     ValueError comes before any byte is sent.
     """
-    if not is_index(chunk_size) or chunk_size < 1:
+    if not is_count(chunk_size) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
     body = Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
                  extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,

@@ -92,7 +92,7 @@ def _pooling_output_to_nested_for():
         # Dynamo's: data.detach().cpu().tolist(), nested as the tensor is. For a row or a matrix
         # the same floats (NaN and infinity included), made by the core from the tensor's memory.
         if isinstance(data, torch.Tensor) and data.dtype in exact_in_float32 and data.ndim in (1, 2):
-            rows = data.detach().cpu()
+            rows = data.detach()  # (on a device: read by the entry point from one host copy)
             lists = _native._float_lists(rows if rows.ndim == 2 else rows[None])
             return lists if rows.ndim == 2 else lists[0]
         return None  # Dynamo's own

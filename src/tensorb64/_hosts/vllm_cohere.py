@@ -187,6 +187,7 @@ def _cohere_written_rows(rows, embedding_types):
 
 
 def _cohere_row(first) -> bool:
-    """/v2/embed: a floating dtype on the CPU (the rows are read as float64 values)."""
-    return first.is_floating_point() and first.device.type == "cpu"
+    """/v2/embed: a floating dtype (the rows are read as float64 values; on any device: the
+    entry points read them where they are)."""
+    return first.is_floating_point()
 
