@@ -239,6 +239,11 @@ inline long check_vocabulary(const char* level) {
         for (int i = 0; i < L; ++i)
             shift_ok = shift_ok && got[i] == (counts[i] >= 64 ? 0 : a[i] << counts[i]);
         EXPECT(shift_ok, "shift_left_var");
+        store64(got, shift_right_var(xa, load64(counts)));
+        shift_ok = true;
+        for (int i = 0; i < L; ++i)
+            shift_ok = shift_ok && got[i] == (counts[i] >= 64 ? 0 : a[i] >> counts[i]);
+        EXPECT(shift_ok, "shift_right_var");
         lanes(
             mul_low32(xa, xb), [](u64 x, u64 y) { return (x & 0xffffffffu) * (y & 0xffffffffu); },
             "mul_low32");
@@ -270,6 +275,7 @@ inline long check_vocabulary(const char* level) {
         EXPECT(mask_bits(eq(xa, xb) | greater(xa, xb)) == (want_eq | want_greater), "lane_mask |");
         EXPECT(mask_bits(and_not(greater(xa, xb), eq(xa, xb))) == want_greater,
                "lane_mask and_not");
+        EXPECT(mask_bits(eq(xa, xb) ^ greater(xa, xb)) == (want_eq ^ want_greater), "lane_mask ^");
         const unsigned m = static_cast<unsigned>(rng() % (1u << L));
         EXPECT(mask_bits(mask_of_bits(m)) == m, "mask_of_bits");
         store64(got, select(mask_of_bits(m), xa, xb));
@@ -375,9 +381,147 @@ inline long check_vocabulary(const char* level) {
         lanes32(
             mul_lo32(ca, cb), [](u32 s, u32 t) { return s * t; }, "mul_lo32");
         lanes32(
-            eq32(ca, cb), [](u32 s, u32 t) { return s == t ? ~u32{0} : 0; }, "eq32");
+            ca ^ cb, [](u32 s, u32 t) { return s ^ t; }, "u32x ^");
         lanes32(
-            greater32(ca, cb), [](u32 s, u32 t) { return s > t ? ~u32{0} : 0; }, "greater32");
+            and_not(ca, cb), [](u32 s, u32 t) { return s & ~t; }, "u32x and_not");
+        lanes32(
+            shift_right_signed32<5>(ca),
+            [](u32 s, u32) { return static_cast<u32>(static_cast<std::int32_t>(s) >> 5); },
+            "shift_right_signed32");
+        lanes32(
+            mul_high32(ca, cb),
+            [](u32 s, u32 t) { return static_cast<u32>((std::uint64_t{s} * t) >> 32); },
+            "mul_high32");
+        lanes32(
+            mul_lo16(ca, cb),
+            [](u32 s, u32 t) {
+                return static_cast<u32>(((s & 0xffffu) * (t & 0xffffu)) & 0xffffu) |
+                       ((((s >> 16) * (t >> 16)) & 0xffffu) << 16);
+            },
+            "mul_lo16");
+        lanes32(
+            shift_right16<3>(ca),
+            [](u32 s, u32) { return ((s & 0xffffu) >> 3) | ((s >> 19) << 16); }, "shift_right16");
+        // Masks: every combination of two masks, each lane's truth from the comparisons.
+        auto lanes_of_mask = [&](mask32 m, bool (*fn)(u32, u32), const char* what) {
+            store32x(r32, select32(m, splat32(1), splat32(0)));
+            bool ok = true;
+            for (int i = 0; i < L32; ++i) ok = ok && r32[i] == (fn(c32[i], d32[i]) ? 1u : 0u);
+            const unsigned bits = mask_bits32(m);
+            for (int i = 0; i < L32; ++i) ok = ok && ((bits >> i) & 1) == r32[i];
+            ok = ok && (bits >> L32) == 0;
+            store32x(r32, where32(m, ca));
+            for (int i = 0; i < L32; ++i) ok = ok && r32[i] == (fn(c32[i], d32[i]) ? c32[i] : 0u);
+            EXPECT(ok, what);
+        };
+        lanes_of_mask(
+            eq32(ca, cb), [](u32 s, u32 t) { return s == t; }, "eq32");
+        lanes_of_mask(
+            greater32(ca, cb), [](u32 s, u32 t) { return s > t; }, "greater32");
+        lanes_of_mask(
+            greater_signed32(ca, cb),
+            [](u32 s, u32 t) {
+                return static_cast<std::int32_t>(s) > static_cast<std::int32_t>(t);
+            },
+            "greater_signed32");
+        const mask32 m1 = greater32(ca, cb), m2 = greater32(ca & splat32(0xff), splat32(0x7f));
+        auto gt = [](u32 s, u32 t) { return s > t; };
+        auto low_gt = [](u32 s) { return (s & 0xffu) > 0x7fu; };
+        store32x(r32, select32(m1 & m2, splat32(1), splat32(0)));
+        bool masks_ok = true;
+        for (int i = 0; i < L32; ++i)
+            masks_ok = masks_ok && r32[i] == u32{gt(c32[i], d32[i]) && low_gt(c32[i])};
+        store32x(r32, select32(m1 | m2, splat32(1), splat32(0)));
+        for (int i = 0; i < L32; ++i)
+            masks_ok = masks_ok && r32[i] == u32{gt(c32[i], d32[i]) || low_gt(c32[i])};
+        store32x(r32, select32(m1 ^ m2, splat32(1), splat32(0)));
+        for (int i = 0; i < L32; ++i)
+            masks_ok = masks_ok && r32[i] == u32{gt(c32[i], d32[i]) != low_gt(c32[i])};
+        store32x(r32, select32(and_not(m1, m2), ca, cb));
+        for (int i = 0; i < L32; ++i)
+            masks_ok =
+                masks_ok && r32[i] == (gt(c32[i], d32[i]) && !low_gt(c32[i]) ? c32[i] : d32[i]);
+        EXPECT(masks_ok, "mask32 &, |, ^, and_not, select32");
+        // Variable shifts: counts 0..40 (from 32 on, zero).
+        std::uint32_t counts32[L32];
+        for (int i = 0; i < L32; ++i) counts32[i] = static_cast<std::uint32_t>(rng() % 41);
+        store32x(r32, shift_left32_var(ca, load32(counts32)));
+        bool shift32_ok = true;
+        for (int i = 0; i < L32; ++i)
+            shift32_ok = shift32_ok && r32[i] == (counts32[i] >= 32 ? 0 : c32[i] << counts32[i]);
+        EXPECT(shift32_ok, "shift_left32_var");
+        // byte_length32 on lanes below 2^31, every power of two and its neighbours among them.
+        std::uint32_t below31[L32];
+        bool length_ok = true;
+        for (int trial = 0; trial < 3; ++trial) {
+            for (int i = 0; i < L32; ++i) {
+                const int bit = static_cast<int>(rng() % 31);
+                below31[i] = trial == 0   ? c32[i] & 0x7fffffffu
+                             : trial == 1 ? (1u << bit) - static_cast<u32>(rng() % 2)
+                                          : static_cast<u32>(rng() % 3);
+            }
+            store32x(r32, byte_length32(load32(below31)));
+            for (int i = 0; i < L32; ++i) {
+                u32 want = 0;
+                for (u32 v = below31[i]; v != 0; v >>= 8) ++want;
+                length_ok = length_ok && r32[i] == want;
+            }
+        }
+        EXPECT(length_ok, "byte_length32");
+        alignas(64) std::uint32_t table16[16];
+        std::uint32_t index16[L32];
+        for (std::uint32_t& t : table16) t = static_cast<std::uint32_t>(rng());
+        for (int i = 0; i < L32; ++i) index16[i] = static_cast<std::uint32_t>(rng() % 16);
+        store32x(r32, lookup16_32(table16, load32(index16)));
+        bool lookup16_ok = true;
+        for (int i = 0; i < L32; ++i) lookup16_ok = lookup16_ok && r32[i] == table16[index16[i]];
+        EXPECT(lookup16_ok, "lookup16_32");
+        // widen32, mul_wide32 and narrow32: the same order; zip32 and as_u32 / as_u64.
+        u64x first, second, p_first, p_second, c_first, c_second;
+        widen32(ca, &first, &second);
+        widen32(cb, &c_first, &c_second);
+        mul_wide32(ca, cb, &p_first, &p_second);
+        std::uint64_t w1[L], w2[L], m_1[L], m_2[L];
+        store64(w1, first);
+        store64(w2, second);
+        store64(m_1, mul_low32(first, c_first));
+        store64(m_2, mul_low32(second, c_second));
+        store64(hi, p_first);
+        store64(lo, p_second);
+        bool wide32_ok =
+            std::memcmp(hi, m_1, sizeof hi) == 0 && std::memcmp(lo, m_2, sizeof lo) == 0;
+        std::uint64_t seen = 0;  // each lane of ca once, zero-extended
+        for (int i = 0; i < L; ++i) {
+            wide32_ok = wide32_ok && (w1[i] >> 32) == 0 && (w2[i] >> 32) == 0;
+            for (int j = 0; j < L32; ++j) {
+                if (w1[i] == c32[j]) seen |= std::uint64_t{1} << j;
+                if (w2[i] == c32[j]) seen |= std::uint64_t{1} << j;
+            }
+        }
+        wide32_ok = wide32_ok && seen == (std::uint64_t{1} << L32) - 1;
+        store32x(r32, narrow32(first, second));
+        wide32_ok = wide32_ok && std::memcmp(r32, c32, sizeof r32) == 0;
+        store32x(r32, narrow32(shift_left<32>(first) | shift_right<32>(p_first),
+                               shift_left<32>(second) | shift_right<32>(p_second)));
+        for (int i = 0; i < L32; ++i)
+            wide32_ok =
+                wide32_ok && r32[i] == static_cast<u32>((std::uint64_t{c32[i]} * d32[i]) >> 32);
+        EXPECT(wide32_ok, "widen32, mul_wide32, narrow32");
+        zip32(ca, cb, &first, &second);
+        store64(w1, first);
+        store64(w2, second);
+        bool zip_ok = true;
+        for (int i = 0; i < L; ++i) {
+            zip_ok = zip_ok && w1[i] == (c32[i] | std::uint64_t{d32[i]} << 32) &&
+                     w2[i] == (c32[L + i] | std::uint64_t{d32[L + i]} << 32);
+        }
+        EXPECT(zip_ok, "zip32");
+        store64(w1, as_u64(ca));
+        store32x(r32, as_u32(load64(w1)));
+        bool as_ok = std::memcmp(r32, c32, sizeof r32) == 0;
+        for (int i = 0; i < L; ++i)
+            as_ok = as_ok && w1[i] == (c32[2 * i] | std::uint64_t{c32[2 * i + 1]} << 32);
+        EXPECT(as_ok, "as_u64 / as_u32");
     }
 #undef EXPECT
     return failed;

@@ -23,6 +23,8 @@
 //               zero lanes; neon: two q registers of the same).
 //   u32x        2 * kLanes64 unsigned 32-bit lanes in a u64x's registers (the float32 writers'
 //               Schubfach lanes).
+//   mask32      one truth value per u32x lane (avx512: a k register; avx2: a ymm of all-ones or
+//               zero lanes; neon: two q registers of the same).
 //
 // ---- operations, and what each costs ----
 //
@@ -97,10 +99,39 @@
 //   store32(p, f32x, n) / store64(p, f64x, n): the first n lanes (n <= kLanes64)
 //                                                       1        1 or n  1 or n
 //
-//   u32x (the writers' 32-bit lanes)
-//   splat32, load32, store32x, +, -, &, |, shift_left32<n>, shift_right32<n>, mul_lo32 (the low
-//   32 bits of the product), eq32 / greater32 (unsigned; a u32x of all-ones or zero lanes)
+//   u32x, mask32 (the writers' 32-bit lanes; mask32: one truth value per 32-bit lane, a k register
+//   on avx512, lanes of all ones or zero on avx2 and neon)
+//   splat32, load32, store32x, +, -, &, |, ^, and_not(a, b) = a & ~b, shift_left32<n>,
+//   shift_right32<n>, shift_right_signed32<n> (arithmetic), mul_lo32 (the low 32 bits of the
+//   product)                                            1        1      2
+//   shift_left32_var(x, counts): lane << its count (a count of 32 to 127 gives 0)
+//                                                       1        1      2
+//   mul_high32(a, b): the high 32 bits of the 64-bit product
+//                                                       5        5      6
+//   mul_lo16(a, b), shift_right16<n>: the same on each 16-bit half of a lane
+//                                                       1        1      2
+//   byte_length32(x): the bytes of x up to its highest nonzero one (0 for zero), x below 2^31
+//                                                       5        5      6
+//   lookup16_32(table, index): table[index] per lane, for a 16-entry, 64-byte aligned table of
+//     uint32_t (index < 16)                             1        4      4 (and the table's loads)
+//   widen32(x, &first, &second): the lanes zero-extended into two u64x, in the level's order
+//     (avx2, avx512: the even lanes, then the odd; neon: the lower half, then the upper);
+//     narrow32(first, second): each 64-bit lane's low half, back in that order
+//                                                       2        2      4 / 2
+//   mul_wide32(a, b, &first, &second): the lanes' 64-bit products, in widen32's order
+//                                                       4        4      4
+//   zip32(a, b, &first, &second): 64-bit lane i is a's lane i | b's << 32, lanes 0..kLanes64 - 1
+//     in first, the rest in second                      2        4      4
+//   as_u32(u64x) -> u32x, as_u64(u32x) -> u64x: the same bits (64-bit lane i = 32-bit lanes 2i,
+//     2i + 1)                                           0        0      0
+//   eq32(a, b), greater32(a, b) (unsigned), greater_signed32(a, b): a mask32
 //                                                       1        1 (greater32: 3)  2
+//   mask32 &, |, ^, and_not; select32(m, a, b): a where m is set, else b; where32(m, a): a where m
+//     is set, else 0                                    1        1      2
+//   mask_bits32(m): bit i for lane i                    1        1      ~6
+//
+//   and for the writers' 64-bit lanes: shift_right_var(x, counts) (u64x: a count of 64 to 127
+//   gives 0; avx512, avx2: 1, neon: 4); lane_mask ^ (1, 1, 2)
 //
 // Where an operation is not in this list, a kernel does not use it in generic code; a level's
 // own code (its folder) may use anything its flags allow.

@@ -35,6 +35,9 @@ struct lane_mask {
 struct u32x {
     __m256i v;
 };
+struct mask32 {
+    __m256i v;  // each 32-bit lane all ones or zero
+};
 
 // ---- text64 ----
 
@@ -215,6 +218,9 @@ inline u64x shift_right(u64x a) noexcept {
 inline u64x shift_left_var(u64x a, u64x counts) noexcept {
     return {_mm256_sllv_epi64(a.v, counts.v)};
 }
+inline u64x shift_right_var(u64x a, u64x counts) noexcept {
+    return {_mm256_srlv_epi64(a.v, counts.v)};
+}
 inline u64x mul_low32(u64x a, u64x b) noexcept { return {_mm256_mul_epu32(a.v, b.v)}; }
 inline u64x mul_low(u64x a, u64x b) noexcept {
     const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a.v, 32), b.v),
@@ -264,6 +270,9 @@ inline lane_mask operator&(lane_mask a, lane_mask b) noexcept {
 }
 inline lane_mask operator|(lane_mask a, lane_mask b) noexcept {
     return {_mm256_or_si256(a.v, b.v)};
+}
+inline lane_mask operator^(lane_mask a, lane_mask b) noexcept {
+    return {_mm256_xor_si256(a.v, b.v)};
 }
 inline lane_mask and_not(lane_mask a, lane_mask b) noexcept {
     return {_mm256_andnot_si256(b.v, a.v)};
@@ -383,10 +392,80 @@ inline u32x shift_right32(u32x a) noexcept {
     return {_mm256_srli_epi32(a.v, n)};
 }
 inline u32x mul_lo32(u32x a, u32x b) noexcept { return {_mm256_mullo_epi32(a.v, b.v)}; }
-inline u32x eq32(u32x a, u32x b) noexcept { return {_mm256_cmpeq_epi32(a.v, b.v)}; }
-inline u32x greater32(u32x a, u32x b) noexcept {
+inline u32x operator^(u32x a, u32x b) noexcept { return {_mm256_xor_si256(a.v, b.v)}; }
+inline u32x and_not(u32x a, u32x b) noexcept { return {_mm256_andnot_si256(b.v, a.v)}; }
+template <int n>
+inline u32x shift_right_signed32(u32x a) noexcept {
+    return {_mm256_srai_epi32(a.v, n)};
+}
+inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
+    return {_mm256_sllv_epi32(a.v, counts.v)};
+}
+// Even lanes' products shifted down, odd lanes' products in place.
+inline u32x mul_high32(u32x a, u32x b) noexcept {
+    const __m256i even = _mm256_srli_epi64(_mm256_mul_epu32(a.v, b.v), 32);
+    const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a.v, 32), _mm256_srli_epi64(b.v, 32));
+    return {_mm256_blend_epi32(even, odd, 0xaa)};
+}
+inline u32x mul_lo16(u32x a, u32x b) noexcept { return {_mm256_mullo_epi16(a.v, b.v)}; }
+template <int n>
+inline u32x shift_right16(u32x a) noexcept {
+    return {_mm256_srli_epi16(a.v, n)};
+}
+// From the exponent of the lane converted to float: under any rounding a lane below 2^31 keeps
+// the power of 256 it lies in (rounding up reaches at most the next power of two).
+inline u32x byte_length32(u32x a) noexcept {
+    const __m256i exponent = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(a.v)), 23);
+    return {
+        _mm256_max_epi32(_mm256_srai_epi32(_mm256_sub_epi32(exponent, _mm256_set1_epi32(119)), 3),
+                         _mm256_setzero_si256())};
+}
+// Two vpermd, one a half of the table, the index's bit 3 choosing.
+inline u32x lookup16_32(const std::uint32_t* table, u32x index) noexcept {
+    const __m256i* t = reinterpret_cast<const __m256i*>(table);
+    const __m256i low = _mm256_permutevar8x32_epi32(_mm256_load_si256(t), index.v);
+    const __m256i high = _mm256_permutevar8x32_epi32(_mm256_load_si256(t + 1), index.v);
+    return {
+        _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(low), _mm256_castsi256_ps(high),
+                                             _mm256_castsi256_ps(_mm256_slli_epi32(index.v, 28))))};
+}
+// first: the even lanes (0, 2, 4, 6), second: the odd ones.
+inline void widen32(u32x a, u64x* first, u64x* second) noexcept {
+    first->v = _mm256_and_si256(a.v, _mm256_set1_epi64x(0xffffffffll));
+    second->v = _mm256_srli_epi64(a.v, 32);
+}
+inline u32x narrow32(u64x first, u64x second) noexcept {
+    return {_mm256_blend_epi32(first.v, _mm256_slli_epi64(second.v, 32), 0xaa)};
+}
+inline void mul_wide32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
+    first->v = _mm256_mul_epu32(a.v, b.v);
+    second->v = _mm256_mul_epu32(_mm256_srli_epi64(a.v, 32), _mm256_srli_epi64(b.v, 32));
+}
+inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
+    const __m256i low = _mm256_unpacklo_epi32(a.v, b.v);   // a0 b0 a1 b1 | a4 b4 a5 b5
+    const __m256i high = _mm256_unpackhi_epi32(a.v, b.v);  // a2 b2 a3 b3 | a6 b6 a7 b7
+    first->v = _mm256_permute2x128_si256(low, high, 0x20);
+    second->v = _mm256_permute2x128_si256(low, high, 0x31);
+}
+inline u32x as_u32(u64x a) noexcept { return {a.v}; }
+inline u64x as_u64(u32x a) noexcept { return {a.v}; }
+
+inline mask32 eq32(u32x a, u32x b) noexcept { return {_mm256_cmpeq_epi32(a.v, b.v)}; }
+inline mask32 greater32(u32x a, u32x b) noexcept {
     const __m256i bias = _mm256_set1_epi32(static_cast<int>(0x80000000u));
     return {_mm256_cmpgt_epi32(_mm256_xor_si256(a.v, bias), _mm256_xor_si256(b.v, bias))};
+}
+inline mask32 greater_signed32(u32x a, u32x b) noexcept { return {_mm256_cmpgt_epi32(a.v, b.v)}; }
+inline mask32 operator&(mask32 a, mask32 b) noexcept { return {_mm256_and_si256(a.v, b.v)}; }
+inline mask32 operator|(mask32 a, mask32 b) noexcept { return {_mm256_or_si256(a.v, b.v)}; }
+inline mask32 operator^(mask32 a, mask32 b) noexcept { return {_mm256_xor_si256(a.v, b.v)}; }
+inline mask32 and_not(mask32 a, mask32 b) noexcept { return {_mm256_andnot_si256(b.v, a.v)}; }
+inline u32x select32(mask32 m, u32x a, u32x b) noexcept {
+    return {_mm256_blendv_epi8(b.v, a.v, m.v)};
+}
+inline u32x where32(mask32 m, u32x a) noexcept { return {_mm256_and_si256(m.v, a.v)}; }
+inline unsigned mask_bits32(mask32 m) noexcept {
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(m.v)));
 }
 
 }  // namespace avx2

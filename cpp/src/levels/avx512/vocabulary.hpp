@@ -36,6 +36,9 @@ struct lane_mask {
 struct u32x {
     __m512i v;
 };
+struct mask32 {
+    __mmask16 v;
+};
 
 // ---- text64 ----
 
@@ -151,6 +154,9 @@ inline u64x shift_right(u64x a) noexcept {
 inline u64x shift_left_var(u64x a, u64x counts) noexcept {
     return {_mm512_sllv_epi64(a.v, counts.v)};
 }
+inline u64x shift_right_var(u64x a, u64x counts) noexcept {
+    return {_mm512_srlv_epi64(a.v, counts.v)};
+}
 inline u64x mul_low32(u64x a, u64x b) noexcept { return {_mm512_mul_epu32(a.v, b.v)}; }
 inline u64x mul_low(u64x a, u64x b) noexcept { return {_mm512_mullo_epi64(a.v, b.v)}; }
 // From four 32 x 32 -> 64-bit products (IFMA's 52-bit multiplies would need AVX512_IFMA, which
@@ -193,6 +199,9 @@ inline lane_mask operator&(lane_mask a, lane_mask b) noexcept {
 }
 inline lane_mask operator|(lane_mask a, lane_mask b) noexcept {
     return {static_cast<__mmask8>(a.v | b.v)};
+}
+inline lane_mask operator^(lane_mask a, lane_mask b) noexcept {
+    return {static_cast<__mmask8>(a.v ^ b.v)};
 }
 inline lane_mask and_not(lane_mask a, lane_mask b) noexcept {
     return {static_cast<__mmask8>(a.v & ~b.v)};
@@ -272,12 +281,74 @@ inline u32x shift_right32(u32x a) noexcept {
     return {_mm512_srli_epi32(a.v, n)};
 }
 inline u32x mul_lo32(u32x a, u32x b) noexcept { return {_mm512_mullo_epi32(a.v, b.v)}; }
-inline u32x eq32(u32x a, u32x b) noexcept {
-    return {_mm512_movm_epi32(_mm512_cmpeq_epu32_mask(a.v, b.v))};
+inline u32x operator^(u32x a, u32x b) noexcept { return {_mm512_xor_si512(a.v, b.v)}; }
+inline u32x and_not(u32x a, u32x b) noexcept { return {_mm512_andnot_si512(b.v, a.v)}; }
+template <int n>
+inline u32x shift_right_signed32(u32x a) noexcept {
+    return {_mm512_srai_epi32(a.v, n)};
 }
-inline u32x greater32(u32x a, u32x b) noexcept {
-    return {_mm512_movm_epi32(_mm512_cmpgt_epu32_mask(a.v, b.v))};
+inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
+    return {_mm512_sllv_epi32(a.v, counts.v)};
 }
+// Even lanes' products shifted down, odd lanes' products in place.
+inline u32x mul_high32(u32x a, u32x b) noexcept {
+    const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(a.v, b.v), 32);
+    const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a.v, 32), _mm512_srli_epi64(b.v, 32));
+    return {_mm512_mask_blend_epi32(0xaaaa, even, odd)};
+}
+inline u32x mul_lo16(u32x a, u32x b) noexcept { return {_mm512_mullo_epi16(a.v, b.v)}; }
+template <int n>
+inline u32x shift_right16(u32x a) noexcept {
+    return {_mm512_srli_epi16(a.v, n)};
+}
+// From the exponent of the lane converted to float rounding toward zero (the level requires no
+// AVX512CD, whose vplzcntd this would be).
+inline u32x byte_length32(u32x a) noexcept {
+    const __m512i exponent = _mm512_srli_epi32(
+        _mm512_castps_si512(_mm512_cvt_roundepu32_ps(a.v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
+        23);
+    return {
+        _mm512_max_epi32(_mm512_srai_epi32(_mm512_sub_epi32(exponent, _mm512_set1_epi32(119)), 3),
+                         _mm512_setzero_si512())};
+}
+inline u32x lookup16_32(const std::uint32_t* table, u32x index) noexcept {
+    return {_mm512_permutexvar_epi32(index.v, _mm512_load_si512(table))};
+}
+// first: the even lanes (0, 2, ..., 14), second: the odd ones.
+inline void widen32(u32x a, u64x* first, u64x* second) noexcept {
+    first->v = _mm512_and_si512(a.v, _mm512_set1_epi64(0xffffffffll));
+    second->v = _mm512_srli_epi64(a.v, 32);
+}
+inline u32x narrow32(u64x first, u64x second) noexcept {
+    return {_mm512_mask_blend_epi32(0xaaaa, first.v, _mm512_slli_epi64(second.v, 32))};
+}
+inline void mul_wide32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
+    first->v = _mm512_mul_epu32(a.v, b.v);
+    second->v = _mm512_mul_epu32(_mm512_srli_epi64(a.v, 32), _mm512_srli_epi64(b.v, 32));
+}
+inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
+    first->v = _mm512_permutex2var_epi32(
+        a.v, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b.v);
+    second->v = _mm512_permutex2var_epi32(
+        a.v, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b.v);
+}
+inline u32x as_u32(u64x a) noexcept { return {a.v}; }
+inline u64x as_u64(u32x a) noexcept { return {a.v}; }
+
+inline mask32 eq32(u32x a, u32x b) noexcept { return {_mm512_cmpeq_epu32_mask(a.v, b.v)}; }
+inline mask32 greater32(u32x a, u32x b) noexcept { return {_mm512_cmpgt_epu32_mask(a.v, b.v)}; }
+inline mask32 greater_signed32(u32x a, u32x b) noexcept {
+    return {_mm512_cmpgt_epi32_mask(a.v, b.v)};
+}
+inline mask32 operator&(mask32 a, mask32 b) noexcept { return {static_cast<__mmask16>(a.v & b.v)}; }
+inline mask32 operator|(mask32 a, mask32 b) noexcept { return {static_cast<__mmask16>(a.v | b.v)}; }
+inline mask32 operator^(mask32 a, mask32 b) noexcept { return {static_cast<__mmask16>(a.v ^ b.v)}; }
+inline mask32 and_not(mask32 a, mask32 b) noexcept { return {static_cast<__mmask16>(a.v & ~b.v)}; }
+inline u32x select32(mask32 m, u32x a, u32x b) noexcept {
+    return {_mm512_mask_mov_epi32(b.v, m.v, a.v)};
+}
+inline u32x where32(mask32 m, u32x a) noexcept { return {_mm512_maskz_mov_epi32(m.v, a.v)}; }
+inline unsigned mask_bits32(mask32 m) noexcept { return m.v; }
 
 }  // namespace avx512
 }  // namespace tensorb64

@@ -37,6 +37,9 @@ struct lane_mask {
 struct u32x {
     uint32x4_t v[2];
 };
+struct mask32 {
+    uint32x4_t v[2];  // each lane all ones or zero
+};
 
 // ---- text64 ----
 
@@ -290,6 +293,11 @@ inline u64x shift_left_var(u64x a, u64x counts) noexcept {
     return {{vshlq_u64(a.v[0], vreinterpretq_s64_u64(counts.v[0])),
              vshlq_u64(a.v[1], vreinterpretq_s64_u64(counts.v[1]))}};
 }
+// ushl by the negated counts (a right shift): counts 64..127 give 0, as required.
+inline u64x shift_right_var(u64x a, u64x counts) noexcept {
+    return {{vshlq_u64(a.v[0], vnegq_s64(vreinterpretq_s64_u64(counts.v[0]))),
+             vshlq_u64(a.v[1], vnegq_s64(vreinterpretq_s64_u64(counts.v[1])))}};
+}
 inline u64x mul_low32(u64x a, u64x b) noexcept {
     return {{vmull_u32(vmovn_u64(a.v[0]), vmovn_u64(b.v[0])),
              vmull_u32(vmovn_u64(a.v[1]), vmovn_u64(b.v[1]))}};
@@ -336,6 +344,9 @@ inline lane_mask operator&(lane_mask a, lane_mask b) noexcept {
 }
 inline lane_mask operator|(lane_mask a, lane_mask b) noexcept {
     return {{vorrq_u64(a.v[0], b.v[0]), vorrq_u64(a.v[1], b.v[1])}};
+}
+inline lane_mask operator^(lane_mask a, lane_mask b) noexcept {
+    return {{veorq_u64(a.v[0], b.v[0]), veorq_u64(a.v[1], b.v[1])}};
 }
 inline lane_mask and_not(lane_mask a, lane_mask b) noexcept {
     return {{vbicq_u64(a.v[0], b.v[0]), vbicq_u64(a.v[1], b.v[1])}};
@@ -450,11 +461,121 @@ inline u32x shift_right32(u32x a) noexcept {
 inline u32x mul_lo32(u32x a, u32x b) noexcept {
     return {{vmulq_u32(a.v[0], b.v[0]), vmulq_u32(a.v[1], b.v[1])}};
 }
-inline u32x eq32(u32x a, u32x b) noexcept {
+inline u32x operator^(u32x a, u32x b) noexcept {
+    return {{veorq_u32(a.v[0], b.v[0]), veorq_u32(a.v[1], b.v[1])}};
+}
+inline u32x and_not(u32x a, u32x b) noexcept {
+    return {{vbicq_u32(a.v[0], b.v[0]), vbicq_u32(a.v[1], b.v[1])}};
+}
+template <int n>
+inline u32x shift_right_signed32(u32x a) noexcept {
+    return {{vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(a.v[0]), n)),
+             vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(a.v[1]), n))}};
+}
+// ushl shifts by the count's low byte taken as signed: counts 32..127 give 0, as required.
+inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
+    return {{vshlq_u32(a.v[0], vreinterpretq_s32_u32(counts.v[0])),
+             vshlq_u32(a.v[1], vreinterpretq_s32_u32(counts.v[1]))}};
+}
+// umull, umull2 and the high halves taken by uzp2.
+inline u32x mul_high32(u32x a, u32x b) noexcept {
+    u32x r;
+    for (int h = 0; h < 2; ++h) {
+        r.v[h] =
+            vuzp2q_u32(vreinterpretq_u32_u64(vmull_u32(vget_low_u32(a.v[h]), vget_low_u32(b.v[h]))),
+                       vreinterpretq_u32_u64(vmull_high_u32(a.v[h], b.v[h])));
+    }
+    return r;
+}
+inline u32x mul_lo16(u32x a, u32x b) noexcept {
+    return {{vreinterpretq_u32_u16(
+                 vmulq_u16(vreinterpretq_u16_u32(a.v[0]), vreinterpretq_u16_u32(b.v[0]))),
+             vreinterpretq_u32_u16(
+                 vmulq_u16(vreinterpretq_u16_u32(a.v[1]), vreinterpretq_u16_u32(b.v[1])))}};
+}
+template <int n>
+inline u32x shift_right16(u32x a) noexcept {
+    return {{vreinterpretq_u32_u16(vshrq_n_u16(vreinterpretq_u16_u32(a.v[0]), n)),
+             vreinterpretq_u32_u16(vshrq_n_u16(vreinterpretq_u16_u32(a.v[1]), n))}};
+}
+// (39 - clz) / 8: clz of zero is 32.
+inline u32x byte_length32(u32x a) noexcept {
+    const uint32x4_t bias = vdupq_n_u32(39);
+    return {{vshrq_n_u32(vsubq_u32(bias, vclzq_u32(a.v[0])), 3),
+             vshrq_n_u32(vsubq_u32(bias, vclzq_u32(a.v[1])), 3)}};
+}
+// tbl over the table's 64 bytes, each lane's four byte indices 4 index + 0..3 made by one mla.
+inline u32x lookup16_32(const std::uint32_t* table, u32x index) noexcept {
+    const uint8x16x4_t t = vld1q_u8_x4(reinterpret_cast<const std::uint8_t*>(table));
+    const uint32x4_t bytes = vdupq_n_u32(0x03020100u);
+    u32x r;
+    for (int h = 0; h < 2; ++h) {
+        const uint8x16_t at = vreinterpretq_u8_u32(vmlaq_n_u32(bytes, index.v[h], 0x04040404u));
+        r.v[h] = vreinterpretq_u32_u8(vqtbl4q_u8(t, at));
+    }
+    return r;
+}
+// first: lanes 0..3, second: lanes 4..7.
+inline void widen32(u32x a, u64x* first, u64x* second) noexcept {
+    first->v[0] = vmovl_u32(vget_low_u32(a.v[0]));
+    first->v[1] = vmovl_high_u32(a.v[0]);
+    second->v[0] = vmovl_u32(vget_low_u32(a.v[1]));
+    second->v[1] = vmovl_high_u32(a.v[1]);
+}
+inline u32x narrow32(u64x first, u64x second) noexcept {
+    return {{vuzp1q_u32(vreinterpretq_u32_u64(first.v[0]), vreinterpretq_u32_u64(first.v[1])),
+             vuzp1q_u32(vreinterpretq_u32_u64(second.v[0]), vreinterpretq_u32_u64(second.v[1]))}};
+}
+inline void mul_wide32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
+    first->v[0] = vmull_u32(vget_low_u32(a.v[0]), vget_low_u32(b.v[0]));
+    first->v[1] = vmull_high_u32(a.v[0], b.v[0]);
+    second->v[0] = vmull_u32(vget_low_u32(a.v[1]), vget_low_u32(b.v[1]));
+    second->v[1] = vmull_high_u32(a.v[1], b.v[1]);
+}
+inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
+    first->v[0] = vreinterpretq_u64_u32(vzip1q_u32(a.v[0], b.v[0]));
+    first->v[1] = vreinterpretq_u64_u32(vzip2q_u32(a.v[0], b.v[0]));
+    second->v[0] = vreinterpretq_u64_u32(vzip1q_u32(a.v[1], b.v[1]));
+    second->v[1] = vreinterpretq_u64_u32(vzip2q_u32(a.v[1], b.v[1]));
+}
+inline u32x as_u32(u64x a) noexcept {
+    return {{vreinterpretq_u32_u64(a.v[0]), vreinterpretq_u32_u64(a.v[1])}};
+}
+inline u64x as_u64(u32x a) noexcept {
+    return {{vreinterpretq_u64_u32(a.v[0]), vreinterpretq_u64_u32(a.v[1])}};
+}
+
+inline mask32 eq32(u32x a, u32x b) noexcept {
     return {{vceqq_u32(a.v[0], b.v[0]), vceqq_u32(a.v[1], b.v[1])}};
 }
-inline u32x greater32(u32x a, u32x b) noexcept {
+inline mask32 greater32(u32x a, u32x b) noexcept {
     return {{vcgtq_u32(a.v[0], b.v[0]), vcgtq_u32(a.v[1], b.v[1])}};
+}
+inline mask32 greater_signed32(u32x a, u32x b) noexcept {
+    return {{vcgtq_s32(vreinterpretq_s32_u32(a.v[0]), vreinterpretq_s32_u32(b.v[0])),
+             vcgtq_s32(vreinterpretq_s32_u32(a.v[1]), vreinterpretq_s32_u32(b.v[1]))}};
+}
+inline mask32 operator&(mask32 a, mask32 b) noexcept {
+    return {{vandq_u32(a.v[0], b.v[0]), vandq_u32(a.v[1], b.v[1])}};
+}
+inline mask32 operator|(mask32 a, mask32 b) noexcept {
+    return {{vorrq_u32(a.v[0], b.v[0]), vorrq_u32(a.v[1], b.v[1])}};
+}
+inline mask32 operator^(mask32 a, mask32 b) noexcept {
+    return {{veorq_u32(a.v[0], b.v[0]), veorq_u32(a.v[1], b.v[1])}};
+}
+inline mask32 and_not(mask32 a, mask32 b) noexcept {
+    return {{vbicq_u32(a.v[0], b.v[0]), vbicq_u32(a.v[1], b.v[1])}};
+}
+inline u32x select32(mask32 m, u32x a, u32x b) noexcept {
+    return {{vbslq_u32(m.v[0], a.v[0], b.v[0]), vbslq_u32(m.v[1], a.v[1], b.v[1])}};
+}
+inline u32x where32(mask32 m, u32x a) noexcept {
+    return {{vandq_u32(m.v[0], a.v[0]), vandq_u32(m.v[1], a.v[1])}};
+}
+inline unsigned mask_bits32(mask32 m) noexcept {
+    const uint32x4_t bit = {1, 2, 4, 8};
+    return vaddvq_u32(vandq_u32(m.v[0], bit)) | vaddvq_u32(vandq_u32(m.v[1], bit)) << 4;
 }
 
 #undef TENSORB64_EACH_PIECE
