@@ -1,4 +1,4 @@
-"""The HTTP client the ingestion adapters share (tensorb64._embeddings_http), against the local
+"""The HTTP client the ingestion adapters share (tensorb64._ingest.http), against the local
 server on 127.0.0.1 (tests/support/embeddings_server.py): bodies as vLLM, SGLang and OpenAI write
 them read bit for bit as json.loads + numpy read them, retries, failures named by their rows.
 Standard library only: this runs in the default suite; the engines' tests are tests/test_ingest.py."""

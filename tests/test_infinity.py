@@ -67,7 +67,7 @@ def written(monkeypatch):
         bodies.append(body)
         return body
 
-    monkeypatch.setattr(infinity, "embeddings_body", spy)
+    monkeypatch.setattr(infinity_host, "embeddings_body", spy)
     return bodies
 
 
