@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import importlib.util
 import multiprocessing
 import os
 import statistics
@@ -468,6 +469,10 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, metavar="N", help="interleaved rounds of each route (default 3)")
     parser.add_argument("--widths", metavar="D,D", help="embedding sizes (default 1024,3072)")
     args = parser.parse_args(argv)
+    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"the ingestion bench needs {', '.join(missing)}: pip install \".[ingest]\" openai", file=sys.stderr)
+        return 2
     args.command = "python -m benchmarks.ingest_bench"
     settings = {"ingest_rows": args.rows, "ingest_rounds": args.rounds,
                 "ingest_widths": args.widths and tuple(int(w) for w in args.widths.split(","))}
