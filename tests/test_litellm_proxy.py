@@ -1,4 +1,4 @@
-"""tensorb64.litellm_proxy without LiteLLM: its host recognised on a stand-in module shaped like
+"""tensorb64.litellm_proxy and its host (tensorb64._hosts.litellm_proxy) without LiteLLM: its host recognised on a stand-in module shaped like
 LiteLLM 1.110's ``litellm.proxy.common_request_processing`` (all or nothing, idempotent, undone to
 the very object), and the replacement's promises on a call: the proxy's own answer where ours
 declines or fails (one log line), the proxy's own errors untouched, other routes left alone.
@@ -17,8 +17,8 @@ import types
 
 import pytest
 
-from tensorb64 import _patching, litellm_proxy
-from tensorb64.litellm_proxy import PROCESS_PARAMETERS, PROCESSING_MODULE, PROXY
+from tensorb64._hosts import litellm_proxy, patching
+from tensorb64._hosts.litellm_proxy import PROCESS_PARAMETERS, PROCESSING_MODULE, PROXY
 
 
 def stand_in(parameters=PROCESS_PARAMETERS, answer="the proxy's response", error=None):
@@ -47,9 +47,9 @@ def stand_in(parameters=PROCESS_PARAMETERS, answer="the proxy's response", error
 def release(monkeypatch):
     """LiteLLM's release as the host reads it (no LiteLLM is installed here)."""
     version = ["1.110.2"]
-    monkeypatch.setattr(_patching, "_distribution_version", lambda distribution: version[0])
+    monkeypatch.setattr(patching, "_distribution_version", lambda distribution: version[0])
     yield version
-    _patching.uninstall(PROXY)
+    patching.uninstall(PROXY)
 
 
 def call(module, route_type="aembedding"):
@@ -63,14 +63,14 @@ def test_installed_once_and_undone_to_the_very_object(release, caplog):
     module = stand_in()
     original = module.ProxyBaseLLMRequestProcessing.__dict__["base_process_llm_request"]
     with caplog.at_level(logging.INFO, logger="tensorb64"):
-        assert _patching.install_module(PROXY, PROCESSING_MODULE, module)
+        assert patching.install_module(PROXY, PROCESSING_MODULE, module)
         replaced = module.ProxyBaseLLMRequestProcessing.__dict__["base_process_llm_request"]
-        assert replaced is not original and _patching.is_replacement(replaced)
-        assert _patching.install_module(PROXY, PROCESSING_MODULE, module)  # again: nothing, silently
+        assert replaced is not original and patching.is_replacement(replaced)
+        assert patching.install_module(PROXY, PROCESSING_MODULE, module)  # again: nothing, silently
     assert module.ProxyBaseLLMRequestProcessing.__dict__["base_process_llm_request"] is replaced
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ["tensorb64: LiteLLM's proxy 1.110.2's /v1/embeddings bodies are read and written by tensorb64"]
-    _patching.uninstall(PROXY)
+    patching.uninstall(PROXY)
     assert module.ProxyBaseLLMRequestProcessing.__dict__["base_process_llm_request"] is original
 
 
@@ -84,7 +84,7 @@ def test_a_shape_or_release_not_known_is_left_as_it_is(release, caplog, version,
     module = stand_in(parameters)
     original = module.ProxyBaseLLMRequestProcessing.__dict__["base_process_llm_request"]
     with caplog.at_level(logging.INFO, logger="tensorb64"):
-        assert not _patching.install_module(PROXY, PROCESSING_MODULE, module)
+        assert not patching.install_module(PROXY, PROCESSING_MODULE, module)
     assert module.ProxyBaseLLMRequestProcessing.__dict__["base_process_llm_request"] is original
     [line] = [r.getMessage() for r in caplog.records]
     assert "is not one tensorb64 knows" in line and reason in line and "LiteLLM's own is kept" in line
@@ -92,13 +92,13 @@ def test_a_shape_or_release_not_known_is_left_as_it_is(release, caplog, version,
 
 def test_a_failure_of_ours_gives_the_proxys_answer_and_one_line(release, monkeypatch, caplog):
     module = stand_in()
-    _patching.install_module(PROXY, PROCESSING_MODULE, module)
+    patching.install_module(PROXY, PROCESSING_MODULE, module)
 
     def broken(response, fastapi_response):
         raise RuntimeError("a bug of ours")
 
     monkeypatch.setattr(litellm_proxy, "_rendered", broken)
-    monkeypatch.setattr(_patching, "_logged", set())
+    monkeypatch.setattr(patching, "_logged", set())
     with caplog.at_level(logging.INFO, logger="tensorb64"):
         assert call(module) == "the proxy's response"
         assert call(module) == "the proxy's response"
@@ -110,7 +110,7 @@ def test_a_failure_of_ours_gives_the_proxys_answer_and_one_line(release, monkeyp
 
 def test_what_ours_answers_and_what_it_declines(release, monkeypatch):
     module = stand_in()
-    _patching.install_module(PROXY, PROCESSING_MODULE, module)
+    patching.install_module(PROXY, PROCESSING_MODULE, module)
     seen = []
 
     def rendered(response, fastapi_response):
@@ -122,7 +122,7 @@ def test_what_ours_answers_and_what_it_declines(release, monkeypatch):
     assert call(module, route_type="acompletion") == "the proxy's response"  # another route: never looked at
     assert seen == ["the proxy's response"]
     declining = stand_in(answer="declined")
-    _patching.install_module(PROXY, PROCESSING_MODULE, declining)
+    patching.install_module(PROXY, PROCESSING_MODULE, declining)
     assert call(declining) == "declined"
     assert len(module.calls) == 2 and len(declining.calls) == 1  # the proxy's own ran once a call
 
@@ -130,7 +130,7 @@ def test_what_ours_answers_and_what_it_declines(release, monkeypatch):
 def test_the_proxys_own_error_stays_its_own(release, monkeypatch):
     error = ValueError("the proxy's own")
     module = stand_in(error=error)
-    _patching.install_module(PROXY, PROCESSING_MODULE, module)
+    patching.install_module(PROXY, PROCESSING_MODULE, module)
     monkeypatch.setattr(litellm_proxy, "_rendered", lambda *a: pytest.fail("ours ran after the proxy raised"))
     with pytest.raises(ValueError) as raised:
         call(module)
@@ -142,7 +142,7 @@ import tensorb64.litellm_proxy as proxy
 from tensorb64 import _patching
 
 def waiting():
-    return {m for h, m in _patching._waiting if h is proxy.PROXY}
+    return {m for h, m in patching._waiting if h is proxy.PROXY}
 
 assert not waiting()  # importing the module changes nothing
 assert proxy.handler is None  # looking the handler up, as LiteLLM's config loader does (no LiteLLM here)

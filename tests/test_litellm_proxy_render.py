@@ -1,4 +1,4 @@
-"""tensorb64.litellm_proxy's body against the one FastAPI renders for the proxy's embeddings route
+"""tensorb64.litellm_proxy's body (tensorb64._hosts.litellm_proxy) against the one FastAPI renders for the proxy's embeddings route
 (``ORJSONResponse(jsonable_encoder(response))``, the sub-response's headers after its own), in
 one process with LiteLLM 1.110.2's own response types and its proxy's routes (ci/gateway_check.sh's
 venv): every shape of entry the proxy's parsers build, rows of doubles, float32 values, ints,
@@ -32,9 +32,10 @@ def proxy():
     import litellm.proxy.proxy_server  # noqa: F401
 
     from tensorb64 import litellm_proxy
+    from tensorb64._hosts import litellm_proxy as host
 
     assert litellm_proxy.handler is not None  # (the config line's lookup)
-    return litellm_proxy
+    return host
 
 
 def embedding_response(data, model="emb", usage=None):

@@ -6,7 +6,7 @@
   digest of what they saw to ``$PROBE_FILE`` (one JSON line per event), so that two proxies'
   callbacks can be compared;
 * it counts the bodies tensorb64 wrote (``$PROBE_FILE.written``: one line per body), by wrapping
-  ``tensorb64.litellm_proxy._rendered`` where the config loaded it first; with ``PROBE_FAULT=1`` the wrapper raises instead (a
+  ``tensorb64._hosts.litellm_proxy._rendered`` where the config loaded tensorb64's line; with ``PROBE_FAULT=1`` the wrapper raises instead (a
   failure of tensorb64's own path, injected), which must give the proxy's own body.
 """
 
@@ -55,8 +55,11 @@ class Probe(CustomLogger):
 
 def _count_writes() -> None:
     """(Where the config loaded tensorb64's line before this one: importing it is enabling it.)"""
-    litellm_proxy = sys.modules.get("tensorb64.litellm_proxy")
-    if litellm_proxy is None or hasattr(litellm_proxy._rendered, "probed"):
+    if "tensorb64.litellm_proxy" not in sys.modules:
+        return
+    from tensorb64._hosts import litellm_proxy
+
+    if hasattr(litellm_proxy._rendered, "probed"):
         return
     rendered = litellm_proxy._rendered
 
