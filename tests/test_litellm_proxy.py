@@ -139,14 +139,15 @@ def test_the_proxys_own_error_stays_its_own(release, monkeypatch):
 
 SWITCH_CHECK = """
 import tensorb64.litellm_proxy as proxy
-from tensorb64 import _patching
+from tensorb64._hosts import patching
+from tensorb64._hosts.litellm_proxy import PROCESSING_MODULE, PROXY
 
 def waiting():
-    return {m for h, m in patching._waiting if h is proxy.PROXY}
+    return {m for h, m in patching._waiting if h is PROXY}
 
 assert not waiting()  # importing the module changes nothing
 assert proxy.handler is None  # looking the handler up, as LiteLLM's config loader does (no LiteLLM here)
-assert (waiting() == {proxy.PROCESSING_MODULE}) == %s, waiting()
+assert (waiting() == {PROCESSING_MODULE}) == %s, waiting()
 assert proxy.handler is None and "handler" in vars(proxy)  # made once
 print("ok")
 """
