@@ -93,9 +93,10 @@ def proxies(tmp_path_factory):
         upstream.stop()
 
 
-def post(proxy, payload: dict, path: str = "/v1/embeddings"):
+def post(proxy, payload: dict, path: str = "/v1/embeddings", headers: dict | None = None):
     request = urllib.request.Request(proxy.url + path, json.dumps(payload).encode(),
-                                     {"content-type": "application/json", "authorization": "Bearer " + lp.MASTER_KEY})
+                                     {"content-type": "application/json", "authorization": "Bearer " + lp.MASTER_KEY,
+                                      **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             return response.status, response.headers, response.read()
@@ -109,14 +110,14 @@ def written(proxy) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-def answers(proxies, payload, path="/v1/embeddings", ignore=frozenset()):
+def answers(proxies, payload, path="/v1/embeddings", ignore=frozenset(), headers=None):
     """Each proxy's (status, headers, body) for one request (sent to each in turn), the headers
     less those that differ per request, and how many bodies each wrote natively for it."""
     before = {label: written(proxy) for label, proxy in proxies.items()}
     result = {}
     for label, proxy in proxies.items():
-        status, headers, body = post(proxy, payload, path)
-        kept = [(k.lower(), v) for k, v in headers.items() if k.lower() not in PER_REQUEST | ignore]
+        status, got, body = post(proxy, payload, path, headers)
+        kept = [(k.lower(), v) for k, v in got.items() if k.lower() not in PER_REQUEST | ignore]
         result[label] = (status, kept, body)
     return result, {label: written(proxy) - before[label] for label, proxy in proxies.items()}
 
@@ -166,6 +167,13 @@ def test_the_clients_options(proxies, payload):
     result, writes = answers(proxies, payload)
     check_same(result)
     assert result["on"][0] == 200 and writes["on"] == int(payload.get("encoding_format") != "base64")
+
+
+def test_a_client_that_takes_gzip(proxies):
+    """(whatever the proxy's own middleware does with it, it does to either answer)"""
+    result, writes = answers(proxies, {"model": "vllm-64", "input": texts(9)}, headers={"accept-encoding": "gzip"})
+    check_same(result)
+    assert result["on"][0] == 200 and writes["on"] == 1
 
 
 def test_other_routes_to_embeddings(proxies):
