@@ -157,6 +157,12 @@ inline text64 bytes_of_bits(std::uint64_t bits) noexcept {
 inline text64 leading_ones_halves(unsigned k0, unsigned k1) noexcept {
     return load_halves(kLeadingOnes.bytes + 32 - k0, kLeadingOnes.bytes + 32 - k1);
 }
+inline text64 blend_below(text64 a, text64 b, unsigned k0, unsigned k1) noexcept {
+    return blend(leading_ones_halves(k0, k1), a, b);
+}
+inline text64 zero_below(text64 t, unsigned k0, unsigned k1) noexcept {
+    return and_not(t, leading_ones_halves(k0, k1));
+}
 
 // Pairs, quads, eights: vpmaddubsw, vpmaddwd, vpmuludq and a shift.
 inline text64 digit_words(text64 t) noexcept {
@@ -291,6 +297,9 @@ inline lane_mask mask_of_bits(unsigned bits) noexcept {
     return {_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(bits), bit), bit)};
 }
 
+inline u64x widen_bytes(std::uint64_t bytes) noexcept {
+    return {_mm256_cvtepu8_epi64(_mm_cvtsi64_si128(static_cast<long long>(bytes)))};
+}
 inline u64x lookup24(const std::uint64_t* table, u64x index) noexcept {
     return {_mm256_i64gather_epi64(reinterpret_cast<const long long*>(table), index.v, 8)};
 }

@@ -198,6 +198,12 @@ inline text64 bytes_of_bits(std::uint64_t bits) noexcept {
 inline text64 leading_ones_halves(unsigned k0, unsigned k1) noexcept {
     return load_halves(kLeadingOnes.bytes + 32 - k0, kLeadingOnes.bytes + 32 - k1);
 }
+inline text64 blend_below(text64 a, text64 b, unsigned k0, unsigned k1) noexcept {
+    return blend(leading_ones_halves(k0, k1), a, b);
+}
+inline text64 zero_below(text64 t, unsigned k0, unsigned k1) noexcept {
+    return and_not(t, leading_ones_halves(k0, k1));
+}
 
 // Pairs (umull by 10, 1 and pairwise adds), quads (by 100, 1), eights (by 10^4, 1).
 inline uint64x2_t piece_words(uint8x16_t t) noexcept {
@@ -368,6 +374,12 @@ inline lane_mask mask_of_bits(unsigned bits) noexcept {
     static const std::uint64_t bit[4] = {1, 2, 4, 8};
     const uint64x2_t all = vdupq_n_u64(bits);
     return {{vtstq_u64(all, vld1q_u64(bit)), vtstq_u64(all, vld1q_u64(bit + 2))}};
+}
+
+// The eight bytes widened three times (to 16, 32, then 64 bits).
+inline u64x widen_bytes(std::uint64_t bytes) noexcept {
+    const uint32x4_t quads = vmovl_u16(vget_low_u16(vmovl_u8(vcreate_u8(bytes))));
+    return {{vmovl_u32(vget_low_u32(quads)), vmovl_high_u32(quads)}};
 }
 
 // Each lane's index to the scalar unit, its entry loaded there.
