@@ -11,5 +11,6 @@ detail::number_row parse_number_row_neon(const char* p, const char* end, float* 
                                          std::size_t capacity) noexcept;
 detail::number_row parse_number_row_double_neon(const char* p, const char* end, double* out,
                                                 std::size_t capacity) noexcept;
+bool decode_base64_groups_neon(const char* text, std::size_t groups, unsigned char* out) noexcept;
 
 }  // namespace tensorb64
