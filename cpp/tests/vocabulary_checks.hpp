@@ -339,6 +339,14 @@ inline long check_vocabulary(const char* level) {
         bool div_ok = true;
         for (int i = 0; i < L; ++i) div_ok = div_ok && q[i] == x[i] / y[i];
         EXPECT(div_ok, "f64x /");
+        {
+            double signed_x[L];
+            store64(signed_x, with_signs(as_f64(load64(xb_bits)), m), L);
+            bool signs_ok = true;
+            for (int i = 0; i < L; ++i)
+                signs_ok = signs_ok && signed_x[i] == (m >> i & 1 ? -x[i] : x[i]);
+            EXPECT(signs_ok, "with_signs");
+        }
         store64(got, as_bits(as_f64(load64(xb_bits))));
         EXPECT(std::memcmp(got, xb_bits, sizeof got) == 0, "as_bits / as_f64");
         float f[L + 1];

@@ -99,6 +99,8 @@
 //   leading_zeros(x): per lane (64 for a zero lane)     3        ~10    ~10
 //   to_f64(x): each lane correctly rounded to a double (round to nearest: the caller runs under
 //     ieee_fp_environment)                              1        4      2
+//   with_signs(x, bits): x with its sign bit set in lane i where bit i of `bits` is (f64x)
+//                                                       2        2      ~7
 //   as_bits(f64x) -> u64x, as_f64(u64x) -> f64x         0        0      0
 //   f64x / f64x (correctly rounded)                     1        1      2
 //   narrow(f64x) -> f32x (correctly rounded)            1        1      2

@@ -6,9 +6,12 @@
 // Compiled with the AVX2 flags (cpp/CMakeLists.txt); to nothing elsewhere.
 #include "levels/compiled_features.hpp"
 #if TENSORB64_COMPILES_AVX2
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "common/fp_environment.hpp"
 #include "json/number_parser.hpp"

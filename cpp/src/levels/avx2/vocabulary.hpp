@@ -337,6 +337,22 @@ inline u64x leading_zeros(u64x x) noexcept {
     return {_mm256_min_epu32(zeros, _mm256_set1_epi64x(64))};
 }
 
+// The sign bits of four lanes, from a table by the 4-bit mask.
+struct lane_signs_table {
+    alignas(32) std::uint64_t bits[16][4];
+};
+constexpr lane_signs_table make_lane_signs() {
+    lane_signs_table t{};
+    for (int m = 0; m < 16; ++m) {
+        for (int i = 0; i < 4; ++i) t.bits[m][i] = (m >> i & 1) ? 0x8000000000000000ull : 0;
+    }
+    return t;
+}
+constexpr lane_signs_table kLaneSigns = make_lane_signs();
+inline f64x with_signs(f64x x, unsigned bits) noexcept {
+    return {_mm256_or_pd(
+        x.v, _mm256_load_pd(reinterpret_cast<const double*>(kLaneSigns.bits[bits & 15])))};
+}
 inline u64x as_bits(f64x x) noexcept { return {_mm256_castpd_si256(x.v)}; }
 inline f64x as_f64(u64x x) noexcept { return {_mm256_castsi256_pd(x.v)}; }
 inline f64x operator/(f64x a, f64x b) noexcept { return {_mm256_div_pd(a.v, b.v)}; }

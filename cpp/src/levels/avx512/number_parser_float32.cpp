@@ -9,9 +9,12 @@
 #if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "common/fp_environment.hpp"
 #include "json/number_parser.hpp"

@@ -11,9 +11,12 @@
 #if TENSORB64_COMPILES_AVX512
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "common/fp_environment.hpp"
 #include "json/number_parser.hpp"
@@ -32,8 +35,10 @@ namespace {
 
 detail::number_row parse_number_row_double_avx512(const char* p, const char* end, double* out,
                                                   std::size_t capacity) noexcept {
-    return avx512::short_numbers(p, end) ? avx512::parse_short_row(p, end, out, capacity)
-                                         : avx512::parse_row<false, 4>(p, p, end, out, capacity, 0);
+    return avx512::short_numbers(p, end)
+               ? avx512::parse_short_row(p, end, out, capacity)
+               : avx512::parse_row<false, 4, double, avx512::masked_read_any>(p, p, end, out,
+                                                                              capacity, 0);
 }
 
 }  // namespace tensorb64

@@ -258,6 +258,12 @@ inline u64x leading_zeros(u64x x) noexcept {
         _mm512_min_epu64(_mm512_sub_epi64(_mm512_set1_epi64(1086), biased), _mm512_set1_epi64(64))};
 }
 
+inline f64x with_signs(f64x x, unsigned bits) noexcept {
+    const __m512i v = _mm512_castpd_si512(x.v);
+    return {_mm512_castsi512_pd(
+        _mm512_mask_or_epi64(v, static_cast<__mmask8>(bits), v,
+                             _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ull))))};
+}
 inline u64x as_bits(f64x x) noexcept { return {_mm512_castpd_si512(x.v)}; }
 inline f64x as_f64(u64x x) noexcept { return {_mm512_castsi512_pd(x.v)}; }
 inline f64x operator/(f64x a, f64x b) noexcept { return {_mm512_div_pd(a.v, b.v)}; }

@@ -41,10 +41,23 @@
 // The double arithmetic runs under ieee_fp_environment (round to nearest even, no FTZ/DAZ),
 // whatever the caller's settings.
 //
-// Needs, included before: <cstddef>, <cstdint>, <cstring>, common/fp_environment.hpp,
+// Needs, included before: <algorithm>, <cstddef>, <cstdint>, <cstring>, <type_traits>, <utility>,
+// common/fp_environment.hpp,
 // json/number_parser.hpp, json/number_parser_pow10.hpp, the level's vocabulary.hpp.
 
 using detail::number_row;
+
+// f(std::integral_constant<int, i>{}) for i = 0, 1, ..., n - 1, written out: a group's loop over
+// its text64s, whose registers must stay registers (GCC leaves such a loop rolled at -O2 and its
+// array of vectors in memory: measured 12% slower on the avx512 level's float64 rows).
+template <class function, int... i>
+inline void each_index(function f, std::integer_sequence<int, i...>) noexcept {
+    (f(std::integral_constant<int, i>{}), ...);
+}
+template <int n, class function>
+inline void unrolled(function f) noexcept {
+    each_index(f, std::make_integer_sequence<int, n>{});
+}
 
 // ---- the row's separators ----
 
@@ -179,6 +192,7 @@ struct pair_shape {
     unsigned fast;      // bit h: half h is -?(0|[1-9][0-9]*)\.[0-9]+ with at most 22 digits
                         // after the point
     unsigned point[2];  // the point's byte in each half (31 where there is none)
+    std::uint64_t through_point;  // the bytes up to each point, which move one byte right
 };
 
 // `text`: the texts' bytes; `negative`: bit h says half h's text starts with '-' (tested on the
@@ -209,6 +223,7 @@ inline pair_shape shape_of(std::uint64_t text, std::uint64_t digits, std::uint64
     s.fast = unsigned{fast_0} | unsigned{fast_1} << 1;
     s.point[0] = lowest_bit(point_0 | 0x80000000u);
     s.point[1] = lowest_bit(point_1 | 0x80000000u);
+    s.through_point = point ^ (point - low_bits);  // it and the bits under it
     return s;
 }
 
@@ -226,8 +241,9 @@ inline group_digits any_digits_of(const char* row, const number_group& g) noexce
     unsigned fast = 0, negative = 0;
     std::uint64_t fractions = 0;  // byte i: number i's digits after the point
     text64 words[kGroup / 2];
-    for (int k = 0; k < kGroup / 2; ++k) {
-        const int a = 2 * k, b = 2 * k + 1;
+    unrolled<kGroup / 2>([&](auto index) noexcept {
+        constexpr int k = decltype(index)::value;
+        constexpr int a = 2 * k, b = 2 * k + 1;
         const bool inside_a = all_inside || g.stop[a] - row >= kWindow;
         const bool inside_b = all_inside || g.stop[b] - row >= kWindow;
         const char* const window_a = inside_a ? g.stop[a] - 32 : kZeros + 32;
@@ -253,7 +269,7 @@ inline group_digits any_digits_of(const char* row, const number_group& g) noexce
         words[k] =
             digit_words(zero_below(moved, first_digit_at(text_a, g.start[a], g.stop[a], minus_a),
                                    first_digit_at(text_b, g.start[b], g.stop[b], minus_b)));
-    }
+    });
     // Each text's four 8-digit words, one a column: the first is zero (at most 24 digits).
     u64x column[4];
     half_columns(words, column);
@@ -385,15 +401,22 @@ struct digit_table_bytes {
 };
 constexpr digit_table_bytes kDigitTable = {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0}};
 
-// Whether the text [start, start + length) starts "0." (plain) or "-0." (*minus) with one to 22
-// bytes after (10^22 is the largest power of ten kPow10Double holds exactly), and is no longer
-// than `longest`. (Its bytes are read only where `length` says they are there.)
-inline bool below_one_text(const char* start, std::size_t length, std::size_t longest,
-                           bool* minus) noexcept {
-    *minus = length >= 4 && length <= longest && length <= 25 && start[0] == '-' &&
-             start[1] == '0' && start[2] == '.';
-    return *minus ||
-           (length >= 3 && length <= longest && length <= 24 && start[0] == '0' && start[1] == '.');
+// Whether the text [start, stop) is "0." or "-0." (*minus) and one to 22 bytes more (10^22 is the
+// largest power of ten kPow10Double holds exactly), in at most `longest` bytes; *after: how many
+// more. Without a branch on the bytes (a sign is as likely as none, a branch on it mispredicted
+// half the time): its first 4 bytes are read as one word, from the 4 bytes ending at `stop` (its
+// separator) where the text is shorter, which are in the row as the text's window is.
+inline bool below_one_text(const char* start, const char* stop, std::size_t longest, bool* minus,
+                           std::size_t* after) noexcept {
+    const std::size_t length = static_cast<std::size_t>(stop - start);
+    std::uint32_t word;
+    std::memcpy(&word, length >= 3 ? start : stop - 3, 4);
+    *minus = (word & 0xffffffu) == ('-' | '0' << 8 | '.' << 16);
+    const bool plain = (word & 0xffffu) == ('0' | '.' << 8);
+    // One unsigned compare: length in [3 + minus, min(longest, 24 + minus)].
+    *after = length - 2 - std::size_t{*minus};
+    return (*minus | plain) &
+           (*after - 1 <= std::min(longest - 2 - std::size_t{*minus}, std::size_t{22}) - 1);
 }
 
 // The group read as numbers below one: `fast` all ones where every text is of that shape (then
@@ -410,36 +433,44 @@ inline group_digits below_one_digits_of(const char* row, const number_group& g) 
     d.fast = 0;
     // (The stops ascend: where the first number's window is in the row, all are.)
     if (g.stop[0] - row < static_cast<std::ptrdiff_t>(width)) return d;
+    // The texts' shapes past their first bytes, their bytes and first bytes in each text64's
+    // bit masks (a bit a byte), their signs and digits after the point.
     unsigned negative = 0;
     std::uint64_t fractions = 0;
+    std::uint64_t text[kGroup / per_text] = {}, prefix[kGroup / per_text] = {};
+    bool all = true;
+    for (int i = 0; i < kGroup; ++i) {
+        bool minus;
+        std::size_t after;
+        const bool fits = below_one_text(g.start[i], g.stop[i], longest, &minus, &after);
+        all &= fits;
+        // (Kept in range where the text does not fit, and what follows is not used.)
+        const std::size_t length = fits ? after + 2 + minus : 3;
+        const unsigned at = width * static_cast<unsigned>(i % per_text);
+        const unsigned first = width - static_cast<unsigned>(length);  // the text's first byte
+        constexpr std::uint64_t piece = ~std::uint64_t{0} >> (64 - width);
+        text[i / per_text] |= ((piece << first) & piece) << at;
+        prefix[i / per_text] |= std::uint64_t{minus ? 7u : 3u} << (first + at);  // "-0." or "0."
+        negative |= unsigned{minus} << i;
+        fractions |= std::uint64_t{length - 2 - minus} << (8 * i);  // (after, where it fits)
+    }
+    if (!all) return d;
     text64 words[kGroup / per_text];
     std::uint64_t misfit = 0;
-    for (int k = 0; k < kGroup / per_text; ++k) {
-        std::uint64_t text = 0, prefix = 0;
-        const char* window[per_text];
-        for (int j = 0; j < per_text; ++j) {
-            const int i = per_text * k + j;
-            const std::size_t length = static_cast<std::size_t>(g.stop[i] - g.start[i]);
-            bool minus;
-            if (!below_one_text(g.start[i], length, longest, &minus)) return d;
-            window[j] = g.stop[i] - width;
-            const unsigned at = width * static_cast<unsigned>(j);
-            const unsigned first = width - static_cast<unsigned>(length);  // the text's first byte
-            constexpr std::uint64_t piece = ~std::uint64_t{0} >> (64 - width);
-            text |= ((piece << first) & piece) << at;
-            prefix |= std::uint64_t{minus ? 7u : 3u} << (first + at);  // "-0." or "0."
-            negative |= unsigned{minus} << i;
-            fractions |= std::uint64_t{length - 2 - minus} << (8 * i);
-        }
-        const text64 bytes = short_path ? load_pieces(window[0], window[1], window[2], window[3])
-                                        : load_halves(window[0], window[1]);
+    unrolled<kGroup / per_text>([&](auto index) noexcept {
+        constexpr int k = decltype(index)::value;
+        const char* const* stop = g.stop + per_text * k;
+        const text64 bytes =
+            short_path ? load_pieces(stop[0] - width, stop[1 % per_text] - width,
+                                     stop[2 % per_text] - width, stop[3 % per_text] - width)
+                       : load_halves(stop[0] - width, stop[1] - width);
         const text64 values = sub8(bytes, splat8('0'));
         // Past its first two or three bytes, a text holds digits only.
-        misfit |= text & ~prefix & ~le_bits(values, 9);
+        misfit |= text[k] & ~prefix[k] & ~le_bits(values, 9);
         const text64 table =
             load_pieces(kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes);
-        words[k] = digit_words(shuffle16(table, values) & bytes_of_bits(text));
-    }
+        words[k] = digit_words(shuffle16(table, values) & bytes_of_bits(text[k]));
+    });
     if (misfit != 0) return d;
     d.negative = negative;
     d.f = widen_bytes(fractions);
@@ -481,11 +512,6 @@ constexpr pow10_high_table make_pow10_highs() {
 }
 constexpr pow10_high_table kPow10High = make_pow10_highs();
 
-// The sign bits of the lanes in `negative`.
-inline u64x signs_of(unsigned negative) noexcept {
-    return select(mask_of_bits(negative), splat64(0x8000000000000000ull), splat64(0));
-}
-
 // What converting a group gave: the values, and which of them took the fast path (bit i:
 // number i's value is in lane i).
 struct group_floats {
@@ -507,7 +533,7 @@ inline group_floats to_float32(const group_digits& d) noexcept {
         (as_bits(quotient) & splat64(0x1fffffff)) - splat64((std::uint64_t{1} << 28) - 8);
     const lane_mask rounded =
         and_not(greater(d.w, splat64(std::uint64_t{1} << 53)), greater(from_midpoint, splat64(16)));
-    return {narrow(as_f64(as_bits(quotient) | signs_of(d.negative))), d.fast & ~mask_bits(rounded)};
+    return {narrow(with_signs(quotient, d.negative)), d.fast & ~mask_bits(rounded)};
 }
 
 // Float64 rows. A row's value is the double nearest w / 10^f itself, not a float32 of it, and
@@ -533,9 +559,10 @@ inline group_doubles to_float64(const group_digits& d) noexcept {
     // e = 64 - lz + floor(q log2 10), q = -f: floor(-f * 217706 / 2^16) = -ceil(f * 217706 /
     // 2^16); one less where the product's top bit is clear, which then moves up a place.
     const u64x ceil_log2 = shift_right<16>(mul_low32(d.f, splat64(217706)) + splat64(65535));
-    const lane_mask low_top = eq(shift_right<63>(xh), splat64(0));
-    xh = select(low_top, shift_left<1>(xh) | shift_right<63>(xl), xh);
-    const u64x e = splat64(64) - leading - ceil_log2 - select(low_top, one, splat64(0));
+    const u64x top = shift_right<63>(xh);
+    xh = select(greater(splat64(std::uint64_t{1} << 63), xh),
+                shift_left<1>(xh) | shift_right<63>(xl), xh);
+    const u64x e = splat64(63) - leading - ceil_log2 + top;
     // round_to_double for a normal result: the round bit is bit 10, which the up to 2 units
     // missing from the high word must not reach (above).
     const lane_mask undecided = greater(xh & splat64(0x3ff), splat64(0x3fd));
@@ -544,14 +571,14 @@ inline group_doubles to_float64(const group_digits& d) noexcept {
     const u64x magnitude =
         shift_left<52>(e + splat64(1023)) + (m - splat64(std::uint64_t{1} << 52));
     const u64x kept = select(zero, splat64(0), magnitude);
-    return {as_f64(kept | signs_of(d.negative)), d.fast & ~mask_bits(undecided)};
+    return {with_signs(as_f64(kept), d.negative), d.fast & ~mask_bits(undecided)};
 }
 
 // The short path's values, w < 2^53 and f <= 14: w and 10^f are exact doubles, so the quotient is
 // the correctly rounded double (Clinger's fast path), the float64 rows' value and the float32
 // rows' double, for both row types.
 inline f64x exact_quotients(const group_digits& d) noexcept {
-    return as_f64(as_bits(to_f64(d.w) / lookup24(kPow10Double, d.f)) | signs_of(d.negative));
+    return with_signs(to_f64(d.w) / lookup24(kPow10Double, d.f), d.negative);
 }
 
 // How each row type converts a group read any way, and read as short numbers.
@@ -639,10 +666,18 @@ inline number_row finished(const char* end, std::size_t count) noexcept {
 
 // ---- the row ----
 
+// A group in the any layout, read as numbers below one where all are, else the general way: the
+// skeleton's reading, which a level may replace with its own (parse_row's `read_any_group`).
+inline group_digits read_any(const char* row, const number_group& g) noexcept {
+    const group_digits d = below_one_digits_of<false>(row, g);
+    return d.fast != 0 ? d : any_digits_of(row, g);
+}
+
 // The row from p (just past its '[' or a ','), `count` numbers already written before it, `row`
-// its first byte; its numbers' digits taken as short ones (short_digits_of) or as any
-// (any_digits_of).
-template <bool short_path, int unrolled, class T>
+// its first byte; its numbers' digits taken as short ones (below one, or short_digits_of) or as
+// any (`read_any_group`).
+template <bool short_path, int unrolled, class T,
+          group_digits (*read_any_group)(const char*, const number_group&) noexcept = read_any>
 number_row parse_row(const char* row, const char* p, const char* end, T* out, std::size_t capacity,
                      std::size_t count) noexcept {
     const ieee_fp_environment ieee;
@@ -661,12 +696,13 @@ number_row parse_row(const char* row, const char* p, const char* end, T* out, st
                 // (Only the row's last separator is a ']', past which start[kGroup] is not used.)
                 g.start[i + 1] = at + 1 + (end - at > 1 && at[1] == ' ');
             }
-            // Numbers below one first; a group of others read the general way.
-            group_digits d = below_one_digits_of<short_path>(row, g);
+            group_digits d;
             if constexpr (short_path) {
+                // Numbers below one first; a group of others read the general way.
+                d = below_one_digits_of<true>(row, g);
                 if (d.fast == 0) d = short_digits_of(row, g);
             } else {
-                if (d.fast == 0) d = any_digits_of(row, g);
+                d = read_any_group(row, g);
             }
             const auto v = short_path ? convert_short(d, out) : convert_any(d, out);
             auto text = [&g](unsigned i, const char** start, const char** stop) {

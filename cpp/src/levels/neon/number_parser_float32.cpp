@@ -6,9 +6,12 @@
 // Compiled on little-endian AArch64 (no flags needed); to nothing elsewhere.
 #include "levels/compiled_features.hpp"
 #if TENSORB64_COMPILES_NEON
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "common/fp_environment.hpp"
 #include "json/number_parser.hpp"

@@ -411,6 +411,13 @@ inline u64x leading_zeros(u64x x) noexcept {
     return r;
 }
 
+inline f64x with_signs(f64x x, unsigned bits) noexcept {
+    const lane_mask m = mask_of_bits(bits);
+    const uint64x2_t sign = vdupq_n_u64(0x8000000000000000ull);
+    return {
+        {vreinterpretq_f64_u64(vorrq_u64(vreinterpretq_u64_f64(x.v[0]), vandq_u64(m.v[0], sign))),
+         vreinterpretq_f64_u64(vorrq_u64(vreinterpretq_u64_f64(x.v[1]), vandq_u64(m.v[1], sign)))}};
+}
 inline u64x as_bits(f64x x) noexcept {
     return {{vreinterpretq_u64_f64(x.v[0]), vreinterpretq_u64_f64(x.v[1])}};
 }
