@@ -540,9 +540,10 @@ constexpr lane_table kPieceBytesBelow2 = make_piece_bytes_below(2);
 // below one of at most 16 bytes: false where the window holds fewer than four commas or a number
 // of another shape (a ']', a space, a longer text, a value of one or more); else w and the signs,
 // and *advance: from `base` to past the fourth number's comma.
+template <int group = kGroup>  // (a template: instantiated only where a level uses it)
 inline bool gathered_below_one(const char* base, u64x* w, unsigned* negative,
                                unsigned* advance) noexcept {
-    static_assert(kGroup == 4, "four numbers a group");
+    static_assert(group == 4, "four numbers a group");
     const text64 window = load(base);
     std::uint64_t commas = eq_bits(window, ',');
     std::uint64_t places = 0xff;  // byte 0: the comma "before" the first number, at -1
