@@ -6,10 +6,12 @@ for the noise floor.
 Run from the repository root with the Python of a venv holding LiteLLM's proxy and the wheel under
 test (ci/gateway_check.sh --prepare builds one: $TENSORB64_CI_CACHE/gateway-venv). It starts one
 local upstream in a process of its own (tests/support/litellm_proxy.py: precomputed vLLM and
-OpenAI bodies, so that its share is a lookup) and three `litellm --config` proxies of one model
-list: tensorb64's line on, off, and off again (the A/A pair: what two identical proxies differ by
-here). For each route type (``hosted_vllm/``, ``openai/``), shape (64x3072, 100x1536) and format
-(float, base64):
+OpenAI bodies, so that its share is a lookup) and four `litellm --config` proxies of one model
+list: tensorb64's line on (nothing else configured: the rows stay the array), on with a callback
+whose success event does nothing (``rows read``: a success event gets the logging payload, which
+holds the rows, so they are made up front), off, and off again (the A/A pair: what two identical
+proxies differ by here). For each route type (``hosted_vllm/``, ``openai/``), shape (64x3072,
+100x1536) and format (float, base64):
 
 * latency: single requests one after another, the median;
 * requests/s: ``--requests`` requests from ``--clients`` concurrent clients (raw HTTP, bodies read,
@@ -19,8 +21,9 @@ here). For each route type (``hosted_vllm/``, ``openai/``), shape (64x3072, 100x
 * the proxy's own ``x-litellm-overhead-duration-ms`` header (sent by the ``openai/`` route only),
   the median over the latency requests.
 
-And the same for one row of 64 values (``hosted_vllm``, float): the proxy's own cost of a request,
-whatever its body, which bounds what any body writer can gain.
+And the same for one row of 64 values and for 64 rows of 8 values (``hosted_vllm``, float): the
+proxy's own cost of a request of one text and of 64 texts, whatever its body, which bounds what
+any body writer can gain.
 
 The proxies' order rotates round by round. Every body is first checked byte for byte against the
 off proxy's. The clients and the upstream run on the same machine, and take their share of it.
@@ -44,15 +47,20 @@ from benchmarks.http_load import load
 from tests.support import litellm_proxy as lp
 
 SHAPES = ((64, 3072), (100, 1536))
-FLOOR = (1, 64)  # one short row: what the proxy costs a request whatever its body (auth, routing, logging)
+# Short rows: what the proxy costs a request of one text and of 64 whatever its body (auth, routing,
+# logging)
+FLOORS = ((1, 64), (64, 8))
 ROUTES = {"hosted_vllm": ("hosted_vllm", "vllm"), "openai": ("openai", "openai")}
 FORMATS = ("float", "base64")
-LABELS = ("on", "off", "off again")
+# label: (tensorb64's line, the proxy's callbacks)
+PROXIES = {"on": (True, []), "on, rows read": (True, ["tests.support.litellm_proxy_probe.idle_event"]),
+           "off": (False, []), "off again": (False, [])}
+LABELS = tuple(PROXIES)
 
 
 def model_list(port: int) -> list[dict]:
     return [lp.deployment(f"{route}-{dim}", f"{provider}/m-{dim}", lp.api_base(port, path))
-            for route, (provider, path) in ROUTES.items() for _, dim in (*SHAPES, FLOOR)]
+            for route, (provider, path) in ROUTES.items() for _, dim in (*SHAPES, *FLOORS)]
 
 
 def payload(route: str, batch: int, dim: int, fmt: str) -> bytes:
@@ -118,8 +126,11 @@ def main() -> None:
 
     upstream, port = start_upstream()
     folder = tempfile.mkdtemp(prefix="litellm-proxy-bench-")
-    proxies = [lp.Proxy(label, os.path.join(folder, label.replace(" ", "-")),
-                        lp.config_text(model_list(port), tensorb64=label == "on")) for label in LABELS]
+    proxies = [lp.Proxy(label, os.path.join(folder, label.replace(" ", "-").replace(",", "")),
+                        lp.config_text(model_list(port), tensorb64=line,
+                                       litellm_settings={"callbacks": callbacks} if callbacks else None),
+                        env={"PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])})
+               for label, (line, callbacks) in PROXIES.items()]
     lines = []
     try:
         for proxy in proxies:
@@ -132,25 +143,27 @@ def main() -> None:
                   "|---|---|---|---|---:|---:|---:|---:|"]
         summary = []
         cases = [(route, shape, fmt) for route in ROUTES for shape in SHAPES for fmt in FORMATS]
-        for route, (batch, dim), fmt in [*cases, ("hosted_vllm", FLOOR, "float")]:
+        for route, (batch, dim), fmt in [*cases, *(("hosted_vllm", floor, "float") for floor in FLOORS)]:
             body = payload(route, batch, dim, fmt)
-            reference = post(proxies[1], body)[1]
+            reference = post(proxies[LABELS.index("off")], body)[1]
             for proxy in proxies:
                 assert post(proxy, body)[1] == reference, f"{proxy.label}: another body ({route} {fmt})"
-            requests = args.requests * (1 if fmt == "float" and batch > 1 else 4)  # (the quick cases: more)
+            requests = args.requests * (1 if fmt == "float" and dim > 8 and batch > 1 else 4)  # (the quick cases: more)
             result = measure(proxies, body, args.rounds, requests, args.clients, args.latency_requests)
             for label in LABELS:
                 r = result[label]
                 overhead = "-" if r["overhead_ms"] is None else f"{r['overhead_ms']:.1f}"
                 lines.append(f"| {route} | {batch}x{dim} | {fmt} | {label} | {r['latency_ms']:.1f} | "
                              f"{r['rps']:.2f} | {r['cpu_ms']:.1f} | {overhead} |")
-            on, off, aa = result["on"], result["off"], result["off again"]
-            summary.append(f"| {route} | {batch}x{dim} | {fmt} | {off['latency_ms'] / on['latency_ms']:.2f} | "
-                           f"{on['rps'] / off['rps']:.2f} | {off['cpu_ms'] / on['cpu_ms']:.2f} | "
+            off, aa = result["off"], result["off again"]
+            ratios = " | ".join(f"{off['latency_ms'] / on['latency_ms']:.2f} | {on['rps'] / off['rps']:.2f} | "
+                                f"{off['cpu_ms'] / on['cpu_ms']:.2f}" for on in (result["on"], result["on, rows read"]))
+            summary.append(f"| {route} | {batch}x{dim} | {fmt} | {ratios} | "
                            f"{aa['latency_ms'] / off['latency_ms']:.2f} / {aa['rps'] / off['rps']:.2f} |")
-            print("\n".join(lines[-3:]), flush=True)
-        lines += ["", "| route | shape | format | latency off/on | requests/s on/off | CPU off/on | A/A latency / rps |",
-                  "|---|---|---|---:|---:|---:|---:|", *summary,
+            print("\n".join(lines[-len(LABELS):]), flush=True)
+        lines += ["", "| route | shape | format | latency off/on | requests/s on/off | CPU off/on | "
+                  "rows read: latency off/on | requests/s | CPU | A/A latency / rps |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|", *summary,
                   "", f"load average at the end: {os.getloadavg()[0]:.1f}"]
     finally:
         for proxy in proxies:

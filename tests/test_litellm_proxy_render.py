@@ -13,6 +13,8 @@ import struct
 import numpy as np
 import pytest
 
+from tensorb64._hosts import kept_rows
+
 pytestmark = [
     pytest.mark.gateway,
     # what importing LiteLLM's proxy warns about (its own TypedDicts; FastAPI's view of ORJSONResponse)
@@ -164,3 +166,137 @@ def test_nan_and_infinity_as_fastapi_writes_them(proxy):
     body = proxy._rendered(response, sub_response()).body
     assert body == reference(response, sub_response())[0] and b"[null,null,null,0.5]" in body
     assert struct.pack("<d", response.data[0]["embedding"][3]) == struct.pack("<d", 0.5)
+
+
+# ---- rows kept as the array (tensorb64._hosts.kept_rows) ---------------------------------------
+
+
+class Keeper(kept_rows.Keeper):
+    def __init__(self):
+        self.reports = []
+
+    def keeps(self):
+        return True
+
+    def report(self, what):
+        self.reports.append(what)
+
+    def failed(self):
+        raise AssertionError("building the rows failed")
+
+
+def upstream_body(rows, layout="vllm") -> bytes:
+    from tensorb64.openai import response_body
+
+    usage = {"prompt_tokens": len(rows), "total_tokens": len(rows)}
+    return response_body(np.asarray(rows), model="upstream-model", encoding_format="float", usage=usage,
+                         layout=layout, float_format="shortest")
+
+
+def kept_embedding_response(body: bytes, keeper=None):
+    """The proxy's EmbeddingResponse of ``body`` as hosted_vllm's reader makes it while the rows are
+    kept, and as it makes it without."""
+    from tensorb64._hosts.litellm import loads_embeddings
+
+    with kept_rows.keeping(keeper or Keeper()):
+        kept = loads_embeddings(body)
+    return embedding_response(kept["data"]), embedding_response(loads_embeddings(body)["data"])
+
+
+TEXTS = {
+    "doubles": doubles(5, 64),
+    "float32-values": np.asarray(doubles(3, 48), np.float32).tolist(),
+    "special": [[v for v in SPECIAL if math.isfinite(v)]] * 2,
+}
+
+
+@pytest.mark.parametrize("kind", list(TEXTS))
+def test_kept_rows_written_as_fastapi_writes_the_python_rows(proxy, kind):
+    keeper = Keeper()
+    kept, plain = kept_embedding_response(upstream_body(TEXTS[kind]), keeper)
+    assert all(isinstance(e["embedding"], kept_rows.KeptRow) for e in kept.data)
+    headers = {"x-litellm-call-id": "c"}
+    answer = proxy._rendered(kept, sub_response(**headers))
+    body, raw = reference(plain, sub_response(**headers))
+    assert answer.body == body and answer.headers.raw == raw and keeper.reports == []
+    assert all(isinstance(e["embedding"], kept_rows.KeptRow) for e in kept.data)  # (written, not built)
+
+
+def test_kept_and_python_rows_in_one_response(proxy):
+    kept, plain = kept_embedding_response(upstream_body(doubles(4, 16)))
+    kept.data[1] = {**kept.data[1], "embedding": plain.data[1]["embedding"]}  # (a hook's own row)
+    kept.data[2] = {**kept.data[2], "embedding": [1, 2.5, -0.0]}
+    plain.data[2] = {**plain.data[2], "embedding": [1, 2.5, -0.0]}
+    assert proxy._rendered(kept, sub_response()).body == reference(plain, sub_response())[0]
+
+
+def test_a_declined_answer_has_its_rows_built(proxy):
+    kept, plain = kept_embedding_response(upstream_body(doubles(2, 8)))
+    created = sub_response()
+    created.status_code = 201  # (a status the proxy set: FastAPI's own rendering, which reads the rows)
+    assert proxy._write(created, kept) is None
+    assert [e["embedding"] for e in kept.data] == [e["embedding"] for e in plain.data]
+
+
+LAZY_READS = {
+    "data": lambda r: r.data,
+    "getitem": lambda r: r["data"],
+    "get": lambda r: r.get("data"),
+    "json": lambda r: r.json(),
+    "model_dump": lambda r: r.model_dump(),
+    "jsonable_encoder": lambda r: __import__("fastapi.encoders").encoders.jsonable_encoder(r),
+    "model_copy": lambda r: r.model_copy(deep=True),
+    "repr": repr,
+}
+
+
+@pytest.mark.parametrize("read", list(LAZY_READS))
+def test_litellms_embedding_response_built_on_first_access(proxy, read):
+    from litellm.types.utils import EmbeddingResponse
+
+    kept, plain = kept_embedding_response(upstream_body(doubles(3, 8)))
+    kept._hidden_params = {"response_cost": 1.5}
+    with proxy._lazy_while(kept, EmbeddingResponse):
+        assert kept.usage.total_tokens == 3 and kept._hidden_params == {"response_cost": 1.5} and "usage" in kept
+        assert all(isinstance(e["embedding"], kept_rows.KeptRow) for e in kept.__dict__["data"])
+        LAZY_READS[read](kept)
+        assert type(kept) is EmbeddingResponse
+    assert kept.model_dump() == plain.model_dump() and kept._hidden_params == {"response_cost": 1.5}
+
+
+def test_the_openai_clients_kept_response_dumps_as_litellm_asks():
+    """(what LiteLLM's openai provider does with the parsed response: model_dump(), json.dumps of
+    it with default=str, then convert_to_model_response_object)"""
+    import json
+    import warnings
+
+    from openai._models import construct_type
+    from openai.types import CreateEmbeddingResponse
+
+    from tensorb64._hosts.openai_client import _keeping
+
+    body = upstream_body(doubles(2, 8), layout="openai")
+    rows, offsets = _read(body)
+    with kept_rows.keeping(Keeper()):
+        stand_ins = kept_rows.stand_ins(body, rows, offsets, kept_rows.FLOATS)
+    data = json.loads(body)
+    plain = construct_type(type_=CreateEmbeddingResponse, value=data)
+    parsed = construct_type(type_=_keeping(CreateEmbeddingResponse), value=data)
+    for entry in parsed.data:
+        entry.embedding = stand_ins[entry.index]
+    assert type(parsed).__name__ == "CreateEmbeddingResponse" and isinstance(parsed, CreateEmbeddingResponse)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dumped = parsed.model_dump()
+    assert [e["embedding"] for e in dumped["data"]] == stand_ins
+    assert {**dumped, "data": [{**e, "embedding": None} for e in dumped["data"]]} == {
+        **plain.model_dump(), "data": [{**e, "embedding": None} for e in plain.model_dump()["data"]]}
+    assert kept_rows.STAND_IN_TEXT in json.dumps(dumped, default=str)
+    assert parsed.model_dump(mode="json") == plain.model_dump(mode="json")  # (any other dump: the rows built)
+    assert parsed.model_dump_json() == plain.model_dump_json()
+
+
+def _read(body):
+    from tensorb64._codec.body_reader import rows_and_offsets
+
+    return rows_and_offsets(body)

@@ -13,12 +13,15 @@ OpenAI-compatible upstream (``openai/``, ``azure/``, ``hosted_vllm/``, and the r
 them):
 
 * the upstream's body is read by the core: ``tensorb64.openai.patch()``'s hooks read the openai
-  client's embeddings responses and LiteLLM's ``hosted_vllm`` parse natively, giving the very
-  Python objects LiteLLM's own parse gives;
-* the proxy's steps are its own (hooks, callbacks, cost and spend tracking, logging, retries and
-  fallbacks, ``x-litellm-*`` headers, errors), on its own ``EmbeddingResponse``, equal to today's;
-* its float bodies are written without FastAPI's walk over every value, the same bytes
-  (``tensorb64._hosts.litellm_proxy``).
+  client's embeddings responses and LiteLLM's ``hosted_vllm`` parse natively;
+* where nothing the proxy is configured with reads the rows (no success event, string callback,
+  cache or debug output: ``tensorb64._hosts.litellm_proxy.rows_unread``), they stay the one array
+  the core read them into while the proxy's own steps run (hooks, callbacks, cost and spend
+  tracking, logging, retries and fallbacks, ``x-litellm-*`` headers, errors), and are built as
+  Python rows, equal to today's, only where something reads them (a success hook reading
+  ``response.data``); elsewhere they are made as today, up front;
+* its float bodies are written natively (the rows kept: by the core, from the array), without
+  FastAPI's walk over every value: the same bytes (``tensorb64._hosts.litellm_proxy``).
 
 ``handler`` is a LiteLLM ``CustomLogger`` whose hooks are CustomLogger's own (they do nothing), so
 that LiteLLM treats it as any other callback; outside a process with LiteLLM it is None.

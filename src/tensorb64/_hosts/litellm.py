@@ -9,8 +9,9 @@ providers lazily), each restored by ``unpatch()``, through the package's one pat
   with LiteLLM's own HTTP handler and parses the body itself, ``raw_response.json()``): LiteLLM's
   own method runs unchanged (its logging of ``raw_response.text``, its conversion to an
   ``EmbeddingResponse``), given a view of the response whose ``json()`` answers with the body read
-  by the core, the same ``dict`` ``json.loads`` gives; every other attribute is the response's
-  own, and the response itself is never changed. A response whose ``content`` is not bytes (a
+  by the core, the same ``dict`` ``json.loads`` gives (inside a request of LiteLLM's proxy that
+  keeps its rows as the array, each row a stand-in for its list: ``kept_rows``); every other
+  attribute is the response's own, and the response itself is never changed. A response whose ``content`` is not bytes (a
   test's mock), or a body the core does not read, gets the response's own ``json()``.
 * ``Logging.post_call``, with ``Logging._model_call_details_view``: post_call builds
   ``"RAW RESPONSE:\\n{}\\n\\n".format(original_response)`` for a debug line whether or not the
@@ -35,9 +36,8 @@ import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
-
 from .._codec.body_reader import rows_and_offsets, without_embeddings
+from .kept_rows import JSON, python_rows, stand_ins
 from .patching import (
     Call,
     Host,
@@ -65,7 +65,9 @@ def loads_embeddings(body: bytes) -> dict | None:
     then gets its row: float rows as the core's doubles (exactly json.loads's), except a row
     holding an integral value or a NaN, which json.loads reads from the row's own text (it keeps
     an integer text an ``int``, and gives every NaN its one float object); base64 rows as their
-    strings (the text between the quotes, or json.loads of a string with an escape in it)."""
+    strings (the text between the quotes, or json.loads of a string with an escape in it). Where
+    the request being answered keeps its rows as the array (LiteLLM's proxy: ``kept_rows``), float
+    rows are stand-ins, whose Python rows are those above, built when asked."""
     try:
         rows, offsets = rows_and_offsets(body)
     except (ValueError, OverflowError, MemoryError, UnicodeError):
@@ -73,11 +75,10 @@ def loads_embeddings(body: bytes) -> dict | None:
     spans = offsets.tolist()
     if rows.dtype.itemsize == 4:  # base64 rows
         values = [json.loads(body[s:e]) if b"\\" in body[s:e] else body[s + 1 : e - 1].decode("ascii") for s, e in spans]
+    elif (kept := stand_ins(body, rows, offsets, JSON)) is not None:
+        values = kept  # (LiteLLM's proxy keeps the rows as the array: kept_rows)
     else:
-        values = rows.tolist()
-        for i in np.flatnonzero((~np.isfinite(rows) | (rows == np.trunc(rows))).any(axis=1)).tolist():
-            s, e = spans[i]
-            values[i] = json.loads(body[s:e])
+        values = python_rows(rows, body, spans, JSON)
     response = json.loads(without_embeddings(body, offsets))
     for entry in response["data"]:
         entry["embedding"] = values[entry["index"]]

@@ -17,7 +17,10 @@ object the client builds, with the same floats:
   with ``np.frombuffer(b64decode(s), "float32").tolist()``): decoded to float32 here, ``.tolist()``
   giving the same floats; the post-parser then finds nothing left to decode;
 * base64 rows the caller asked for (``encoding_format="base64"``): the client's own, strings
-  untouched, and nothing read by the core.
+  untouched, and nothing read by the core;
+* inside a request of LiteLLM's proxy that keeps its rows as the array (``kept_rows``): each row
+  a stand-in, in a ``CreateEmbeddingResponse`` whose ``model_dump()`` passes them as they are
+  (``_keeping``), the floats above built only when asked.
 
 Everything else is the client's own parse, so what it returns or raises is exactly as unpatched: a
 body the core does not read (malformed, an error status's, rows of different lengths, lenient
@@ -46,6 +49,7 @@ import sys
 from typing import Any
 
 from .._codec.body_reader import rows_and_offsets, without_embeddings
+from .kept_rows import BASE64, FLOATS, KeptRow, stand_ins
 from .patching import Host, Replacement, Unknown, attribute, expect_parameters, fail_open
 
 # What the client's parse must look like (openai 1.17 to 3.x).
@@ -99,15 +103,45 @@ def _read_embeddings(response_wrapper: Any, cast_to: Any) -> Any:
         # the model says floats, before the post-parser could decode it).
         if sys.byteorder != "little" or response_wrapper._client._strict_response_validation or not decodes_base64:
             return None
+    kept = stand_ins(body, rows, offsets, FLOATS if rows.dtype.itemsize == 8 else BASE64)
     data = json.loads(without_embeddings(body, offsets))
     try:
-        parsed = response_wrapper._client._process_response_data(data=data, cast_to=cast_to, response=http_response)
+        parsed = response_wrapper._client._process_response_data(
+            data=data, cast_to=cast_to if kept is None else _keeping(cast_to), response=http_response)
     except Exception:  # the client's own refusal: raised by its own parse of the whole body instead
         return None
-    values = rows.tolist()
+    values = rows.tolist() if kept is None else kept
     for entry in parsed.data:
         entry.embedding = values[entry.index]
     return parsed
+
+
+@functools.cache
+def _keeping(cast_to: type) -> type:
+    """``cast_to`` (``CreateEmbeddingResponse``) for a response whose rows are kept as the array
+    (``kept_rows``: LiteLLM's proxy, whose openai provider dumps the parsed response at once): its
+    ``model_dump()`` passes the rows' stand-ins as they are (pydantic would warn that they are not
+    its ``List[float]``); a dump asked for anything else, or as JSON, has the Python rows built
+    first."""
+
+    class KeptRowsResponse(cast_to):  # type: ignore[misc, valid-type]
+        def model_dump(self, **kwargs: Any) -> Any:
+            if kwargs:
+                self._build_rows()
+                return super().model_dump(**kwargs)
+            return super().model_dump(warnings=False)
+
+        def model_dump_json(self, **kwargs: Any) -> Any:
+            self._build_rows()
+            return super().model_dump_json(**kwargs)
+
+        def _build_rows(self) -> None:
+            for entry in self.data:
+                if isinstance(entry.embedding, KeptRow):
+                    entry.embedding = entry.embedding.values()
+
+    KeptRowsResponse.__name__ = KeptRowsResponse.__qualname__ = cast_to.__name__
+    return KeptRowsResponse
 
 
 def _asked_base64(response_wrapper: Any) -> bool:

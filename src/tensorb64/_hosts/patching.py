@@ -336,6 +336,12 @@ def expect_names(function: Any, expected: Iterable[str], what: str, *others: Ite
 # ---- answering --------------------------------------------------------------------------------
 
 
+def log_once(host: Host, outcome: str, level: int, message: str, *args: Any) -> None:
+    """Logs ``message`` (``%`` formatted with ``args``) once per host and ``outcome``: what a
+    replacement reports of a host's call that is not a failure of tensorb64's."""
+    _log_once(host, None, outcome, level, message, *args)
+
+
 def failed(host: Host) -> None:
     """Logs, once per host, the exception being handled: a failure of tensorb64's own inside a
     patched call, which the host's own code then answers."""
