@@ -260,7 +260,8 @@ def test_ingest_bench_states_the_targets_from_its_figures():
 
 def test_the_patched_clients_targets_are_stated_where_they_can_be_met():
     """A target the floor measured in the same run cannot reach is held to the floor instead; the
-    base64 rows the caller keeps (nothing to do) are met within the rows' own spread."""
+    base64 rows the caller keeps (nothing to do) are met within the rows' own spread, at most 5%:
+    a patched call 1.5 times slower is not met, however noisy the run."""
     from tensorb64._bench import client
 
     def case(library, off, on, floor=None, spread=0.02):
@@ -277,10 +278,14 @@ def test_the_patched_clients_targets_are_stated_where_they_can_be_met():
     assert "openai create() default 64x3072: patch off / on = 1.60; the target >= 2 is out of reach here " \
            "(off / floor = 1.67): on / floor = 1.04 (target <= 1.1)  met" in text
     assert "LangChain embed_documents 64x3072: patch off / on = 1.60 (target >= 1.5)  met; off / floor = 1.78" in text
-    assert f"{client.BASE64_KEPT} 64x3072: patch off / on = 0.98 (target >= 1, less the rows' spread, 4%)  met" in text
+    assert f"{client.BASE64_KEPT} 64x3072: patch off / on = 0.98 (target >= 1, less the rows' spread 4%, at most 5%: " \
+           ">= 0.96)  met" in text
     assert "LlamaIndex get_text_embedding_batch 64x3072: patch off / on = 1.20 (target >= 1.5)  NOT met" in text
     assert "NOT met" not in text.replace("LlamaIndex get_text_embedding_batch 64x3072: patch off / on = 1.20 "
                                          "(target >= 1.5)  NOT met", "")
+    for spread, on, met in ((0.33, 1500, False), (0.33, 1040, True), (0.33, 1060, False), (0.02, 1050, False)):
+        line = client.patch_target_lines([case(client.BASE64_KEPT, 1000, on, spread=spread)])[0]
+        assert line.endswith("load 0.5-0.6") and ("NOT met" not in line) == met, line
 
 
 def test_a_route_not_timed_names_the_library_that_is_missing(monkeypatch):
