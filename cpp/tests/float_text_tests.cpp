@@ -648,13 +648,19 @@ void check_level_f32(const tb::float_text_writers& w, const char* level,
                        });
 }
 
-// The level's f64 writer against write_values_f64.
+// The level's f64 writers against write_values_f64 and write_values_orjson_f64.
 void check_level_f64(const tb::float_text_writers& w, const char* level,
                      const std::vector<std::uint64_t>& values, const char* context) {
     check_level_writer(values, tb::kReprMaxBytes + 1, std::string(level) + " " + context + " f64",
                        tb::write_values_f64,
                        [&w](const std::uint64_t* v, std::size_t n, char* out, std::size_t* bad) {
                            return w.f64(v, n, out, bad);
+                       });
+    check_level_writer(values, tb::kOrjsonF64MaxBytes + 1,
+                       std::string(level) + " " + context + " orjson f64",
+                       tb::write_values_orjson_f64,
+                       [&w](const std::uint64_t* v, std::size_t n, char* out, std::size_t* bad) {
+                           return w.orjson_f64(v, n, out, bad);
                        });
 }
 
@@ -795,6 +801,9 @@ void test_levels_equal_scalar(bool quick) {
                 wide_bad[at] = at % 2 ? 0x7ff8000000000000ull : 0xfff0000000000000ull;
                 std::size_t bad = 999999;
                 CHECK(w.f64(wide_bad.data(), n, out.data(), &bad) == nullptr);
+                CHECK(bad == at);
+                bad = 999999;
+                CHECK(w.orjson_f64(wide_bad.data(), n, out.data(), &bad) == nullptr);
                 CHECK(bad == at);
             }
         }

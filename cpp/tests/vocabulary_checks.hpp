@@ -516,6 +516,8 @@ inline long check_vocabulary(const char* level) {
                      w2[i] == (c32[L + i] | std::uint64_t{d32[L + i]} << 32);
         }
         EXPECT(zip_ok, "zip32");
+        store32x(r32, unzip_low32(first, second));
+        EXPECT(std::memcmp(r32, c32, sizeof r32) == 0, "unzip_low32");
         store64(w1, as_u64(ca));
         store32x(r32, as_u32(load64(w1)));
         bool as_ok = std::memcmp(r32, c32, sizeof r32) == 0;

@@ -122,6 +122,8 @@
 //                                                       4        4      4
 //   zip32(a, b, &first, &second): 64-bit lane i is a's lane i | b's << 32, lanes 0..kLanes64 - 1
 //     in first, the rest in second                      2        4      4
+//   unzip_low32(first, second): the low halves of first's lanes, then of second's, in value
+//     order (zip32(a, b)'s a back)                      1        3      2
 //   as_u32(u64x) -> u32x, as_u64(u32x) -> u64x: the same bits (64-bit lane i = 32-bit lanes 2i,
 //     2i + 1)                                           0        0      0
 //   eq32(a, b), greater32(a, b) (unsigned), greater_signed32(a, b): a mask32
@@ -142,6 +144,19 @@
 #endif
 
 #include <cstdint>
+
+// A kernel's helpers inlined (always) or kept out of line (a rare path that would otherwise swell
+// its loop), where the compiler says how.
+#if defined(__GNUC__) || defined(__clang__)
+#define TENSORB64_ALWAYS_INLINE inline __attribute__((always_inline))
+#define TENSORB64_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define TENSORB64_ALWAYS_INLINE __forceinline
+#define TENSORB64_NOINLINE __declspec(noinline)
+#else
+#define TENSORB64_ALWAYS_INLINE inline
+#define TENSORB64_NOINLINE
+#endif
 
 namespace tensorb64 {
 namespace {

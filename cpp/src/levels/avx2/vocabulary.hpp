@@ -447,6 +447,12 @@ inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
     first->v = _mm256_permute2x128_si256(low, high, 0x20);
     second->v = _mm256_permute2x128_si256(low, high, 0x31);
 }
+// Each half's low dwords gathered into its lower 128 bits, then the two halves' joined.
+inline u32x unzip_low32(u64x first, u64x second) noexcept {
+    const __m256i low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    return {_mm256_permute2x128_si256(_mm256_permutevar8x32_epi32(first.v, low),
+                                      _mm256_permutevar8x32_epi32(second.v, low), 0x20)};
+}
 inline u32x as_u32(u64x a) noexcept { return {a.v}; }
 inline u64x as_u64(u32x a) noexcept { return {a.v}; }
 

@@ -136,7 +136,8 @@ char* write_values_f64_avx512(const std::uint64_t* bits, std::size_t n, char* ou
 }  // namespace
 
 extern const float_text_writers float_text_writers_avx512{
-    write_values_f32_avx512, write_values_f64_avx512, write_values_orjson_f32_avx512};
+    write_values_f32_avx512, write_values_f64_avx512, write_values_orjson_f32_avx512,
+    write_values_orjson_f64};
 
 }  // namespace tensorb64
 

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "float_text/float_text.hpp"
+#include "levels/vocabulary.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -26,17 +27,6 @@ inline __m512i hidden_constant(__m512i c) noexcept {
 #endif
     return c;
 }
-
-#if defined(__GNUC__) || defined(__clang__)
-#define TENSORB64_ALWAYS_INLINE inline __attribute__((always_inline))
-#define TENSORB64_NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#define TENSORB64_ALWAYS_INLINE __forceinline
-#define TENSORB64_NOINLINE __declspec(noinline)
-#else
-#define TENSORB64_ALWAYS_INLINE inline
-#define TENSORB64_NOINLINE
-#endif
 
 // The high 64 bits of each lane's 64x64-bit product (integer_math.hpp's portable mul_high, with
 // vpmuludq for each 32x32 -> 64 part).

@@ -332,6 +332,11 @@ inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
     second->v = _mm512_permutex2var_epi32(
         a.v, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b.v);
 }
+inline u32x unzip_low32(u64x first, u64x second) noexcept {
+    return {_mm512_permutex2var_epi32(
+        first.v, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+        second.v)};
+}
 inline u32x as_u32(u64x a) noexcept { return {a.v}; }
 inline u64x as_u64(u32x a) noexcept { return {a.v}; }
 

@@ -538,6 +538,10 @@ inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
     second->v[0] = vreinterpretq_u64_u32(vzip1q_u32(a.v[1], b.v[1]));
     second->v[1] = vreinterpretq_u64_u32(vzip2q_u32(a.v[1], b.v[1]));
 }
+inline u32x unzip_low32(u64x first, u64x second) noexcept {
+    return {{vuzp1q_u32(vreinterpretq_u32_u64(first.v[0]), vreinterpretq_u32_u64(first.v[1])),
+             vuzp1q_u32(vreinterpretq_u32_u64(second.v[0]), vreinterpretq_u32_u64(second.v[1]))}};
+}
 inline u32x as_u32(u64x a) noexcept {
     return {{vreinterpretq_u32_u64(a.v[0]), vreinterpretq_u32_u64(a.v[1])}};
 }
