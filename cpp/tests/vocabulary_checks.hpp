@@ -410,12 +410,15 @@ inline long check_vocabulary(const char* level) {
             const unsigned bits = mask_bits32(m);
             for (int i = 0; i < L32; ++i) ok = ok && ((bits >> i) & 1) == r32[i];
             ok = ok && (bits >> L32) == 0;
+            ok = ok && any32(m) == (bits != 0) && all32(m) == (bits == (1u << L32) - 1);
             store32x(r32, where32(m, ca));
             for (int i = 0; i < L32; ++i) ok = ok && r32[i] == (fn(c32[i], d32[i]) ? c32[i] : 0u);
             EXPECT(ok, what);
         };
         lanes_of_mask(
             eq32(ca, cb), [](u32 s, u32 t) { return s == t; }, "eq32");
+        lanes_of_mask(
+            eq32(ca, ca), [](u32, u32) { return true; }, "eq32 (every lane)");
         lanes_of_mask(
             greater32(ca, cb), [](u32 s, u32 t) { return s > t; }, "greater32");
         lanes_of_mask(
@@ -450,6 +453,11 @@ inline long check_vocabulary(const char* level) {
         for (int i = 0; i < L32; ++i)
             shift32_ok = shift32_ok && r32[i] == (counts32[i] >= 32 ? 0 : c32[i] << counts32[i]);
         EXPECT(shift32_ok, "shift_left32_var");
+        store32x(r32, shift_right32_var(ca, load32(counts32)));
+        shift32_ok = true;
+        for (int i = 0; i < L32; ++i)
+            shift32_ok = shift32_ok && r32[i] == (counts32[i] >= 32 ? 0 : c32[i] >> counts32[i]);
+        EXPECT(shift32_ok, "shift_right32_var");
         // byte_length32 on lanes below 2^31, every power of two and its neighbours among them.
         std::uint32_t below31[L32];
         bool length_ok = true;
@@ -516,6 +524,11 @@ inline long check_vocabulary(const char* level) {
                      w2[i] == (c32[L + i] | std::uint64_t{d32[L + i]} << 32);
         }
         EXPECT(zip_ok, "zip32");
+        std::uint64_t zipped[2 * L];
+        store_zip32(zipped, ca, cb);
+        EXPECT(
+            std::memcmp(zipped, w1, sizeof w1) == 0 && std::memcmp(zipped + L, w2, sizeof w2) == 0,
+            "store_zip32");
         store32x(r32, unzip_low32(first, second));
         EXPECT(std::memcmp(r32, c32, sizeof r32) == 0, "unzip_low32");
         store64(w1, as_u64(ca));

@@ -104,8 +104,8 @@
 //   splat32, load32, store32x, +, -, &, |, ^, and_not(a, b) = a & ~b, shift_left32<n>,
 //   shift_right32<n>, shift_right_signed32<n> (arithmetic), mul_lo32 (the low 32 bits of the
 //   product)                                            1        1      2
-//   shift_left32_var(x, counts): lane << its count (a count of 32 to 127 gives 0)
-//                                                       1        1      2
+//   shift_left32_var(x, counts), shift_right32_var(x, counts): lane << or >> its count (a count of
+//     32 to 127 gives 0)                                1        1      2 / 4
 //   mul_high32(a, b): the high 32 bits of the 64-bit product
 //                                                       5        5      6
 //   mul_lo16(a, b), shift_right16<n>: the same on each 16-bit half of a lane
@@ -131,6 +131,10 @@
 //   mask32 &, |, ^, and_not; select32(m, a, b): a where m is set, else b; where32(m, a): a where m
 //     is set, else 0                                    1        1      2
 //   mask_bits32(m): bit i for lane i                    1        1      ~6
+//   any32(m), all32(m): whether any lane, every lane, is set
+//                                                       1        2      3
+//   store_zip32(p, a, b): zip32(a, b)'s first and second stored at p, one after the other
+//                                                       4        6      2
 //
 //   and for the writers' 64-bit lanes: shift_right_var(x, counts) (u64x: a count of 64 to 127
 //   gives 0; avx512, avx2: 1, neon: 4); lane_mask ^ (1, 1, 2)

@@ -290,6 +290,9 @@ inline u32x shift_right_signed32(u32x a) noexcept {
 inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
     return {_mm512_sllv_epi32(a.v, counts.v)};
 }
+inline u32x shift_right32_var(u32x a, u32x counts) noexcept {
+    return {_mm512_srlv_epi32(a.v, counts.v)};
+}
 // Even lanes' products shifted down, odd lanes' products in place.
 inline u32x mul_high32(u32x a, u32x b) noexcept {
     const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(a.v, b.v), 32);
@@ -354,6 +357,15 @@ inline u32x select32(mask32 m, u32x a, u32x b) noexcept {
 }
 inline u32x where32(mask32 m, u32x a) noexcept { return {_mm512_maskz_mov_epi32(m.v, a.v)}; }
 inline unsigned mask_bits32(mask32 m) noexcept { return m.v; }
+inline bool any32(mask32 m) noexcept { return m.v != 0; }
+inline bool all32(mask32 m) noexcept { return m.v == 0xffff; }
+// zip32's two halves stored one after the other.
+inline void store_zip32(std::uint64_t* p, u32x a, u32x b) noexcept {
+    u64x first, second;
+    zip32(a, b, &first, &second);
+    store64(p, first);
+    store64(p + kLanes64, second);
+}
 
 }  // namespace avx512
 }  // namespace tensorb64

@@ -53,8 +53,7 @@ inline repr_setup repr_setup_of(u32x magnitude) noexcept {
 // Whether every lane is zero or below 1 with k from kReprKMin on (from about 1e-10).
 inline bool repr_fast(u32x magnitude) noexcept {
     const u32x index = repr_setup_of(magnitude).k - splat32(static_cast<std::uint32_t>(kReprKMin));
-    return mask_bits32(greater32(splat32(11), index) & greater32(splat32(kFloatOne), magnitude)) ==
-           kAllLanes32;
+    return all32(greater32(splat32(11), index) & greater32(splat32(kFloatOne), magnitude));
 }
 
 // The digits of kLanes64 repr texts, in value order: the first digit, digits 2..9 and 10..17

@@ -49,20 +49,12 @@ inline void shortest_fixed_texts(const shortest_lanes& d, u32x raw, fixed_texts<
     const u32x sign = shift_right32<31>(raw);
     const u32x at = sign + splat32(1) - d.e10;  // sign + "0." + the zeros after the point
     const u32x end = at + d.n + splat32(1);
-    u64x low, high;
-    zip32(first, second, &low, &high);
-    store64(t->words[0], low);
-    store64(t->words[0] + kLanes64, high);
-    zip32(third, ascii, &low, &high);
-    store64(t->words[1], low);
-    store64(t->words[1] + kLanes64, high);
-    zip32(select32(eq32(sign, splat32(0)), splat32(kZeroPoint4), splat32(kMinusZero4)), ascii, &low,
-          &high);
-    store64(t->prefix, low);
-    store64(t->prefix + kLanes64, high);
-    zip32(at, end, &low, &high);
-    store64(t->at_end, low);
-    store64(t->at_end + kLanes64, high);
+    store_zip32(t->words[0], first, second);
+    store_zip32(t->words[1], third, ascii);
+    store_zip32(t->prefix,
+                select32(eq32(sign, splat32(0)), splat32(kZeroPoint4), splat32(kMinusZero4)),
+                ascii);
+    store_zip32(t->at_end, at, end);
     t->other = mask_bits32(greater_signed32(splat32(static_cast<std::uint32_t>(FixedMin)), d.e10));
 }
 

@@ -25,7 +25,11 @@ namespace {
 
 #include "levels/generic/float_text_writers.hpp"
 
-using writers = block_writers<generic_policy>;
+// One group at a time (write_f32_groups says why).
+struct neon_policy : generic_policy {
+    static constexpr bool kInterleave = false;
+};
+using writers = block_writers<neon_policy>;
 }  // namespace
 }  // namespace neon
 

@@ -477,6 +477,11 @@ inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
     return {{vshlq_u32(a.v[0], vreinterpretq_s32_u32(counts.v[0])),
              vshlq_u32(a.v[1], vreinterpretq_s32_u32(counts.v[1]))}};
 }
+// ushl by the negated counts (a right shift): counts 32..127 give 0, as required.
+inline u32x shift_right32_var(u32x a, u32x counts) noexcept {
+    return {{vshlq_u32(a.v[0], vnegq_s32(vreinterpretq_s32_u32(counts.v[0]))),
+             vshlq_u32(a.v[1], vnegq_s32(vreinterpretq_s32_u32(counts.v[1])))}};
+}
 // umull, umull2 and the high halves taken by uzp2.
 inline u32x mul_high32(u32x a, u32x b) noexcept {
     u32x r;
@@ -580,6 +585,14 @@ inline u32x where32(mask32 m, u32x a) noexcept {
 inline unsigned mask_bits32(mask32 m) noexcept {
     const uint32x4_t bit = {1, 2, 4, 8};
     return vaddvq_u32(vandq_u32(m.v[0], bit)) | vaddvq_u32(vandq_u32(m.v[1], bit)) << 4;
+}
+inline bool any32(mask32 m) noexcept { return vmaxvq_u32(vorrq_u32(m.v[0], m.v[1])) != 0; }
+inline bool all32(mask32 m) noexcept { return vminvq_u32(vandq_u32(m.v[0], m.v[1])) != 0; }
+// st2: the lanes of a and b interleaved as they are stored.
+inline void store_zip32(std::uint64_t* p, u32x a, u32x b) noexcept {
+    auto* q = reinterpret_cast<std::uint32_t*>(p);
+    vst2q_u32(q, (uint32x4x2_t{{a.v[0], b.v[0]}}));
+    vst2q_u32(q + 8, (uint32x4x2_t{{a.v[1], b.v[1]}}));
 }
 
 #undef TENSORB64_EACH_PIECE
