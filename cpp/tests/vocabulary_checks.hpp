@@ -476,6 +476,26 @@ inline long check_vocabulary(const char* level) {
             }
         }
         EXPECT(length_ok, "byte_length32");
+        // byte_length64 on lanes whose bytes are below 128 (digits, say), with zero bytes anywhere.
+        std::uint64_t digit_lanes[L];
+        bool length64_ok = true;
+        for (int trial = 0; trial < 4; ++trial) {
+            for (int i = 0; i < L; ++i) {
+                std::uint64_t v = 0;
+                for (int b = 0; b < 8; ++b) {
+                    if (rng() % 3 != 0)
+                        v |= std::uint64_t(rng() % (trial == 0 ? 128 : 10)) << (8 * b);
+                }
+                digit_lanes[i] = trial == 3 ? v & (~std::uint64_t{0} >> (8 * (rng() % 9) % 64)) : v;
+            }
+            store64(got, byte_length64(load64(digit_lanes)));
+            for (int i = 0; i < L; ++i) {
+                std::uint64_t want = 0;
+                for (std::uint64_t v = digit_lanes[i]; v != 0; v >>= 8) ++want;
+                length64_ok = length64_ok && got[i] == want;
+            }
+        }
+        EXPECT(length64_ok, "byte_length64");
         alignas(64) std::uint32_t table16[16];
         std::uint32_t index16[L32];
         for (std::uint32_t& t : table16) t = static_cast<std::uint32_t>(rng());

@@ -112,6 +112,8 @@
 //                                                       1        1      2
 //   byte_length32(x): the bytes of x up to its highest nonzero one (0 for zero), x below 2^31
 //                                                       5        5      6
+//   byte_length64(x) (u64x): the same of a 64-bit lane whose every byte is below 128
+//                                                       5        ~10    ~14
 //   lookup16_32(table, index): table[index] per lane, for a 16-entry, 64-byte aligned table of
 //     uint32_t (index < 16)                             1        4      4 (and the table's loads)
 //   widen32(x, &first, &second): the lanes zero-extended into two u64x, in the level's order

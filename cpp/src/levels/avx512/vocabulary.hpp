@@ -314,6 +314,15 @@ inline u32x byte_length32(u32x a) noexcept {
         _mm512_max_epi32(_mm512_srai_epi32(_mm512_sub_epi32(exponent, _mm512_set1_epi32(119)), 3),
                          _mm512_setzero_si512())};
 }
+// From the exponent of the lane converted to double rounding toward zero.
+inline u64x byte_length64(u64x a) noexcept {
+    const __m512i exponent = _mm512_srli_epi64(
+        _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(a.v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
+        52);
+    return {
+        _mm512_max_epi64(_mm512_srai_epi64(_mm512_sub_epi64(exponent, _mm512_set1_epi64(1015)), 3),
+                         _mm512_setzero_si512())};
+}
 inline u32x lookup16_32(const std::uint32_t* table, u32x index) noexcept {
     return {_mm512_permutexvar_epi32(index.v, _mm512_load_si512(table))};
 }

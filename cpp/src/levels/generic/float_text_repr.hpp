@@ -80,10 +80,11 @@ inline repr_half repr_digits_half(u64x c, u64x q32, u64x k, lane_mask zero) noex
     const u64x right = shift_right<30>(power);
     const u64x left = select(irregular, shift_right<31>(power), right);
     const u64x vbr = (base + shift_right_var(low + right, u)) | one;
-    // low - left - 1 may be negative: shifted with 2^62 added, which shifts to 2^62 >> u exactly.
-    const u64x bias = splat64(std::uint64_t{1} << 62);
-    const u64x vbl =
-        (base + shift_right_var(low + bias - left - one, u) - shift_right_var(bias, u)) | one;
+    // base + floor((low - left - 1) / 2^u), where low - left - 1 may be negative: with 2^32 added
+    // (more than left), it shifts to 2^(32 - u) more, which (high - 1) << (32 - u) takes off base.
+    const u64x vbl = (shift_left_var(high - one, splat64(32) - u) +
+                      shift_right_var(low + splat64(0xffffffffu) - left, u)) |
+                     one;
     // choose_digits with out = 0 (s >= 10: it has 16 or 17 digits). s / 10 = floor(c 5^-k /
     // 2^(u + 3) / 5) = c 5^(-k-1) >> (u + 3), u + 3 <= 32.
     const u64x power_tenth = lookup24(kReprPow5.values, index + one);

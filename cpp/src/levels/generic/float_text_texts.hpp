@@ -65,13 +65,6 @@ inline u64x digit_bytes8(u64x v) noexcept {
     return as_u64(digit_bytes4(as_u32(high4 | shift_left<32>(low4))));
 }
 
-// The bytes of each 64-bit lane up to its highest nonzero one (0 for zero), each byte below 128.
-inline u64x byte_length64(u64x x) noexcept {
-    const u64x lengths = as_u64(byte_length32(as_u32(x)));  // the halves', side by side
-    const u64x high = shift_right<32>(lengths);
-    return select(eq(high, splat64(0)), lengths & splat64(0xffffffffu), high + splat64(4));
-}
-
 // The words of a repr group's texts in fixed notation for e10 >= FixedMin (-4: json.dumps's
 // layout, -5: orjson's for doubles).
 template <int FixedMin>

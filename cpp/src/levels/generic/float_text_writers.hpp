@@ -21,12 +21,14 @@ constexpr std::size_t kGroup = 2 * kLanes64;  // values a group: u32x's lanes
 // layout or orjson's.
 template <bool Orjson>
 struct shortest_text {
+    static constexpr bool kOrjson = Orjson, kShortest = true;
     static constexpr int kFixedMin = Orjson ? -6 : -4;
     static char* scalar(std::uint32_t bits, char* out) noexcept {
         return Orjson ? write_orjson_f32(bits, out) : write_shortest_f32(bits, out);
     }
 };
 struct repr_f32_text {
+    static constexpr bool kOrjson = false, kShortest = false;
     static constexpr int kFixedMin = -4;
     static char* scalar(std::uint32_t bits, char* out) noexcept {
         return write_repr(f32_bits_to_f64_bits(bits), out);
@@ -34,6 +36,7 @@ struct repr_f32_text {
 };
 template <bool Orjson>
 struct double_text {
+    static constexpr bool kOrjson = Orjson, kShortest = false;
     static constexpr int kFixedMin = Orjson ? -5 : -4;
     static char* scalar(std::uint64_t bits, char* out) noexcept {
         return Orjson ? write_orjson_f64(bits, out) : write_repr(bits, out);

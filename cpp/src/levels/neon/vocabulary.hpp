@@ -553,6 +553,12 @@ inline u32x as_u32(u64x a) noexcept {
 inline u64x as_u64(u32x a) noexcept {
     return {{vreinterpretq_u64_u32(a.v[0]), vreinterpretq_u64_u32(a.v[1])}};
 }
+// The halves' lengths (byte_length32), the upper one's counted from byte 4 where it has any.
+inline u64x byte_length64(u64x a) noexcept {
+    const u64x lengths = as_u64(byte_length32(as_u32(a)));
+    const u64x high = shift_right<32>(lengths);
+    return select(eq(high, splat64(0)), lengths & splat64(0xffffffffu), high + splat64(4));
+}
 
 inline mask32 eq32(u32x a, u32x b) noexcept {
     return {{vceqq_u32(a.v[0], b.v[0]), vceqq_u32(a.v[1], b.v[1])}};
