@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from tensorb64 import _native, infinity
+from tensorb64._hosts.infinity import INFINITY
 from tests.support import infinity_code
 
 SHAPES = [(1, 384), (1, 3072), (64, 384), (64, 3072)]
@@ -36,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message="ORJSONResponse is deprecated")
     infinity_code.install(infinity_code.wheel())
-    infinity.logger.setLevel("WARNING")  # (its line on each patch() would be timed between blocks)
+    INFINITY.logger.setLevel("WARNING")  # (its line on each patch() would be timed between blocks)
     loop = asyncio.new_event_loop()
     print(f"# Infinity 0.0.78's /embeddings route in one process, patched and not ({platform.machine()}, SIMD level "
           f"{_native.simd_level()}, load average {os.getloadavg()[0]:.1f}; {args.rounds} requests a path, interleaved)")

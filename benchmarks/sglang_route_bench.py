@@ -27,7 +27,10 @@ import warnings
 
 import numpy as np
 
-from tensorb64 import _native, sglang_plugin
+from tensorb64 import _native
+from tensorb64._hosts import dynamo_sglang
+from tensorb64._hosts import sglang as sglang_host
+from tensorb64._hosts.patching import install_module
 from tests.support import sglang_code
 
 SHAPES = [(1, 384), (1, 3072), (64, 384), (64, 3072)]
@@ -53,7 +56,7 @@ def main() -> None:
     module = importlib.import_module(sglang_code.SERVING_MODULE)
     cls = module.OpenAIServingEmbedding
     own = {name: getattr(cls, name) for name in ("_build_embedding_response", "_handle_non_streaming_request")}
-    assert sglang_plugin.patch_serving(module)
+    assert install_module(sglang_host.SGLANG, sglang_host.SERVING_MODULE, module)
     off_cls = type("OpenAIServingEmbedding", (cls,), own)  # SGLang's own methods
     loop = asyncio.new_event_loop()
     print(f"# SGLang 0.5.23's embeddings route in one process, plugin on and off ({platform.processor() or platform.machine()}, "
@@ -93,7 +96,7 @@ def main() -> None:
         sglang_code.install(sglang_code.dynamo_sources(dynamo_wheel), folder)
         handler = importlib.import_module(sglang_code.DYNAMO_MODULE)
         own_encoder = handler._encode_floats_to_base64
-        assert sglang_plugin.patch_dynamo(handler)
+        assert install_module(dynamo_sglang.DYNAMO_SGLANG, dynamo_sglang.DYNAMO_MODULE, handler)
         swapped = handler._encode_floats_to_base64
         assert [swapped(row) for row in rows] == [own_encoder(row) for row in rows]
         batches = {"Dynamo's own": [], "swapped": []}

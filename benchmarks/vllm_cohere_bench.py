@@ -24,14 +24,16 @@ from vllm.entrypoints.pooling.embed import serving as module  # noqa: E402
 from vllm.entrypoints.pooling.typing import PoolingServeContext  # noqa: E402
 from vllm.outputs import PoolingOutput, PoolingRequestOutput  # noqa: E402
 
-from tensorb64 import vllm_plugin  # noqa: E402
 from tensorb64._bench.allocator import allocator_states  # noqa: E402
 from tensorb64._bench.timing import measure  # noqa: E402
+from tensorb64._hosts import vllm as vllm_host  # noqa: E402
+from tensorb64._hosts import vllm_cohere  # noqa: E402
+from tensorb64._hosts.patching import install_module  # noqa: E402
 
 
 def main() -> None:
     torch.set_num_threads(1)
-    assert vllm_plugin.patch_cohere(module), f"vLLM {vllm.__version__}'s Cohere builder is not recognised"
+    assert install_module(vllm_cohere.VLLM_COHERE, vllm_host.SERVING_MODULES[0], module), f"vLLM {vllm.__version__}'s Cohere builder is not recognised"
     patched = module.ServingEmbedding._build_cohere_response_from_ctx
     original = patched.__tensorb64_replaces__
     instance = object.__new__(module.ServingEmbedding)
@@ -48,7 +50,7 @@ def main() -> None:
         ctx = PoolingServeContext(**{**required, "request": request, "model_name": "m", "request_id": "embd-x",
                                      "final_res_batch": batch})
         assert bytes(patched(instance, ctx).body) == bytes(original(instance, ctx).body)
-        assert vllm_plugin.cohere_body(module, ctx) is not None  # written by the core, not declined
+        assert vllm_cohere.cohere_body(module, ctx) is not None  # written by the core, not declined
         result = measure({"vllm": lambda ctx=ctx: original(instance, ctx), "tensorb64": lambda ctx=ctx: patched(instance, ctx)},
                          rounds=15, sample_s=0.05, budget_s=8.0)
         size = len(patched(instance, ctx).body)

@@ -124,9 +124,10 @@ def measure_builder(rounds: int) -> list:
         from vllm.entrypoints.pooling.embed import serving as module
         from vllm.outputs import PoolingOutput, PoolingRequestOutput
 
-        from tensorb64 import vllm_plugin
+        from tensorb64._hosts import vllm as vllm_host
+        from tensorb64._hosts.patching import install_module
 
-    assert vllm_plugin.patch_serving(module)
+    assert install_module(vllm_host.VLLM, vllm_host.SERVING_MODULES[0], module)
     ours = module.ServingEmbedding._openai_json_response
     theirs = ours.__tensorb64_replaces__
     instance = object.__new__(module.ServingEmbedding)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-shot check on a machine with a CUDA GPU (issue 14): builds the package, runs the CUDA
+# One-shot check on a machine with a CUDA GPU: builds the package, runs the CUDA
 # tests and the CPU tests of the staging pipeline, then `python -m tensorb64 bench --device cuda`,
 # printing everything. Expected: ~1-2 min build (16 cores), ~1 min tests, ~1 min bench.
 #   ci/gpu_check.sh [OUT_DIR]        (OUT_DIR, default $OUT or ./gpu_check_out: the log and bench JSON)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Lint: ruff on the Python sources (its configuration: [tool.ruff] in pyproject.toml) and
+# Lint: ruff on the Python sources (its configuration: [tool.ruff] in pyproject.toml), the import
+# layers of the Python layer (import-linter's contracts: [tool.importlinter] in pyproject.toml) and
 # clang-format on the C++ sources (.clang-format), which must already be formatted.
 #   ci/lint.sh
-# Environment: RUFF (default: ruff on PATH, else $PYTHON -m ruff), CLANG_FORMAT (default
-# clang-format), PYTHON (default python3). Exits non-zero if either finds anything.
+# Environment: RUFF (default: ruff on PATH, else $PYTHON -m ruff), LINT_IMPORTS (default:
+# lint-imports on PATH), CLANG_FORMAT (default clang-format), PYTHON (default python3). Exits
+# non-zero if any finds anything.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -14,9 +16,13 @@ elif command -v ruff >/dev/null; then
 else
   ruff=("${PYTHON:-python3}" -m ruff)
 fi
+lint_imports="${LINT_IMPORTS:-lint-imports}"
 clang_format="${CLANG_FORMAT:-clang-format}"
 if ! "${ruff[@]}" --version >/dev/null 2>&1; then
   echo "ci/lint.sh: ruff not found (pip install ruff)" >&2; exit 3
+fi
+if ! command -v "$lint_imports" >/dev/null; then
+  echo "ci/lint.sh: $lint_imports not found (pip install import-linter)" >&2; exit 3
 fi
 if ! command -v "$clang_format" >/dev/null; then
   echo "ci/lint.sh: $clang_format not found (apt-get install clang-format)" >&2; exit 3
@@ -25,6 +31,9 @@ fi
 status=0
 echo "== ruff check ($("${ruff[@]}" --version))"
 "${ruff[@]}" check . || status=1
+
+echo "== lint-imports ($("$lint_imports" --version))"
+PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" "$lint_imports" --no-cache --no-logo || status=1
 
 echo "== clang-format --dry-run --Werror ($("$clang_format" --version))"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

@@ -58,7 +58,7 @@ EOF
   )
   # From the repository root (the tests' helper modules), against the installed package: the
   # source tree's src/ layout keeps the uninstalled package off sys.path.
-  (cd "$repo" && env -u PYTHON_GIL "$env/bin/python" -m pytest -p no:cacheprovider -q -m "not slow and not vllm and not needs_source_tree" \
+  (cd "$repo" && env -u PYTHON_GIL "$env/bin/python" -m pytest -p no:cacheprovider -q -m "not needs_source_tree" \
       ${PYTEST_ARGS:-} 2>&1) > "$work/pytest-$name.log" || status=1
   tail -4 "$work/pytest-$name.log"
   pass_line="$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$work/pytest-$name.log" | tail -1)"

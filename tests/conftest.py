@@ -1,11 +1,13 @@
-"""Shared fixtures: every kernel-facing test runs once per SIMD level this CPU has; and every test
-runs under a time limit (pyproject's `timeout`), so that a hang fails the run."""
+"""Shared fixtures: every kernel-facing test runs once per SIMD level this CPU has; every test
+runs under a time limit (pyproject's `timeout`), so that a hang fails the run; and the default
+selection of tests, written here once (OPT_IN)."""
 
 from __future__ import annotations
 
 import faulthandler
 import importlib.util
 import os
+import re
 import sys
 
 import pytest
@@ -16,6 +18,13 @@ LEVELS = _native.available_simd_levels()
 _HAVE_PYTEST_TIMEOUT = importlib.util.find_spec("pytest_timeout") is not None
 # Seconds a `slow` test may run (see pytest_collection_modifyitems).
 SLOW_TEST_TIMEOUT = 1800
+# The default selection, the one place it is written: a test with one of these markers runs only
+# where the -m expression names the marker (`-m slow`, `-m vllm`, `-m "ingest or clients"`), as
+# each needs what a plain `pytest` has not: minutes (slow: cross-CPU builds, sanitizers, huge rows)
+# or another package's venv (ci/vllm_check.sh, sglang_check.sh, client_check.sh, ingest_check.sh).
+# Every runner of the suite (pyproject's test-command, ci/stages/lib.sh, ci/test_wheels.sh,
+# ci/gpu_check.sh) passes only what it adds to this (`not needs_source_tree`, `serial`, `cuda`).
+OPT_IN = ("slow", "vllm", "sglang", "clients", "ingest")
 _terminal_stderr = None  # without pytest-timeout: where a hung test's stacks go
 
 
@@ -46,6 +55,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    left_out = set(OPT_IN) - set(re.findall(r"\w+", config.getoption("markexpr") or ""))
+    dropped = [item for item in items if any(item.get_closest_marker(marker) for marker in left_out)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        ids = set(map(id, dropped))
+        items[:] = [item for item in items if id(item) not in ids]
     # The slow tests build and run the C++ tests (sanitizers, qemu) under subprocess limits of
     # their own, up to 15 minutes: the default limit would end the run before theirs says what
     # hung, so they get a longer one (a test's own timeout mark wins).
@@ -79,16 +94,17 @@ def pytest_runtest_protocol(item, nextitem):
 def native_reads(monkeypatch):
     """For the openai patch's tests: the number of responses tensorb64.openai.patch() read with
     the core (not handed back to the client's own parse); the patch is undone afterwards."""
-    from tensorb64 import _openai_patch
+    import tensorb64.openai
+    from tensorb64._hosts import openai_client
 
     count = [0]
-    original = _openai_patch._read_embeddings
+    original = openai_client._read_embeddings
 
     def counting(*args):
         parsed = original(*args)
         count[0] += parsed is not None
         return parsed
 
-    monkeypatch.setattr(_openai_patch, "_read_embeddings", counting)
+    monkeypatch.setattr(openai_client, "_read_embeddings", counting)
     yield count
-    _openai_patch.unpatch()
+    tensorb64.openai.unpatch()

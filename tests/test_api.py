@@ -1,5 +1,6 @@
 """The public API's shape: the same keyword names and defaults wherever they apply, the input first
-and by position, and the fixes of issue 18 (a numpy start_index, a huge broadcast tensor)."""
+and by position; a numpy start_index taken, and a huge broadcast tensor refused before anything is
+allocated."""
 
 from __future__ import annotations
 

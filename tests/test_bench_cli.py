@@ -231,10 +231,11 @@ def test_client_bench_measures_the_decoder_and_embed_and_states_the_targets():
             assert what in targets
 
 
+@pytest.mark.needs_source_tree  # benchmarks/
 def test_ingest_bench_states_the_targets_from_its_figures():
-    # The ingest section's ratios and target lines from a report's figures (the runs themselves
-    # need Ray and Daft: tests/test_ingest.py runs the adapters, the section runs in the bench).
-    from tensorb64._bench import ingest
+    # The ingest bench's ratios and target lines from a report's figures (the runs themselves
+    # need Ray and Daft: tests/test_ingest.py runs the adapters, benchmarks/ingest_bench.py the bench).
+    from benchmarks import ingest_bench as ingest
 
     def case(route, rows_per_s, engine="ray", fmt="float"):
         return {"width": 3072, "encoding_format": fmt, "route": route, "rows": 100, "rows_per_s": rows_per_s,
@@ -255,3 +256,57 @@ def test_ingest_bench_states_the_targets_from_its_figures():
     rows = {(r[1], r[2]): r for r in ingest.rows_of(report)}
     assert rows[("float", "ray http stage")][-1] == "6.00x" and rows[("float", "EmbeddingClient")][-1] == "1.00x"
     assert rows[("float", "openai client")][-2] == f"{1000 / 200 - 1000 / 9000:+.3f}"  # its CPU over Ray's own
+
+
+def test_the_patched_clients_targets_are_stated_where_they_can_be_met():
+    """A target the floor measured in the same run cannot reach is held to the floor instead; the
+    base64 rows the caller keeps (nothing to do) are met within the rows' own spread."""
+    from tensorb64._bench import client
+
+    def case(library, off, on, floor=None, spread=0.02):
+        states = {client.OFF: off, client.ON: on, **({client.FLOOR: floor} if floor else {})}
+        return {"library": library, "B": 64, "D": 3072, "load": [0.5, 0.6],
+                "results": [{"path": f"{library}: {state}", "us": us, "p25": us * (1 - spread / 2),
+                             "p75": us * (1 + spread / 2)} for state, us in states.items()]}
+
+    lines = client.patch_target_lines([case("openai create() default", 1600, 1000, floor=960),
+                                       case("LangChain embed_documents", 1600, 1000, floor=900),
+                                       case(client.BASE64_KEPT, 980, 1000),
+                                       case("LlamaIndex get_text_embedding_batch", 1200, 1000, floor=500)])
+    text = "\n".join(lines)
+    assert "openai create() default 64x3072: patch off / on = 1.60; the target >= 2 is out of reach here " \
+           "(off / floor = 1.67): on / floor = 1.04 (target <= 1.1)  met" in text
+    assert "LangChain embed_documents 64x3072: patch off / on = 1.60 (target >= 1.5)  met; off / floor = 1.78" in text
+    assert f"{client.BASE64_KEPT} 64x3072: patch off / on = 0.98 (target >= 1, less the rows' spread, 4%)  met" in text
+    assert "LlamaIndex get_text_embedding_batch 64x3072: patch off / on = 1.20 (target >= 1.5)  NOT met" in text
+    assert "NOT met" not in text.replace("LlamaIndex get_text_embedding_batch 64x3072: patch off / on = 1.20 "
+                                         "(target >= 1.5)  NOT met", "")
+
+
+def test_a_route_not_timed_names_the_library_that_is_missing(monkeypatch):
+    """LiteLLM missing is said as LiteLLM missing, not as a module LiteLLM's bench imports after it."""
+    pytest.importorskip("openai")
+    from tensorb64._bench import client
+
+    monkeypatch.setitem(sys.modules, "litellm", None)
+    monkeypatch.setitem(sys.modules, "httpx", None)
+    monkeypatch.setitem(sys.modules, "langchain_openai", None)
+    import openai
+
+    x = client.np.zeros((2, 4), client.np.float32)
+    calls, skipped = client._library_calls({"openai": openai}, x, {"base64": b"", "float": b""})
+    assert "litellm.embedding() not timed: LiteLLM is not installed (litellm)" in skipped
+    assert "LangChain embed_documents not timed: LangChain's openai package is not installed (langchain_openai)" in skipped
+    assert not any("httpx" in reason for reason in skipped) and "litellm.embedding() default" not in calls
+    error = ImportError("No module named 'jiter'", name="jiter")
+    assert client.not_timed("r", "LiteLLM", "litellm", error) == \
+        "r not timed: LiteLLM is installed, but importing it failed (No module named 'jiter')"
+
+
+def test_the_usage_lists_every_section_from_the_runners_table():
+    from tensorb64._bench import runner
+
+    out = run_cli("--help")
+    for name, (module, what) in runner.SECTIONS.items():
+        assert f"{name:<8}{what}" in out and importlib.util.find_spec(f"tensorb64._bench.{module}") is not None
+    assert f"--section all|{'|'.join(runner.SECTIONS)}" in out

@@ -11,7 +11,8 @@ import types
 import numpy as np
 import pytest
 
-from tensorb64 import _native, vllm_plugin
+from tensorb64 import _native
+from tensorb64._hosts import vllm as vllm_host
 from tensorb64.openai import iter_response_body, response_body
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -118,7 +119,7 @@ def test_vllm_layout_is_vllms_response(encoding_format, with_orjson, model):
     batch = [types.SimpleNamespace(outputs=types.SimpleNamespace(data=row.clone()), prompt_token_ids=list(range(3 + i)))
              for i, row in enumerate(rows)]
     arguments = ("embd-0123456789abcdef", 1764500000, model)
-    got = vllm_plugin.openai_json_body(module, batch, *arguments, encoding_format, "float32", "little", with_orjson)
+    got = vllm_host.openai_json_body(module, batch, *arguments, encoding_format, "float32", "little", with_orjson)
     assert got == vllms_body(module, batch, rows, encoding_format, with_orjson, *arguments)
 
 
@@ -132,7 +133,7 @@ def test_vllm_plugin_leaves_another_envelope_to_vllm():
 
     module.EmbeddingResponse = EmbeddingResponse
     batch = [types.SimpleNamespace(outputs=types.SimpleNamespace(data=torch.ones(3)), prompt_token_ids=[1])]
-    assert pydantic and vllm_plugin.openai_json_body(module, batch, "id", 1, "m", "base64", "float32", "little") is None
+    assert pydantic and vllm_host.openai_json_body(module, batch, "id", 1, "m", "base64", "float32", "little") is None
 
 
 # ---- chunks ------------------------------------------------------------------------------------

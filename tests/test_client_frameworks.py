@@ -119,17 +119,17 @@ def test_litellm_openai_provider_async(native_reads):
 @pytest.fixture
 def litellm_native_reads(monkeypatch):
     """The number of hosted_vllm bodies the patch read with the core (not left to httpx's json())."""
-    from tensorb64 import _litellm_patch
+    from tensorb64._hosts import litellm as litellm_host
 
     count = [0]
-    original = _litellm_patch.loads_embeddings
+    original = litellm_host.loads_embeddings
 
     def counting(body):
         parsed = original(body)
         count[0] += parsed is not None
         return parsed
 
-    monkeypatch.setattr(_litellm_patch, "loads_embeddings", counting)
+    monkeypatch.setattr(litellm_host, "loads_embeddings", counting)
     yield count
     unpatch()
 
@@ -306,7 +306,7 @@ def test_litellm_replacements_installed_on_import_and_restored(tmp_path):
     script.write_text(textwrap.dedent("""
         import sys
         import tensorb64.openai as t
-        from tensorb64._litellm_patch import HOSTED_VLLM_MODULE, LOGGING_MODULE
+        from tensorb64._hosts.litellm import HOSTED_VLLM_MODULE, LOGGING_MODULE
         scenario = sys.argv[1]
         t.patch()
         if scenario == "undone":

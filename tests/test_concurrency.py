@@ -219,10 +219,10 @@ def test_numpy_resize_while_encoded_never_crashes():
 
 
 def test_storage_swapped_mid_call():
-    # In a subprocess: the failure mode is a crash. Found by this test (issue 6): the tensor path
+    # In a subprocess: the failure mode is a crash. Found by this test: the tensor path
     # kept no reference to the storage, so a t.set_() in another thread freed (munmap) the memory
     # mid-call: SIGSEGV. The binding now holds the storage object for the call, and computes the
-    # address from it. Found again by this test (issue 10's reader): a tensor read after the
+    # address from it. Found again by this test, in the one reader's fallback path: a tensor read after the
     # Python layer's conversion (the first call, which registers torch) had its storage reference
     # replaced by the converted object's. Not covered, and not coverable without a copy:
     # t.untyped_storage().resize_() frees the data inside the same storage object; torch's own

@@ -17,7 +17,9 @@ from tests.support.threads import failures_in_threads
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _cuda, _formats, _staging  # noqa: E402
+from tensorb64 import _formats  # noqa: E402
+from tensorb64._cuda import route as _cuda  # noqa: E402
+from tensorb64._cuda import staging as _staging  # noqa: E402
 from tensorb64.openai import embedding_data, iter_response_body, response_body  # noqa: E402
 
 pytestmark = [
@@ -95,7 +97,8 @@ def test_gpu_narrowing_equals_the_core_on_every_float16_and_bfloat16_neighbourho
             expected = tensorb64.encode_binary_body(values, dtype=output)[0]
             always = replace(_staging.default_staging(), narrow_from=0)  # (~1.8 MB: below NARROW_FROM)
             with _staging.forced(always):
-                assert _cuda.row_bytes(values.cuda(), output, "little", 1)[0] == expected, (narrow, output)
+                device = values.cuda()
+                assert _cuda.route(device).row_bytes(device, output, "little", 1)[0] == expected, (narrow, output)
 
 
 def test_the_copy_is_ordered_after_work_on_a_non_default_stream():
@@ -150,5 +153,5 @@ def test_pinned_buffers_are_reused_and_pinned():
         tensorb64.encode_binary_body(t, dtype="float16")
     assert staging.leased == 0
     assert staging.allocations <= allocations + 2  # the pipeline's slots, once
-    host = _cuda.host_copy(t)
+    host = _cuda.route(t).host_copy(t)
     assert host.is_pinned() and torch.equal(host, t.cpu())

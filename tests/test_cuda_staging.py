@@ -1,4 +1,4 @@
-"""The CUDA staging pipeline (src/tensorb64/_staging.py, _cuda.py) on CPU, through a stand-in copier.
+"""The CUDA staging pipeline (src/tensorb64/_cuda/) on CPU, through a stand-in copier.
 
 The copier below keeps the CUDA copier's contract with CPU tensors standing in for device ones:
 copies run later, in order, on a worker thread (a stream), after a delay; a destination holds
@@ -28,7 +28,10 @@ from tests.support.threads import failures_in_threads
 torch = pytest.importorskip("torch")
 
 import tensorb64  # noqa: E402
-from tensorb64 import _cuda, _native, _staging, openai  # noqa: E402
+from tensorb64 import _native, openai  # noqa: E402
+from tensorb64._codec import input_hook  # noqa: E402
+from tensorb64._cuda import route as _cuda  # noqa: E402
+from tensorb64._cuda import staging as _staging  # noqa: E402
 from tensorb64.openai import embedding_data, response_body  # noqa: E402
 
 OUTPUTS = ("float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
@@ -166,13 +169,13 @@ class Route:
         with self._forced():
             return embedding_data(x, **kwargs)
 
-    def encode_rows(self, x, **kwargs):  # (the function the binding's fallback hook calls)
+    def encode_rows(self, x, **kwargs):  # (what the binding's input hook is handed for a tensor on a device)
         with self._forced():
-            return _cuda.encode_rows(x, **kwargs)
+            return input_hook.fallback("encode_rows", x, **kwargs)
 
     def json_rows(self, x, **kwargs):
         with self._forced():
-            return _cuda.json_rows(x, **kwargs)
+            return input_hook.fallback("json_rows", x, **kwargs)
 
 
 @pytest.fixture
@@ -420,22 +423,43 @@ def test_a_suspended_generator_holds_no_staging_buffer(routed):
 # ---- the whole-tensor copy (the binding's own entry points) ------------------------------------------
 
 
+def host_copy(t):
+    return _cuda.route(t).host_copy(t)
+
+
+def test_a_view_of_a_host_copy_keeps_its_lease():
+    """The pinned buffer's lease is held by its memory's owner: a row taken from a host copy keeps
+    the buffer from the next copy, which would otherwise overwrite the row's values."""
+    copier = FakeCopier()
+    staging = CheckedPool(1 << 20, copier)
+    t = values(64, 96, torch.float32, specials=False)
+    with _staging.forced(_staging.Staging(staging, lambda t: copier, plain_copy_below=1024)):
+        row = host_copy(t)[7]
+        for _ in range(2):  # the next copies, each freed at once, made while the row is alive
+            assert torch.equal(host_copy(t + 1)[7], t[7] + 1)
+        assert torch.equal(row, t[7]), "a row of a host copy was overwritten by a later copy"
+        assert staging.leased == 64 << 10 and staging.allocations == 2  # (the row's buffer, and one reused)
+        del row
+        assert staging.leased == 0
+    copier.close()
+
+
 def test_host_copy_keeps_its_buffer_until_the_copy_is_freed():
     copier = FakeCopier(delay=0.002)
     staging = CheckedPool(1 << 20, copier)
     t = values(64, 96, torch.bfloat16)
     config = _staging.Staging(staging, lambda t: copier, plain_copy_below=1024)
     with _staging.forced(config):
-        host = _cuda.host_copy(t[:, :90])
+        host = host_copy(t[:, :90])
         assert staging.leased == 64 << 10  # the smallest buffer
         assert tensorb64.encode_rows(host) == tensorb64.encode_rows(t[:, :90])
-        assert tensorb64.encode_rows(_cuda.host_copy(t)) == tensorb64.encode_rows(t)
+        assert tensorb64.encode_rows(host_copy(t)) == tensorb64.encode_rows(t)
         assert staging.leased == 64 << 10 and staging.allocations == 2  # the second, freed, went back
         del host
         assert staging.leased == 0
-        assert tensorb64.encode_rows(_cuda.host_copy(t)) == tensorb64.encode_rows(t)
+        assert tensorb64.encode_rows(host_copy(t)) == tensorb64.encode_rows(t)
         assert staging.leased == 0 and staging.reuses == 1 and staging.allocations == 2
-        small = _cuda.host_copy(t[:2])  # below the threshold: plain
+        small = host_copy(t[:2])  # below the threshold: plain
         assert torch.equal(small.view(torch.int16), t[:2].view(torch.int16)) and staging.leased == 0
     copier.close()
 
@@ -445,26 +469,59 @@ def test_route_is_the_one_decision():
     from plain_copy_below bytes (a staged dtype, dense, at least one dimension), else one copy."""
     config = _staging.Staging(_staging.StagingPool(1 << 20, bytearray), plain_copy_below=256)
     t = torch.zeros(8, 8)  # 256 bytes
-    assert _cuda.route(t) == "host" and _cuda.route(t.numpy()) == "host"
+    assert _cuda.route(t) is None and _cuda.route(t.numpy()) is None
     with _staging.forced(config):
         assert _staging.current_staging() is config
-        assert _cuda.route(t) == "staged"
-        assert _cuda.route(t[:7]) == "host_copy"  # 224 bytes
-        assert _cuda.route(t.to(torch.int32)) == "host_copy"  # a dtype the pipeline does not take
+        assert _cuda.route(t) == _cuda.Route(config, True)
+        assert _cuda.route(t[:7]).staged is False  # 224 bytes
+        assert _cuda.route(t.to(torch.int32)).staged is False  # a dtype the pipeline does not take
         negated = torch.zeros(8, 8, dtype=torch.complex64).conj().imag  # values negated by a bit, not in memory
-        assert negated.is_neg() and _cuda.route(negated) == "host_copy"
-        assert _cuda.route(torch.tensor(1.0)) == "host_copy"
-        assert _cuda.route(t.numpy()) == "host" and _cuda.route([[1.0]]) == "host"
+        assert negated.is_neg() and _cuda.route(negated).staged is False
+        assert not _cuda.route(negated).host_copy(negated).is_neg()  # its values in memory
+        assert _cuda.route(torch.tensor(1.0)).staged is False
+        assert _cuda.route(t.numpy()) is None and _cuda.route([[1.0]]) is None
         with _staging.forced(config):  # the same staging nests
-            assert _cuda.route(t) == "staged"
-        assert _cuda.route(t) == "staged"
+            assert _cuda.route(t).staged
+        assert _cuda.route(t).staged
         with pytest.raises(RuntimeError, match="another staging"), _staging.forced(replace(config)):
             pass
-    assert _cuda.route(t) == "host" and _staging.forced_staging() is None
+    assert _cuda.route(t) is None and _staging.forced_staging() is None
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: tensorb64.encode_rows(x, dtype="float16"),
+    lambda x: tensorb64.json_rows(x),
+    lambda x: tensorb64.encode(x),
+    lambda x: tensorb64.encode_binary_body(x),
+    lambda x: response_body(x, model="m", encoding_format="base64", dimensions=10),
+    lambda x: response_body(x, model="m", encoding_format="float"),
+    lambda x: b"".join(openai.iter_response_body(x, model="m", encoding_format="base64", chunk_size=500)),
+    lambda x: embedding_data(x, encoding_format="base64"),
+    lambda x: embedding_data(x, encoding_format="float", dimensions=5),
+], ids=["encode_rows", "json_rows", "encode", "encode_binary_body", "response_body", "response_body float",
+        "iter_response_body", "embedding_data", "embedding_data float"])
+@pytest.mark.parametrize("form", ["parameter", "rows of tensors", "tensor"])
+def test_an_input_on_a_device_is_routed_once(monkeypatch, routed, call, form):
+    """Where an input enters, its route is decided once and passed down: one decision a call,
+    whatever the entry point and the form of the input (a second decision would be a second
+    call of route, here counted), and the result is the host path's. (A plain tensor on the CPU
+    is read by the binding itself, as on a GPU machine: the binding's entry points are given
+    the other forms, which reach the input hook.)"""
+    t = values(24, 40, torch.float32, specials=False)
+    x = {"tensor": t, "parameter": torch.nn.Parameter(t, requires_grad=False), "rows of tensors": list(t)}[form]
+    decided = []
+    route = _cuda.route
+    monkeypatch.setattr(_cuda, "route", lambda x: decided.append(1) or route(x))
+    with routed._forced():
+        got = call(x)
+    binding_reads_it = form == "tensor" and call.__code__.co_names[-1] in ("encode_rows", "json_rows", "encode")
+    assert len(decided) == (0 if binding_reads_it else 1), f"{len(decided)} decisions"
+    monkeypatch.setattr(_cuda, "route", route)
+    assert got == call(t)
 
 
 def test_importing_tensorb64_does_not_import_torch():
-    code = "import sys, tensorb64, tensorb64._cuda; print('torch' in sys.modules)"
+    code = "import sys, tensorb64, tensorb64._cuda.route, tensorb64._cuda.staging; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
@@ -481,7 +538,8 @@ import sys
 sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
 import numpy as np
 import tensorb64
-from tensorb64 import _fallback, _native
+from tensorb64 import _native
+from tensorb64._codec import input_hook
 from tests.support.tensor_like import TensorLike, install
 install()
 calls = []
@@ -506,7 +564,7 @@ host = TensorLike(p, (2, 4), (4, 1), p, 32)
 host.is_cuda = False
 assert tensorb64.encode_rows(host) == tensorb64.encode_rows(a.reshape(2, 4))  # read in place, not routed
 assert len(calls) == 2, calls
-assert _fallback._STAGED == {{"encode_rows": _fallback._cuda.encode_rows, "json_rows": _fallback._cuda.json_rows}}
+assert input_hook._STAGED == {{"encode_rows": input_hook.cuda.Route.encode_rows, "json_rows": input_hook.cuda.Route.json_rows}}
 print("ok")
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -528,7 +586,7 @@ def test_json_rows_through_the_pipeline_names_the_row_of_the_whole_input(routed)
 @pytest.mark.parametrize("value", ["abc", "-1", "1.5"])
 def test_a_bad_pinned_limit_names_the_variable_on_first_use_not_at_import(value):
     # Read when the process's staging is made (first CUDA use): the import, and every CPU call, work.
-    code = ("import numpy, torch, tensorb64; from tensorb64 import _staging; print(tensorb64.encode(numpy.ones(1, 'f4')));"
+    code = ("import numpy, torch, tensorb64; from tensorb64._cuda import staging as _staging; print(tensorb64.encode(numpy.ones(1, 'f4')));"
             "_staging.default_staging()")
     env = {**os.environ, "TENSORB64_PINNED_MIB": value}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -539,7 +597,7 @@ def test_a_bad_pinned_limit_names_the_variable_on_first_use_not_at_import(value)
 
 
 def test_a_pinned_limit_of_zero_turns_staging_off():
-    code = "from tensorb64 import _staging as s; print(s.pinned_limit(), s.StagingPool(s.pinned_limit(), bytearray).acquire(1))"
+    code = "from tensorb64._cuda import staging as s; print(s.pinned_limit(), s.StagingPool(s.pinned_limit(), bytearray).acquire(1))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "TENSORB64_PINNED_MIB": "0"})
     assert result.returncode == 0, result.stderr

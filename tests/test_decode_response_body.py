@@ -229,13 +229,13 @@ def long_first_row_body(order: list[int], padding: int = 200) -> str:
 def test_rows_shorter_than_the_first_read_as_json_loads_reads_them():
     """Rows near the body's end, glanced at in full, shorter than the first: read (a DecodeError,
     "a row as long as guessed", before the reader sent such a body to its careful reading)."""
-    from tensorb64._client import _read_rows_and_offsets
+    from tensorb64._codec.body_reader import rows_and_offsets
 
     body = long_first_row_body([0, 1, 2, 3])
     assert same_bits(decode_response_body(body), reference(body))
     out = np.empty((4, 3), np.float32)
     assert decode_response_body(body, out=out) is out and same_bits(out, reference(body))
-    rows, _ = _read_rows_and_offsets(body.encode())  # the float64 read (tensorb64.openai.patch)
+    rows, _ = rows_and_offsets(body.encode())  # the float64 read (tensorb64.openai.patch)
     assert rows.dtype == np.float64 and rows.tolist() == [e["embedding"] for e in json.loads(body)["data"]]
 
 

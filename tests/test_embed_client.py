@@ -85,16 +85,16 @@ def test_keyword_arguments_go_to_the_request():
 
 def test_threads_reach_the_read(monkeypatch):
     """threads= goes to the body reader (not to the request), for embed and aembed."""
-    from tensorb64 import _client
+    from tensorb64._codec import body_reader
 
-    read = _client._native._decode_response_body
+    read = body_reader._native._decode_response_body
     seen = []
 
     def spy(body, dtype, byteorder, widen, threads, allocate):
         seen.append(threads)
         return read(body, dtype, byteorder, widen, threads, allocate)
 
-    monkeypatch.setattr(_client._native, "_decode_response_body", spy)
+    monkeypatch.setattr(body_reader._native, "_decode_response_body", spy)
     calls = []
     with sync_client(calls) as client:
         assert np.array_equal(embed(client, input=["a", "b"], model="m", threads=3), X[:2])

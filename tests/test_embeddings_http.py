@@ -1,5 +1,5 @@
-"""The HTTP client the ingestion adapters share (tensorb64._embeddings_http), against the local
-server on 127.0.0.1 (tensorb64._bench.embeddings_server): bodies as vLLM, SGLang and OpenAI write
+"""The HTTP client the ingestion adapters share (tensorb64._ingest.http), against the local
+server on 127.0.0.1 (tests/support/embeddings_server.py): bodies as vLLM, SGLang and OpenAI write
 them read bit for bit as json.loads + numpy read them, retries, failures named by their rows.
 Standard library only: this runs in the default suite; the engines' tests are tests/test_ingest.py."""
 
@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import pickle
 import re
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
 import time
 
 import numpy as np
 import pytest
 
-from tensorb64._bench.embeddings_server import LocalServer, Written
-from tensorb64._embeddings_http import EmbeddingRequestError, EmbeddingsEndpoint, _retry_after
+from tensorb64._ingest.http import EmbeddingRequestError, EmbeddingsEndpoint, _retry_after
+from tests.support.embeddings_server import LocalServer, Written
 from tests.support.ingest_server import SHAPES, Failing, expected, same_bits, vectors
 
 TABLE = vectors(300, 96)
@@ -122,6 +127,82 @@ def test_a_server_that_is_not_there():
     with pytest.raises(EmbeddingRequestError, match="ConnectionRefusedError") as caught:
         EmbeddingsEndpoint(base_url, "m", max_retries=1, backoff_s=0.01).embed(["row 1"])
     assert caught.value.status is None
+
+
+def test_a_host_name_not_found_is_reported_at_once(monkeypatch):
+    """A name the resolver does not know will not be known a moment later: reported at once (not
+    after five retries and their backoff), naming the rows; a resolver that did not answer in time
+    (EAI_AGAIN) is asked again."""
+    asked = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        asked.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    client = EmbeddingsEndpoint("http://embeddings.example.invalid/v1", "m", request_size=2)  # backoff 0.5 s, 5 retries
+    started = time.monotonic()
+    with pytest.raises(EmbeddingRequestError) as caught:
+        client.embed(["row 1", "row 2", "row 3"])
+    assert time.monotonic() - started < 3 and len(asked) == 1
+    assert "rows 0..1 of the batch (2 texts)" in str(caught.value) and "gaierror" in str(caught.value)
+    assert "retr" not in str(caught.value) and caught.value.status is None
+
+    def again_later(host, *args, **kwargs):
+        asked.append(host)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", again_later)
+    asked.clear()
+    with pytest.raises(EmbeddingRequestError, match="after 2 retries"):
+        EmbeddingsEndpoint("http://embeddings.example.invalid/v1", "m", max_retries=2, backoff_s=0.01).embed(["row 1"])
+    assert len(asked) == 3
+
+
+def test_a_certificate_refused_is_reported_at_once(tmp_path):
+    """A TLS certificate the client does not trust will not be trusted a moment later: reported
+    at once, naming the rows, after one handshake."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl (the command) makes the server's self-signed certificate; it is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True, timeout=60)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    handshakes = []
+
+    def serve():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            handshakes.append(1)
+            try:
+                context.wrap_socket(connection, server_side=True).close()
+            except (ssl.SSLError, OSError):  # the client refuses the certificate
+                connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        client = EmbeddingsEndpoint(f"https://127.0.0.1:{listener.getsockname()[1]}/v1", "m", timeout=10)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingRequestError) as caught:
+            client.embed(["row 1", "row 2"])
+        assert time.monotonic() - started < 3
+    finally:
+        listener.close()
+    assert "rows 0..1 of the batch (2 texts)" in str(caught.value) and "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    assert "retr" not in str(caught.value) and len(handshakes) == 1
+
+
+def test_the_retries_before_an_unreadable_body_are_counted():
+    answer = Failing(lambda request: (200, {}, b'{"data":[{"index":0,"embedding":"AAA"}]}'), failures=2, status=503)
+    with LocalServer(answer) as server:
+        with pytest.raises(EmbeddingRequestError, match=r"failed \(after 2 retries\): the response body could not be read"):
+            endpoint(server).embed(["row 1"])
+        assert server.requests == 3
 
 
 def test_a_body_of_the_wrong_rows_is_refused():

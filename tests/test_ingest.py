@@ -20,9 +20,9 @@ lancedb = pytest.importorskip("lancedb", reason="the ingest venv (ci/ingest_chec
 
 import tensorb64.daft  # noqa: E402
 import tensorb64.ray  # noqa: E402
-from tensorb64._bench.embeddings_server import LocalServer, Written  # noqa: E402
 from tensorb64.arrow import embedding_array, with_embeddings  # noqa: E402
 from tensorb64.openai import response_body  # noqa: E402
+from tests.support.embeddings_server import LocalServer, Written  # noqa: E402
 from tests.support.ingest_server import SHAPES, Failing, expected, reference, same_bits, vectors  # noqa: E402
 
 TABLE = vectors(1000, 64)
@@ -231,7 +231,7 @@ def test_daft_empty_input(daft_native):
 
 DAFT_ON_RAY = """
 import sys, daft, numpy as np, ray, tensorb64.daft
-from tensorb64._bench.embeddings_server import LocalServer, Written
+from tests.support.embeddings_server import LocalServer, Written
 from tests.support.ingest_server import vectors, same_bits
 table = vectors(1000, 64)
 ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, log_to_driver=False)

@@ -1,4 +1,4 @@
-"""The LiteLLM half of tensorb64.openai.patch() (src/tensorb64/_litellm_patch.py), without LiteLLM:
+"""The LiteLLM half of tensorb64.openai.patch() (src/tensorb64/_hosts/litellm.py), without LiteLLM:
 the body read for its hosted_vllm provider against json.loads, and the post_call hook against a
 stand-in with the shape of LiteLLM 1.110.2's Logging.post_call. The real LiteLLM, patched
 against unpatched, is tested in tests/test_client_frameworks.py (marker `clients`).
@@ -10,13 +10,15 @@ import base64
 import json
 import logging
 import struct
+import textwrap
 import types
 
 import numpy as np
 import pytest
 
-from tensorb64 import _litellm_patch, _patching
-from tensorb64._litellm_patch import LITELLM, LOGGING_MODULE, NOT_BUILT, loads_embeddings, logging_replacements
+from tensorb64._hosts import litellm as litellm_host
+from tensorb64._hosts import patching
+from tensorb64._hosts.litellm import LITELLM, LOGGING_MODULE, NOT_BUILT, loads_embeddings, logging_replacements
 
 RNG = np.random.default_rng(2027)
 
@@ -141,7 +143,7 @@ def install(module):
     """The stand-in patched as patch() patches LiteLLM's module: {name: the original replaced}."""
     assert [r.name for r in logging_replacements(module)] == ["post_call", "_model_call_details_view"]
     originals = {name: module.Logging.__dict__[name] for name in ("post_call", "_model_call_details_view")}
-    assert _patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert patching.install_module(LITELLM, LOGGING_MODULE, module)
     assert all(module.Logging.__dict__[name] is not original for name, original in originals.items())
     return originals
 
@@ -196,6 +198,55 @@ def test_a_logger_with_its_own_debug_is_left_to_build_the_line():
     assert response.formatted == 1 and lines == ["RAW RESPONSE:\nExpensive(...)\n\n"]
 
 
+def test_a_second_install_recognises_its_own_replacement_and_says_nothing(caplog, monkeypatch):
+    """Recognition reads through the replacements in place to LiteLLM's own code: installing again
+    (patch() after a module is imported anew, two processes' worth of plugins) changes nothing and
+    logs nothing."""
+    module = stand_in_module()
+    install(module)
+    replaced = dict(module.Logging.__dict__)
+    with caplog.at_level(logging.DEBUG):
+        assert patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("tensorb64")] == []
+    assert all(module.Logging.__dict__[name] is replaced[name] for name in ("post_call", "_model_call_details_view"))
+
+
+def test_a_failure_of_ours_in_hosted_vllm_gives_litellm_its_own_response(caplog, monkeypatch):
+    """The body read raising (a bug of ours): LiteLLM's own method answers, once, given the
+    response itself, and one line says so."""
+    module = types.ModuleType("stand_in_hosted_vllm")
+    exec(textwrap.dedent("""
+        def convert_to_model_response_object(parsed):
+            return parsed
+
+        class HostedVLLMEmbeddingConfig:
+            def transform_embedding_response(self, model, raw_response, model_response, logging_obj, api_key=None,
+                                             request_data=None, optional_params=None, litellm_params=None):
+                logging_obj.post_call(raw_response.text)
+                return convert_to_model_response_object(raw_response.json())
+    """), module.__dict__)
+    HostedVLLMEmbeddingConfig = module.HostedVLLMEmbeddingConfig
+    assert patching.install_module(LITELLM, litellm_host.HOSTED_VLLM_MODULE, module)
+
+    class Response:
+        content = b'{"data": [{"embedding": [0.5], "index": 0}]}'
+        text = content.decode()
+
+        def json(self):
+            return {"the response's own": True}
+
+    class Log:
+        def post_call(self, text):
+            pass
+
+    monkeypatch.setattr(litellm_host, "loads_embeddings", lambda body: 1 / 0)
+    with caplog.at_level(logging.ERROR):
+        got = HostedVLLMEmbeddingConfig().transform_embedding_response("m", Response(), None, Log())
+    assert got == {"the response's own": True}
+    assert [r.getMessage() for r in caplog.records if r.name == LITELLM.logger.name] == [
+        "tensorb64: reading an embeddings body failed; LiteLLM's own answered (logged once)"]
+
+
 def test_a_post_call_of_another_shape_is_not_replaced():
     module = stand_in_module()
 
@@ -204,8 +255,8 @@ def test_a_post_call_of_another_shape_is_not_replaced():
 
     module.Logging.post_call = post_call
     for replacements, stand_in in [(logging_replacements, module), (logging_replacements, types.ModuleType("empty")),
-                                   (_litellm_patch.hosted_vllm_replacements, types.ModuleType("empty"))]:
-        with pytest.raises(_patching.Unknown):
+                                   (litellm_host.hosted_vllm_replacements, types.ModuleType("empty"))]:
+        with pytest.raises(patching.Unknown):
             replacements(stand_in)
-    assert not _patching.install_module(LITELLM, LOGGING_MODULE, module)
+    assert not patching.install_module(LITELLM, LOGGING_MODULE, module)
     assert module.Logging.post_call is post_call

@@ -218,10 +218,10 @@ def test_clients_made_before_and_after_and_the_undo():
 
 def test_callers_base64_request_reads_nothing(monkeypatch):
     """encoding_format="base64": the caller keeps the strings, so the core reads nothing at all."""
-    from tensorb64 import _openai_patch
+    from tensorb64._hosts import openai_client
 
     reads = []
-    monkeypatch.setattr(_openai_patch, "_read_rows_and_offsets", lambda body: reads.append(body) or 1 / 0)
+    monkeypatch.setattr(openai_client, "rows_and_offsets", lambda body: reads.append(body) or 1 / 0)
     with sync_client(server()) as client:
         theirs, ours = patched_and_not(create(encoding_format="base64"), client)
     unpatch()
@@ -229,10 +229,10 @@ def test_callers_base64_request_reads_nothing(monkeypatch):
 
 
 def test_a_failure_of_ours_mid_call_gives_the_clients_answer(native_reads, monkeypatch, caplog):
-    from tensorb64 import _openai_patch, _patching
+    from tensorb64._hosts import openai_client, patching
 
-    monkeypatch.setattr(_patching, "_logged", set())
-    monkeypatch.setattr(_openai_patch, "_without_embeddings", lambda body, offsets: 1 / 0)
+    monkeypatch.setattr(patching, "_logged", set())
+    monkeypatch.setattr(openai_client, "without_embeddings", lambda body, offsets: 1 / 0)
     with sync_client(server()) as client:
         for kwargs in ({}, {"encoding_format": "float"}):
             theirs, ours = patched_and_not(create(**kwargs), client)
@@ -248,9 +248,9 @@ def test_frozen_response_models(native_reads, monkeypatch, caplog, when):
     float request answers as unpatched."""
     from openai.types import CreateEmbeddingResponse, Embedding
 
-    from tensorb64 import _patching
+    from tensorb64._hosts import patching
 
-    monkeypatch.setattr(_patching, "_logged", set())
+    monkeypatch.setattr(patching, "_logged", set())
     unpatch()
     with sync_client(server()) as client:
         theirs = client.embeddings.create(input=["a", "b"], model="m", encoding_format="float")
@@ -323,9 +323,9 @@ def test_patch_and_unpatch_race_calls_from_other_threads():
 
 
 def test_a_release_outside_the_accepted_is_left_alone(monkeypatch, caplog):
-    from tensorb64 import _openai_patch, _patching
+    from tensorb64._hosts import openai_client, patching
 
-    monkeypatch.setattr(_patching, "_logged", set())
+    monkeypatch.setattr(patching, "_logged", set())
     unpatch()
     monkeypatch.setattr(openai, "__version__", "4.0.0")
     patch()
@@ -334,4 +334,4 @@ def test_a_release_outside_the_accepted_is_left_alone(monkeypatch, caplog):
     assert lines == ["tensorb64: openai 4.0.0: openai is not one tensorb64 knows (release 4.0.0 is outside the "
                      "accepted 1.17 to before 4); openai's own is kept"]
     unpatch()
-    assert _openai_patch.OPENAI.tested == ("2.54.0", "3.57.0")
+    assert openai_client.OPENAI.tested == ("2.54.0", "3.57.0")

@@ -1,4 +1,4 @@
-"""The one patch mechanism (tensorb64._patching) and what it promises every host: a host's import
+"""The one patch mechanism (tensorb64._hosts.patching) and what it promises every host: a host's import
 never fails because of tensorb64, a shape it does not know is left as it is (all or nothing, one
 log line), an install is undone to the very objects replaced, a failure of tensorb64's own inside
 a patched call is answered by the host's own code, and installs race calls from other threads
@@ -23,8 +23,17 @@ import uuid
 
 import pytest
 
-from tensorb64 import _patching
-from tensorb64._patching import Host, Replacement, Unknown, fail_open, install, install_module, is_installed, uninstall
+from tensorb64._hosts import patching
+from tensorb64._hosts.patching import (
+    Host,
+    Replacement,
+    Unknown,
+    fail_open,
+    install,
+    install_module,
+    is_installed,
+    uninstall,
+)
 
 LOGGER = logging.getLogger("tensorb64.tests.patching")
 
@@ -32,7 +41,7 @@ LOGGER = logging.getLogger("tensorb64.tests.patching")
 @pytest.fixture(autouse=True)
 def fresh_log_lines(monkeypatch):
     """Each test sees the one line a process logs per outcome afresh."""
-    monkeypatch.setattr(_patching, "_logged", set())
+    monkeypatch.setattr(patching, "_logged", set())
 
 
 @pytest.fixture
@@ -68,8 +77,8 @@ def ours_for(original):
 
 
 def recognise(module):
-    cls = _patching.attribute(module, "Server")
-    _patching.expect_parameters(_patching.attribute(cls, "answer"), ("self", "x"), "Server.answer")
+    cls = patching.attribute(module, "Server")
+    patching.expect_parameters(patching.attribute(cls, "answer"), ("self", "x"), "Server.answer")
     return [Replacement(cls, "answer", ours_for),
             Replacement(module, "helper", lambda original: fail_open(TEST_HOST, original, lambda x: ("ours helper", x)))]
 
@@ -170,7 +179,7 @@ def test_a_distribution_version_is_read_once(monkeypatch):
         assert [host.version(), host.version(), host.label()] == ["1.2.3", "1.2.3", "H 1.2.3"]
         assert reads == ["tensorb64-test-dist"]
     finally:
-        _patching._distribution_version.cache_clear()
+        patching._distribution_version.cache_clear()
 
 
 def test_the_code_fingerprint():
@@ -186,12 +195,12 @@ def test_the_code_fingerprint():
 
         return base64.b64encode(struct.pack(f">{len(floats)}f", *floats)).decode("ascii").upper()
 
-    _patching.expect_names(known, ("b64encode", "base64", "decode", "len", "pack", "struct"), "known")
+    patching.expect_names(known, ("b64encode", "base64", "decode", "len", "pack", "struct"), "known")
     with pytest.raises(Unknown, match="code is not the known release's"):
-        _patching.expect_names(changed, ("b64encode", "base64", "decode", "len", "pack", "struct"), "changed")
+        patching.expect_names(changed, ("b64encode", "base64", "decode", "len", "pack", "struct"), "changed")
     # a replacement already in place is recognised by its original's shape
     replacement = fail_open(TEST_HOST, known, lambda floats: None)
-    _patching.expect_names(replacement, ("b64encode", "base64", "decode", "len", "pack", "struct"), "replaced")
+    patching.expect_names(replacement, ("b64encode", "base64", "decode", "len", "pack", "struct"), "replaced")
 
 
 # ---- a patched call: tensorb64's failure is answered by the host's own code ----------------------
@@ -223,6 +232,96 @@ def test_the_hosts_own_error_stays_the_hosts():
         with pytest.raises(HostError, match="the host's own refusal of 3") as raised:
             fail_open(TEST_HOST, own, attempt)(3)
         assert raised.value.__context__ is None and raised.value.__cause__ is None  # nothing of ours chained
+
+
+def test_the_fingerprint_of_several_releases_says_which():
+    def older(x):
+        return len(x)
+
+    def newer(x):
+        return sum(x)
+
+    def other(x):
+        return max(x)
+
+    assert patching.expect_names(older, ("len",), "f", ("sum",)) == 0
+    assert patching.expect_names(newer, ("len",), "f", ("sum",)) == 1
+    with pytest.raises(Unknown, match="code is not any known release's"):
+        patching.expect_names(other, ("len",), "f", ("sum",))
+
+
+def test_the_original_called_as_ours_says_inside_its_context():
+    """ours may answer that the host's own code answers with other arguments, inside a context
+    (entered just around the original); a failure of ours gives the original the call's own."""
+    seen = []
+
+    class Marked:
+        def __enter__(self):
+            seen.append("enter")
+
+        def __exit__(self, *exc):
+            seen.append("exit")
+
+    def own(x, y=0):
+        seen.append(("own", x, y))
+        return x + y
+
+    replacement = fail_open(TEST_HOST, own, lambda x, y=0: patching.Call((x * 10,), {"y": 1}, Marked()))
+    assert replacement(2) == 21 and seen == ["enter", ("own", 20, 1), "exit"]
+    seen.clear()
+    assert fail_open(TEST_HOST, own, lambda x, y=0: 1 / 0)(2, y=3) == 5 and seen == [("own", 2, 3)]
+
+
+def test_a_coroutine_function_is_replaced_by_one(caplog):
+    import asyncio
+    import inspect
+
+    class HostError(Exception):
+        pass
+
+    async def own(x):
+        if x < 0:
+            raise HostError("the host's own")
+        return ("own", x)
+
+    def ours(x):
+        if x == 1:
+            raise RuntimeError("a bug of ours")
+        return patching.Call((x + 100,)) if x == 0 else None  # (0: with another argument; others: declined)
+
+    replacement = fail_open(TEST_HOST, own, ours)
+    assert inspect.iscoroutinefunction(replacement) and replacement.__wrapped__ is own
+    assert asyncio.run(replacement(0)) == ("own", 100)
+    assert asyncio.run(replacement(5)) == ("own", 5)
+    assert asyncio.run(replacement(1)) == ("own", 1)
+    with pytest.raises(HostError):
+        asyncio.run(replacement(-1))
+    assert lines(caplog) == ["tensorb64: answering failed; TestHost's own answered (logged once)"]
+
+
+def test_every_host_is_what_it_is_its_state_the_registrys():
+    """A Host holds no state that changes (install and uninstall record it in the registry)."""
+    import dataclasses
+
+    from tensorb64._hosts import (
+        dynamo_sglang,
+        dynamo_vllm,
+        infinity,
+        litellm,
+        openai_client,
+        sglang,
+        vllm,
+        vllm_cohere,
+    )
+
+    hosts = [vllm.VLLM, vllm_cohere.VLLM_COHERE, dynamo_vllm.DYNAMO_VLLM, sglang.SGLANG, dynamo_sglang.DYNAMO_SGLANG,
+             infinity.INFINITY, openai_client.OPENAI, litellm.LITELLM]
+    for host in hosts:
+        for f in dataclasses.fields(host):
+            value = getattr(host, f.name)
+            assert not isinstance(value, (list, set, dict)), (host.name, f.name)
+        with pytest.raises(TypeError):
+            host.modules["another.module"] = host.modules[next(iter(host.modules))]
 
 
 def test_installs_race_calls_from_other_threads(module_named):
@@ -297,7 +396,7 @@ logging.getLogger().addHandler(handler)
 logging.getLogger().setLevel(logging.INFO)
 seen = []
 {register}
-from tensorb64._import_hooks import after_import
+from tensorb64._hosts.import_hooks import after_import
 after_import({name!r}, seen.append)  # another callback for the same module, registered after ours
 module = importlib.import_module({name!r})
 assert module.own_code_ran and seen == [module], seen
@@ -353,10 +452,10 @@ def litellm_module():
 def test_litellm_reads_a_mock_response_with_the_mocks_own_json_and_leaves_it_unchanged():
     from unittest import mock
 
-    from tensorb64 import _litellm_patch
+    from tensorb64._hosts import litellm as litellm_host
 
     module = litellm_module()
-    assert install_module(_litellm_patch.LITELLM, _litellm_patch.HOSTED_VLLM_MODULE, module)
+    assert install_module(litellm_host.LITELLM, litellm_host.HOSTED_VLLM_MODULE, module)
     config = module.HostedVLLMEmbeddingConfig()
     answer = {"object": "list", "data": [{"index": 0, "embedding": [0.5]}], "model": "m"}
     response = mock.MagicMock()

@@ -1,8 +1,8 @@
-"""The one input reader (bindings/reader.cpp `read_input` + `_inputs.readable`), through every
-entry point: memory safety on tensors whose storage was shrunk, integer/bool/float8 conversions
-in the core against torch's own casts, N-D inputs read as rows without a copy, output sizes
-checked before anything is allocated, threads= validation, buffers, and the clear errors issue 10
-asked for. Calls that could crash the interpreter run in a subprocess, so a crash is a failed
+"""The one input reader (bindings/reader.cpp `read_input` + `_codec/inputs.py` `readable`), through
+every entry point: memory safety on tensors whose storage was shrunk, integer/bool/float8
+conversions in the core against torch's own casts, N-D inputs read as rows without a copy, output
+sizes checked before anything is allocated, threads= validation, buffers, and each refusal's
+message naming what was wrong and what is accepted. Calls that could crash the interpreter run in a subprocess, so a crash is a failed
 test naming the call, never a dead test run.
 """
 
@@ -232,7 +232,8 @@ def test_storage_short_by_one_element_or_byte_is_refused_by_every_entry_point(ca
 @pytest.fixture(params=TORCH_READERS)
 def torch_reader(request):
     """Runs the test with plain tensors read by each of the binding's tensor readers."""
-    from tensorb64 import _fallback, _native
+    from tensorb64 import _native
+    from tensorb64._hosts import torch_tensors
 
     api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
     if request.param == "exchange" and api is None:
@@ -241,15 +242,16 @@ def torch_reader(request):
     try:
         yield request.param
     finally:
-        _fallback.register_torch(torch)
+        torch_tensors.register(torch)
 
 
 def test_exchange_api_is_used_where_torch_offers_it():
-    from tensorb64 import _fallback, _native
+    from tensorb64 import _native
+    from tensorb64._hosts import torch_tensors
 
     api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
     assert _native._register_tensor_type(torch.Tensor, torch, None) is False
-    assert _fallback.register_torch(torch) is (api is not None)
+    assert torch_tensors.register(torch) is (api is not None)
     if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13):
         assert api is not None, "torch 2.13 offers the DLPack exchange API; the fast reader must find it"
 

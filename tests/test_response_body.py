@@ -300,7 +300,7 @@ def test_non_finite_float_rows_name_row_and_column(batch, bad):
 
 
 def test_float64_rows_are_written_as_the_doubles_themselves():
-    # As json_rows writes them (issue 11): a float64 source is not narrowed, so 1e300 is 1e+300;
+    # As json_rows writes them: a float64 source is not narrowed (its doubles are written), so 1e300 is 1e+300;
     # only NaN and infinity are refused.
     x = np.zeros((2, 3))
     x[1, 2] = 1e300

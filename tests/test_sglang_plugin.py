@@ -14,14 +14,17 @@ import os
 import numpy as np
 import pytest
 
-from tensorb64 import _patching, sglang_plugin
+from tensorb64 import sglang_plugin
+from tensorb64._hosts import dynamo_sglang, patching
+from tensorb64._hosts import sglang as sglang_host
+from tensorb64._hosts.patching import install_module
 
 pytest.importorskip("fastapi", reason="fastapi (the test extra) is not installed")
 pytest.importorskip("orjson", reason="orjson (the test extra) is not installed")
 from tests.support import sglang_code  # noqa: E402
 from tests.support.sglang_code import EmbeddingRequest, TokenizerManager  # noqa: E402
 
-MODULE = sglang_plugin.SERVING_MODULE
+MODULE = sglang_host.SERVING_MODULE
 assert MODULE == sglang_code.SERVING_MODULE
 # ORJSONResponse, as SGLang's route uses it, is deprecated in recent FastAPI releases.
 pytestmark = pytest.mark.filterwarnings("ignore:ORJSONResponse is deprecated")
@@ -74,8 +77,8 @@ def test_bodies_are_sglangs_own(sglang_tree, monkeypatch):
     import importlib
 
     written = []
-    body_of = sglang_plugin.embedding_body
-    monkeypatch.setattr(sglang_plugin, "embedding_body", lambda *a: written.append(body_of(*a)) or written[-1])
+    body_of = sglang_host.embedding_body
+    monkeypatch.setattr(sglang_host, "embedding_body", lambda *a: written.append(body_of(*a)) or written[-1])
 
     module = importlib.import_module(MODULE)
     original = module.OpenAIServingEmbedding
@@ -95,7 +98,7 @@ def test_bodies_are_sglangs_own(sglang_tree, monkeypatch):
             if name == "special" and encoding_format == "base64":
                 continue  # 1e300: struct.pack refuses it (below)
             off[name, encoding_format] = answer(original, items, encoding_format)
-    assert sglang_plugin.patch_serving(module)
+    assert install_module(sglang_host.SGLANG, sglang_host.SERVING_MODULE, module)
     patched = module.OpenAIServingEmbedding
     assert patched._build_embedding_response.__tensorb64_replaces__ is not None
     for (name, encoding_format), expected in off.items():
@@ -116,7 +119,7 @@ def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch, ca
 
     module = importlib.import_module(MODULE)
     original = module.OpenAIServingEmbedding
-    monkeypatch.setattr(_patching, "_logged", set())  # (the one line a process logs per outcome, afresh)
+    monkeypatch.setattr(patching, "_logged", set())  # (the one line a process logs per outcome, afresh)
     caplog.set_level(logging.ERROR, logger=sglang_plugin.logger.name)
     nan_rows = items_of([[0.5, float("nan")], [float("inf"), -float("inf")]])
     cases = [
@@ -128,7 +131,7 @@ def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch, ca
     ]
     off = [answer(original, items, fmt) for items, fmt in cases]
     assert b"null" in off[0][2]
-    assert sglang_plugin.patch_serving(module)
+    assert install_module(sglang_host.SGLANG, sglang_host.SERVING_MODULE, module)
     patched = module.OpenAIServingEmbedding
     for (items, fmt), expected in zip(cases, off, strict=True):
         assert answer(patched, items, fmt) == expected
@@ -144,7 +147,7 @@ def test_what_it_does_not_write_goes_to_sglangs_own(sglang_tree, monkeypatch, ca
     assert isinstance(result, module.EmbeddingResponse)
     assert not caplog.records  # each of these declined, none by the plugin failing
     # a failure inside the plugin: SGLang's own answer, logged once
-    monkeypatch.setattr(sglang_plugin, "_envelope_members", lambda envelope: 1 / 0)
+    monkeypatch.setattr(sglang_host, "_envelope_members", lambda envelope: 1 / 0)
     expected = answer(original, items_of(rows_f32(2, 8)), "float")
     assert answer(patched, items_of(rows_f32(2, 8)), "float") == expected
     assert answer(patched, items_of(rows_f32(2, 8)), "float") == expected
@@ -159,16 +162,16 @@ def test_a_route_rendering_with_another_response_class_keeps_sglangs_builder(sgl
 
     from fastapi.responses import JSONResponse
 
-    monkeypatch.setattr(_patching, "_logged", set())
+    monkeypatch.setattr(patching, "_logged", set())
     module = importlib.import_module(MODULE)
     original = module.OpenAIServingEmbedding
     items = items_of(rows_f32(3, 8))
     expected = answer(original, items, "float", JSONResponse)
     own_orjson = answer(original, items, "float")
-    assert sglang_plugin.patch_serving(module)  # (the same class, its methods replaced)
+    assert install_module(sglang_host.SGLANG, sglang_host.SERVING_MODULE, module)  # (the same class, its methods replaced)
     written = []
-    real = sglang_plugin.embedding_body
-    monkeypatch.setattr(sglang_plugin, "embedding_body", lambda *a: written.append(1) or real(*a))
+    real = sglang_host.embedding_body
+    monkeypatch.setattr(sglang_host, "embedding_body", lambda *a: written.append(1) or real(*a))
     caplog.set_level(logging.WARNING, logger=sglang_plugin.logger.name)
     assert answer(module.OpenAIServingEmbedding, items, "float", JSONResponse) == expected and written == []
     assert [r.levelname for r in caplog.records] == ["WARNING"]
@@ -188,7 +191,7 @@ def test_patched_once_on_import_and_kept_off_when_asked(sglang_tree, monkeypatch
     build = module.OpenAIServingEmbedding._build_embedding_response
     assert build.__tensorb64_replaces__ is not None
     sglang_plugin.register()
-    assert sglang_plugin.patch_serving(module)
+    assert install_module(sglang_host.SGLANG, sglang_host.SERVING_MODULE, module)
     assert module.OpenAIServingEmbedding._build_embedding_response is build  # not wrapped twice
 
 
@@ -247,7 +250,7 @@ def test_another_release_is_left_alone(caplog):
                                    EmbeddingResponse=object, UsageInfo=object)
     build = OpenAIServingEmbedding._build_embedding_response
     with caplog.at_level(logging.WARNING, logger=sglang_plugin.logger.name):
-        assert not sglang_plugin.patch_serving(module)
+        assert not install_module(sglang_host.SGLANG, sglang_host.SERVING_MODULE, module)
     assert OpenAIServingEmbedding._build_embedding_response is build
     assert [r.levelname for r in caplog.records] == ["WARNING"] and "SGLang's own is kept" in caplog.records[0].message
 
@@ -255,12 +258,12 @@ def test_another_release_is_left_alone(caplog):
 def test_read_rows_reads_python_floats_exactly():
     """The native list reader: each value the double its float holds; anything else refused."""
     rows = rows_f32(3, 7) + [SPECIAL[:7]]
-    got = sglang_plugin.read_rows(items_of(rows))
+    got = sglang_host.read_rows(items_of(rows))
     assert got.dtype == np.float64 and got.tobytes() == np.array(rows, dtype=np.float64).tobytes()
-    assert sglang_plugin.read_rows(items_of([[1.0, 2]])) is None  # an int
-    assert sglang_plugin.read_rows(items_of([[1.0], [1.0, 2.0]])) is None
-    assert sglang_plugin.read_rows([{"embedding": "abc"}]) is None
-    assert sglang_plugin.read_rows([{"no embedding": []}]) is None
+    assert sglang_host.read_rows(items_of([[1.0, 2]])) is None  # an int
+    assert sglang_host.read_rows(items_of([[1.0], [1.0, 2.0]])) is None
+    assert sglang_host.read_rows([{"embedding": "abc"}]) is None
+    assert sglang_host.read_rows([{"no embedding": []}]) is None
 
 
 # The double halfway between float32's largest value and 2^128: it and every double above it round
@@ -326,7 +329,7 @@ def test_dynamo_encoder_gives_dynamos_strings(dynamo_tree):
     swapped = module._encode_floats_to_base64
     original = swapped.__tensorb64_replaces__
     assert original.__module__ == sglang_code.DYNAMO_MODULE
-    assert sglang_plugin.patch_dynamo(module) and module._encode_floats_to_base64 is swapped
+    assert install_module(dynamo_sglang.DYNAMO_SGLANG, dynamo_sglang.DYNAMO_MODULE, module) and module._encode_floats_to_base64 is swapped
     below = math.nextafter(FLOAT32_ROUNDS_TO_INFINITY, 0.0)
     rows = rows_f32(3, 3072) + rows_f32(2, 7, scale=1e30) + [SPECIAL[:8], [0.1, 1 / 3, -2.5e-39, 1e-46], [],
                                                               [1, 2.5], [float("nan"), -float("inf")], [below, -below]]
@@ -347,5 +350,5 @@ def test_dynamo_encoder_of_another_release_is_left_alone(caplog):
 
     module = types.SimpleNamespace(__name__=sglang_code.DYNAMO_MODULE, _encode_floats_to_base64=_encode_floats_to_base64)
     with caplog.at_level(logging.WARNING, logger=sglang_plugin.logger.name):
-        assert not sglang_plugin.patch_dynamo(module)
+        assert not install_module(dynamo_sglang.DYNAMO_SGLANG, dynamo_sglang.DYNAMO_MODULE, module)
     assert module._encode_floats_to_base64 is _encode_floats_to_base64 and "Dynamo's own is kept" in caplog.text

@@ -22,7 +22,9 @@ with warnings.catch_warnings():
     vllm = pytest.importorskip("vllm", reason="vLLM is not installed here (ci/vllm_check.sh builds a venv with it)")
     torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from tensorb64 import vllm_plugin  # noqa: E402
+from tensorb64._hosts import vllm as vllm_host  # noqa: E402
+from tensorb64._hosts import vllm_cohere  # noqa: E402
+from tensorb64._hosts.patching import code_names, install_module  # noqa: E402
 from tests.test_vllm_plugin import RENDERERS, embeddings, pooling_outputs  # noqa: E402
 
 pytestmark = [
@@ -44,7 +46,7 @@ def cohere(request):
     from vllm.entrypoints.pooling import utils as pooling_utils
     from vllm.entrypoints.pooling.embed import serving as module
 
-    assert vllm_plugin.patch_cohere(module), f"vLLM {vllm.__version__}'s Cohere route is not recognised"
+    assert install_module(vllm_cohere.VLLM_COHERE, vllm_host.SERVING_MODULES[0], module), f"vLLM {vllm.__version__}'s Cohere route is not recognised"
     patched = module.ServingEmbedding._build_cohere_response_from_ctx
     original = patched.__tensorb64_replaces__
     instance = object.__new__(module.ServingEmbedding)  # the method reads nothing of the server's state
@@ -86,7 +88,7 @@ def assert_written_and_same(cohere, ctx):
     assert (ours.status_code, ours.media_type) == (theirs.status_code, theirs.media_type) == (200, "application/json")
     assert ours.headers.items() == theirs.headers.items()
     if with_orjson:
-        assert vllm_plugin.cohere_body(module, ctx) == bytes(ours.body)
+        assert vllm_cohere.cohere_body(module, ctx) == bytes(ours.body)
     else:  # 0.32 through Starlette's JSONResponse: vLLM's own writes it
         assert type(ours) is type(theirs)
 
@@ -95,7 +97,7 @@ def assert_left_to_vllm(cohere, ctx):
     """A request the plugin does not write: cohere_body declines, and the answer (or the error) is
     vLLM's own."""
     module, instance, patched, original, _ = cohere
-    assert vllm_plugin.cohere_body(module, ctx) is None
+    assert vllm_cohere.cohere_body(module, ctx) is None
     try:
         theirs = original(instance, ctx)
     except Exception as error:
@@ -222,16 +224,16 @@ def test_cohere_a_failure_of_ours_is_answered_by_vllm(cohere, monkeypatch):
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    vllm_plugin.logger.addHandler(handler)
+    vllm_host.logger.addHandler(handler)
 
     def broken(*args):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(vllm_plugin, "_cohere_written_rows", broken)
+    monkeypatch.setattr(vllm_cohere, "_cohere_written_rows", broken)
     try:
         bodies = {bytes(patched(instance, ctx).body) for _ in range(3)}
     finally:
-        vllm_plugin.logger.removeHandler(handler)
+        vllm_host.logger.removeHandler(handler)
     assert bodies == {bytes(original(instance, ctx).body)}
     assert len([r for r in records if "writing a /v2/embed body failed" in r.getMessage()]) <= 1
     assert all("injected" in str(r.exc_info[1]) for r in records if r.exc_info)
@@ -239,7 +241,7 @@ def test_cohere_a_failure_of_ours_is_answered_by_vllm(cohere, monkeypatch):
 
 def test_cohere_patch_is_idempotent(cohere):
     module, _, patched, _, _ = cohere
-    assert vllm_plugin.patch_cohere(module)
+    assert install_module(vllm_cohere.VLLM_COHERE, vllm_host.SERVING_MODULES[0], module)
     assert module.ServingEmbedding._build_cohere_response_from_ctx is patched
 
 
@@ -250,7 +252,7 @@ def test_cohere_code_names_include_nested_code():
     def function(rows):
         return [float(row) for row in rows if any(x.attr for x in row)]
 
-    assert vllm_plugin.code_names(function) == {"float", "any", "attr"}
+    assert code_names(function) == {"float", "any", "attr"}
 
 
 # ---- a builder of another shape is left alone ------------------------------------------------------
@@ -287,12 +289,12 @@ def test_cohere_builder_of_another_shape_left_alone(builder):
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    vllm_plugin.logger.addHandler(handler)
+    vllm_host.logger.addHandler(handler)
     try:
-        assert not vllm_plugin.patch_cohere(module)
-        assert not vllm_plugin.patch_cohere(module)  # (logged once)
+        assert not install_module(vllm_cohere.VLLM_COHERE, vllm_host.SERVING_MODULES[0], module)
+        assert not install_module(vllm_cohere.VLLM_COHERE, vllm_host.SERVING_MODULES[0], module)  # (logged once)
     finally:
-        vllm_plugin.logger.removeHandler(handler)
+        vllm_host.logger.removeHandler(handler)
     assert module.ServingEmbedding.__dict__["_build_cohere_response_from_ctx"] is builder
     assert len(records) == 1 and "is not one tensorb64 knows" in records[0].getMessage(), records
     assert "_build_cohere_response_from_ctx" in records[0].getMessage()
@@ -306,10 +308,10 @@ def test_cohere_builder_absent_nothing_replaced_nor_logged():
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    vllm_plugin.logger.addHandler(handler)
+    vllm_host.logger.addHandler(handler)
     try:
-        assert vllm_plugin.patch_cohere(module)
+        assert install_module(vllm_cohere.VLLM_COHERE, vllm_host.SERVING_MODULES[0], module)
     finally:
-        vllm_plugin.logger.removeHandler(handler)
+        vllm_host.logger.removeHandler(handler)
     assert "_build_cohere_response_from_ctx" not in module.ServingEmbedding.__dict__
     assert records == []

@@ -27,7 +27,8 @@ with warnings.catch_warnings():  # vLLM's and torch's own import-time warnings a
     vllm = pytest.importorskip("vllm", reason="vLLM is not installed here (ci/vllm_check.sh builds a venv with it)")
     torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from tensorb64 import vllm_plugin  # noqa: E402
+from tensorb64._hosts import vllm as vllm_host  # noqa: E402
+from tensorb64._hosts.patching import install_module  # noqa: E402
 from tests.support.vllm_serve import Server  # noqa: E402
 
 # Importing vLLM's modules (in fixtures) warns about deprecations in vLLM and torch themselves.
@@ -49,7 +50,7 @@ def serving(request):
     from vllm.entrypoints.pooling import utils as pooling_utils
     from vllm.entrypoints.pooling.embed import serving as module
 
-    assert vllm_plugin.patch_serving(module), f"vLLM {vllm.__version__} is not recognised"
+    assert install_module(vllm_host.VLLM, vllm_host.SERVING_MODULES[0], module), f"vLLM {vllm.__version__} is not recognised"
     patched = module.ServingEmbedding._openai_json_response
     original = patched.__tensorb64_replaces__
     instance = object.__new__(module.ServingEmbedding)  # the method reads nothing of the server's state
@@ -100,7 +101,7 @@ def assert_same_answer(serving, batch, encoding_format, embed_dtype="float32", e
     assert (ours.status_code, ours.media_type) == (theirs.status_code, theirs.media_type)
     assert ours.headers["content-type"] == theirs.headers["content-type"]
     assert ours.headers["content-length"] == str(len(ours.body))
-    written = vllm_plugin.openai_json_body(module, *arguments, with_orjson=with_orjson)
+    written = vllm_host.openai_json_body(module, *arguments, with_orjson=with_orjson)
     assert written is not None and written == bytes(ours.body)
 
 
@@ -160,7 +161,7 @@ def test_direct_batches_vllm_answers_itself(serving, case):
 
 def test_direct_patch_is_idempotent(serving):
     module, _, patched, _, _ = serving
-    assert vllm_plugin.patch_serving(module)
+    assert install_module(vllm_host.VLLM, vllm_host.SERVING_MODULES[0], module)
     assert module.ServingEmbedding._openai_json_response is patched
 
 
@@ -240,7 +241,7 @@ assert [r.getMessage() for r in records if "tensorb64" in r.getMessage()] == [
 
 import torch
 from vllm.outputs import PoolingOutput, PoolingRequestOutput
-from tensorb64 import vllm_plugin
+from tensorb64._hosts import vllm as vllm_host, vllm_cohere
 instance = object.__new__(serving.ServingEmbedding)
 utils = importlib.import_module("vllm.frontend.entrypoints.pooling.utils")
 if hasattr(utils, "get_json_response_cls"):  # 0.32 answers through self.json_response_cls
@@ -251,14 +252,14 @@ for encoding_format in ("float", "base64"):
     arguments = (batch, "embd-moved", 1764500000, "minilm", encoding_format, "float16", "big")
     ours = method(instance, *arguments)
     assert bytes(ours.body) == bytes(original(instance, *arguments).body), encoding_format
-    assert vllm_plugin.openai_json_body(serving, *arguments) == bytes(ours.body)
+    assert vllm_host.openai_json_body(serving, *arguments) == bytes(ours.body)
 typing = importlib.import_module("vllm.frontend.entrypoints.pooling.typing")
 request = serving.CohereEmbedRequest(texts=["a", "b", "c"], embedding_types=["float", "base64"])
 ctx = typing.PoolingServeContext(request=request, model_name="minilm", request_id="embd-moved", pooling_params=None,
                                  lora_request=None, priorities=None, prompt_extras=None, final_res_batch=batch)
 assert bytes(cohere(instance, ctx).body) == bytes(cohere.__tensorb64_replaces__(instance, ctx).body)
-assert vllm_plugin.cohere_body(serving, ctx) == bytes(cohere(instance, ctx).body)
-print("imported:", ",".join(sorted(n for n in vllm_plugin.SERVING_MODULES if n in sys.modules)))
+assert vllm_cohere.cohere_body(serving, ctx) == bytes(cohere(instance, ctx).body)
+print("imported:", ",".join(sorted(n for n in vllm_host.SERVING_MODULES if n in sys.modules)))
 """
 
 

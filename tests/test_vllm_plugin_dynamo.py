@@ -29,6 +29,8 @@ with warnings.catch_warnings():  # vLLM's and torch's own import-time warnings a
     torch = pytest.importorskip("torch", reason="torch is not installed")
 
 from tensorb64 import vllm_plugin  # noqa: E402
+from tensorb64._hosts import dynamo_vllm  # noqa: E402
+from tensorb64._hosts.patching import install_module  # noqa: E402
 from tests.support import dynamo_code  # noqa: E402
 
 pytestmark = [
@@ -108,8 +110,8 @@ def test_nested_takes_what_it_should(dynamo, monkeypatch):
     """The core writes rows and matrices of float32, bfloat16 and float16; the rest is Dynamo's."""
     _, pooling = dynamo
     taken = []
-    float_lists = vllm_plugin._native._float_lists
-    monkeypatch.setattr(vllm_plugin._native, "_float_lists", lambda *a, **k: taken.append(1) or float_lists(*a, **k))
+    float_lists = dynamo_vllm._native._float_lists
+    monkeypatch.setattr(dynamo_vllm._native, "_float_lists", lambda *a, **k: taken.append(1) or float_lists(*a, **k))
     for case, data in tensors():
         before = len(taken)
         pooling._pooling_output_to_nested(data)
@@ -119,8 +121,8 @@ def test_nested_takes_what_it_should(dynamo, monkeypatch):
     assert pooling._pooling_output_to_nested(lists) == lists  # (a list: Dynamo's own path)
 
 
-@pytest.mark.parametrize("endianness", vllm_plugin.VLLM_ENDIANNESS)
-@pytest.mark.parametrize("embed_dtype", vllm_plugin.VLLM_EMBED_DTYPES)
+@pytest.mark.parametrize("endianness", dynamo_vllm.VLLM_ENDIANNESS)
+@pytest.mark.parametrize("embed_dtype", dynamo_vllm.VLLM_EMBED_DTYPES)
 def test_encoded_is_dynamos(dynamo, embed_dtype, endianness):
     _, pooling = dynamo
     swapped = pooling._encode_pooling_output
@@ -152,8 +154,8 @@ def test_vllms_names_are_dynamos_and_vllms(dynamo):
     accept and vLLM's serialiser has."""
     from vllm.utils.serial_utils import EMBED_DTYPES, ENDIANNESS
 
-    assert set(vllm_plugin.VLLM_EMBED_DTYPES) == set(EMBED_DTYPES)
-    assert set(vllm_plugin.VLLM_ENDIANNESS) == set(ENDIANNESS)
+    assert set(dynamo_vllm.VLLM_EMBED_DTYPES) == set(EMBED_DTYPES)
+    assert set(dynamo_vllm.VLLM_ENDIANNESS) == set(ENDIANNESS)
     source = dynamo_code.source("dynamo.vllm.pooling_handlers")
     assert "tensor2binary(tensor, embed_dtype, endianness)" in source
 
@@ -188,7 +190,7 @@ def test_swapped_once_on_import(dynamo):
         original = function.__tensorb64_replaces__
         assert original.__module__ in ("dynamo.vllm.handlers", "dynamo.vllm.pooling_handlers")
         assert not hasattr(original, "__tensorb64_replaces__")
-    assert vllm_plugin.patch_dynamo(handlers) and vllm_plugin.patch_dynamo_pooling(pooling)
+    assert install_module(dynamo_vllm.DYNAMO_VLLM, dynamo_vllm.DYNAMO_MODULE, handlers) and install_module(dynamo_vllm.DYNAMO_VLLM, dynamo_vllm.DYNAMO_POOLING_MODULE, pooling)
     vllm_plugin.register()
     assert (handlers._pooling_output_to_base64, pooling._pooling_output_to_nested,
             pooling._encode_pooling_output) == swapped

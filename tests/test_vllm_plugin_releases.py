@@ -9,7 +9,9 @@ import types
 
 import pytest
 
-from tensorb64 import vllm_plugin
+from tensorb64._hosts import dynamo_vllm
+from tensorb64._hosts import vllm as vllm_host
+from tensorb64._hosts.patching import install_module
 
 
 def _serving_module(builder):
@@ -43,18 +45,18 @@ def test_a_builder_with_other_parameters_is_left_alone(builder):
     records = []
     handler = logging.Handler()
     handler.emit = records.append  # (vLLM may configure its "vllm" logger not to propagate to the root)
-    vllm_plugin.logger.addHandler(handler)
+    vllm_host.logger.addHandler(handler)
     try:
-        assert not vllm_plugin.patch_serving(module)
+        assert not install_module(vllm_host.VLLM, vllm_host.SERVING_MODULES[0], module)
     finally:
-        vllm_plugin.logger.removeHandler(handler)
+        vllm_host.logger.removeHandler(handler)
     assert module.ServingEmbedding._openai_json_response is builder
     assert len(records) == 1 and "not one tensorb64 knows" in records[0].getMessage()
 
 
 def test_the_known_parameters_are_those_checked():
     """The release check compares exactly these names, in this order (0.32 and 0.33)."""
-    assert vllm_plugin.OPENAI_JSON_RESPONSE_PARAMETERS == (
+    assert vllm_host.OPENAI_JSON_RESPONSE_PARAMETERS == (
         "self", "final_res_batch", "request_id", "created_time", "model_name", "encoding_format", "embed_dtype",
         "endianness",
     )
@@ -66,7 +68,7 @@ def test_a_dynamo_encoder_with_other_parameters_is_left_alone():
 
     module = types.ModuleType("dynamo.vllm.handlers_of_another_release")
     module._pooling_output_to_base64 = _pooling_output_to_base64
-    assert not vllm_plugin.patch_dynamo(module)
+    assert not install_module(dynamo_vllm.DYNAMO_VLLM, dynamo_vllm.DYNAMO_MODULE, module)
     assert module._pooling_output_to_base64 is _pooling_output_to_base64
 
 
@@ -80,7 +82,7 @@ def test_a_dynamo_pooling_module_with_other_parameters_is_left_alone():
     module = types.ModuleType("dynamo.vllm.pooling_handlers_of_another_release")
     module._pooling_output_to_nested = _pooling_output_to_nested
     module._encode_pooling_output = _encode_pooling_output
-    assert not vllm_plugin.patch_dynamo_pooling(module)
+    assert not install_module(dynamo_vllm.DYNAMO_VLLM, dynamo_vllm.DYNAMO_POOLING_MODULE, module)
     assert module._pooling_output_to_nested is _pooling_output_to_nested
     assert module._encode_pooling_output is _encode_pooling_output
 
@@ -114,7 +116,8 @@ logger = logging.getLogger("vllm.plugins.tensorb64")
 logger.addHandler(handler)
 logger.setLevel(logging.INFO)
 import tensorb64.vllm_plugin as plugin
-NEW, OLD = plugin.SERVING_MODULES[1], plugin.SERVING_MODULES[0]
+from tensorb64._hosts import vllm as vllm_host
+NEW, OLD = vllm_host.SERVING_MODULES[1], vllm_host.SERVING_MODULES[0]
 imports = sys.argv[1].split(",")
 if imports[0] == "before register":  # the module imported before vLLM loads its plugins
     importlib.import_module(NEW)

@@ -43,13 +43,13 @@ print('native extension loaded:', n.__file__, '| simd:', tensorb64.simd_level(),
 ")
 }
 
-# run_suite PYTHON [MARKER_EXPRESSION]: the default suite against an installed wheel (less what
-# the expression deselects) on two pytest-xdist workers, then the tests marked `serial` alone
-# (timing- or load-sensitive: a server under load with a deadline). Exit status 5 (nothing
-# selected) counts as a pass for the serial pass only.
+# run_suite PYTHON [MARKER_EXPRESSION]: the default suite (tests/conftest.py's selection) against
+# an installed wheel, less what the expression deselects, on two pytest-xdist workers, then the
+# tests marked `serial` alone (timing- or load-sensitive: a server under load with a deadline).
+# Exit status 5 (nothing selected) counts as a pass for the serial pass only.
 run_suite() {
   local py="$1" also="${2:-}" status=0
-  "$py" -m pytest -p no:cacheprovider -q -n 2 -m "not slow and not vllm and not serial${also:+ and ($also)}"
-  "$py" -m pytest -p no:cacheprovider -q -m "serial and not slow and not vllm${also:+ and ($also)}" || status=$?
+  "$py" -m pytest -p no:cacheprovider -q -n 2 -m "not serial${also:+ and ($also)}"
+  "$py" -m pytest -p no:cacheprovider -q -m "serial${also:+ and ($also)}" || status=$?
   [[ $status == 0 || $status == 5 ]] || return "$status"
 }

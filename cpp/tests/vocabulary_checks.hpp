@@ -127,6 +127,14 @@ inline long check_vocabulary(const char* level) {
         bytes_of(leading_ones_halves(k0, k1), got);
         EXPECT(std::memcmp(got, want, 64) == 0, "leading_ones_halves");
 
+        for (int i = 0; i < 64; ++i)
+            want[i] = (i < 32 ? i < int(k0) : i - 32 < int(k1)) ? a[i] : b[i];
+        bytes_of(blend_below(ta, tb, k0, k1), got);
+        EXPECT(std::memcmp(got, want, 64) == 0, "blend_below");
+        for (int i = 0; i < 64; ++i) want[i] = (i < 32 ? i < int(k0) : i - 32 < int(k1)) ? 0 : a[i];
+        bytes_of(zero_below(ta, k0, k1), got);
+        EXPECT(std::memcmp(got, want, 64) == 0, "zero_below");
+
         alignas(64) unsigned char digits[64];
         random_bytes(digits, 64, 10);
         alignas(64) std::uint64_t words[8];
@@ -283,6 +291,13 @@ inline long check_vocabulary(const char* level) {
         for (int i = 0; i < L; ++i) select_ok = select_ok && got[i] == (m >> i & 1 ? a[i] : b[i]);
         EXPECT(select_ok, "select");
 
+        {
+            const std::uint64_t packed = rng();
+            store64(got, widen_bytes(packed));
+            bool widen_ok = true;
+            for (int i = 0; i < L; ++i) widen_ok = widen_ok && got[i] == (packed >> (8 * i) & 0xff);
+            EXPECT(widen_ok, "widen_bytes");
+        }
         std::uint64_t index[L];
         for (int i = 0; i < L; ++i) index[i] = rng() % 24;
         store64(got, lookup24(table_u64, load64(index)));
@@ -324,6 +339,14 @@ inline long check_vocabulary(const char* level) {
         bool div_ok = true;
         for (int i = 0; i < L; ++i) div_ok = div_ok && q[i] == x[i] / y[i];
         EXPECT(div_ok, "f64x /");
+        {
+            double signed_x[L];
+            store64(signed_x, with_signs(as_f64(load64(xb_bits)), m), L);
+            bool signs_ok = true;
+            for (int i = 0; i < L; ++i)
+                signs_ok = signs_ok && signed_x[i] == (m >> i & 1 ? -x[i] : x[i]);
+            EXPECT(signs_ok, "with_signs");
+        }
         store64(got, as_bits(as_f64(load64(xb_bits))));
         EXPECT(std::memcmp(got, xb_bits, sizeof got) == 0, "as_bits / as_f64");
         float f[L + 1];

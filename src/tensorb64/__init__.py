@@ -11,13 +11,16 @@ byte-identical to ``base64.b64encode(struct.pack(f"<{n}f", *values))``.
 
 from __future__ import annotations
 
-from . import _fallback, _native
-from ._decode import decode, decode_binary_body, decode_rows
-from ._encode import encode, encode_binary_body, encode_rows, json_rows
+from . import _native
+from ._codec import input_hook
+from ._codec.decode import decode, decode_binary_body, decode_rows
+from ._codec.encode import encode, encode_binary_body, encode_rows, json_rows
+from ._hosts import torch_tensors
 from ._native import DecodeError
 from .openai import embedding_data, iter_response_body, response_body
 
-_fallback.install()  # the binding's fallback hook, and torch's registration (now or when it loads)
+input_hook.install()  # the binding's hook for inputs its reader does not read in place
+torch_tensors.install()  # torch's tensor type registered with the reader, now or when torch loads
 
 __version__ = _native.__version__
 __all__ = [

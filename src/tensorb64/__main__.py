@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: python -m tensorb64 {info,bench} [options]
 
-  info    the version, the SIMD level in use and the levels this CPU can run
-  bench   tensorb64 against the paths servers and clients use today
-          [--section all|base64|body|client|cuda] [--full] [--json PATH] [--plot PATH.png] [--table PATH.md]
-          cuda (also --device cuda): CUDA tensors (staged copies, GPU narrowing) against the same paths
-          (needs the bench extra: pip install "tensorb64[bench]")
-"""
+def usage() -> str:
+    from ._bench.runner import ALL, SECTIONS, section_lines  # (the runner alone: no section, no torch)
+
+    return ("usage: python -m tensorb64 {info,bench} [options]\n\n"
+            "  info    the version, the SIMD level in use and the levels this CPU can run\n"
+            "  bench   tensorb64 against the paths servers and clients use today\n"
+            f"          [--section all|{'|'.join(SECTIONS)}] [--full] [--json PATH] [--plot PATH.png] [--table PATH.md]\n"
+            + "".join(f"          {line}\n" for line in section_lines())
+            + f"          all: {', '.join(ALL)} (needs the bench extra: pip install \"tensorb64[bench]\")\n")
 
 
 def info() -> int:
@@ -31,19 +33,19 @@ def info() -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE, end="")
+        print(usage(), end="")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "info":
         if rest:
-            print(f"info takes no arguments, got {' '.join(rest)}\n\n{USAGE}", end="", file=sys.stderr)
+            print(f"info takes no arguments, got {' '.join(rest)}\n\n{usage()}", end="", file=sys.stderr)
             return 2
         return info()
     if command == "bench":
         from ._bench.runner import main as bench  # its sections import torch, pybase64...: only when asked for
 
         return bench(rest)
-    print(f"unknown command {command!r}\n\n{USAGE}", end="", file=sys.stderr)
+    print(f"unknown command {command!r}\n\n{usage()}", end="", file=sys.stderr)
     return 2
 
 

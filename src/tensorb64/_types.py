@@ -4,7 +4,8 @@ before it runs), and the shapes of what they return."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypedDict
+from numbers import Integral
+from typing import Any, Literal, TypedDict
 
 # Output element types, as vLLM's embed_dtype names them.
 DType = Literal["float32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
@@ -26,6 +27,12 @@ Layout = Literal["openai", "vllm", "sglang", "infinity"]
 ResponseBody = bytes | bytearray | memoryview | str
 # What the openai client's ``embeddings.create`` takes as ``input`` (embed, aembed): texts or token ids.
 EmbeddingInput = str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]]
+
+
+def is_count(value: Any) -> bool:
+    """Whether an argument is a count or an index: an int (or a numpy integer), not a bool
+    (``dimensions=True`` is a bug, not 1). The one test of such an argument, everywhere."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
 
 
 class EmbeddingEntry(TypedDict):

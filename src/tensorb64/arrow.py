@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._client import decode_response_body
+from ._codec.body_reader import decode_response_body
 
 __all__ = ["embedding_array", "with_embeddings"]
 

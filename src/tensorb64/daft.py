@@ -5,7 +5,7 @@
     >>> df = df.with_column("embedding", tensorb64.daft.embed_text(daft.col("text"), base_url="http://host:8000/v1",
     ...                                                           model="m"))
 
-The same HTTP client as tensorb64.ray (tensorb64._embeddings_http), one per Daft worker (a
+The same HTTP client as tensorb64.ray (tensorb64._ingest.http), one per Daft worker (a
 ``daft.cls`` instance), on Daft's native runner and on Ray. Daft is imported when this module is.
 """
 
@@ -16,7 +16,8 @@ from collections.abc import Mapping
 import daft
 import pyarrow as pa
 
-from ._embeddings_http import EmbeddingRequestError, EmbeddingsEndpoint
+from ._ingest.http import EmbeddingRequestError, EmbeddingsEndpoint, texts_of
+from ._types import is_count
 from .arrow import embedding_array
 
 __all__ = ["embed_text", "EmbeddingRequestError"]
@@ -29,10 +30,7 @@ class _TextEmbedder:
         self.endpoint = endpoint
 
     def embed(self, texts: daft.Series) -> pa.FixedSizeListArray:
-        values = texts.to_arrow()
-        if values.null_count:
-            raise ValueError(f"the text column has {values.null_count} nulls in this batch: each row needs a text to embed")
-        return embedding_array(self.endpoint.embed(values.to_pylist()))
+        return embedding_array(self.endpoint.embed(texts_of(texts.to_arrow(), "the text column (in this batch)")))
 
 
 def embed_text(text: daft.Expression, *, base_url: str, model: str, encoding_format: str = "base64",
@@ -51,7 +49,7 @@ def embed_text(text: daft.Expression, *, base_url: str, model: str, encoding_for
     """
     if not isinstance(text, daft.Expression):
         raise TypeError(f"text must be a daft.Expression such as daft.col('text'), got {type(text).__name__}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if not is_count(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     endpoint = EmbeddingsEndpoint(
         base_url, model, encoding_format=encoding_format, dimensions=dimensions, api_key=api_key, headers=headers,
@@ -61,6 +59,6 @@ def embed_text(text: daft.Expression, *, base_url: str, model: str, encoding_for
     # The return type holds D, so each call makes its own subclass carrying its batch method.
     embedder = type("tensorb64_embed_text", (_TextEmbedder,), {"__call__": daft.method.batch(
         _TextEmbedder.embed, return_dtype=daft.DataType.embedding(daft.DataType.float32(), width),
-        batch_size=batch_size)})
+        batch_size=int(batch_size))})
     cls = daft.cls(embedder, max_concurrency=max_concurrency, name_override="tensorb64.embed_text")
     return cls(endpoint)(text)

@@ -22,12 +22,15 @@ import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from . import _cuda, _native
-from ._body import Body, batch_rows, cut_rows, is_index
-from ._client import EmbeddingsResponse, aembed, decode_response, decode_response_body, embed
-from ._encode import encode_rows
-from ._openai_patch import is_patched, patch, unpatch
-from ._types import ByteOrder, DType, EmbeddingEntry, EncodingFormat, FloatFormat, Layout
+import numpy as np
+
+from . import _native
+from ._codec.body import Body, batch_rows, cut_rows
+from ._codec.body_reader import EmbeddingsResponse, decode_response, decode_response_body
+from ._codec.encode import encode_rows
+from ._hosts import litellm, openai_client
+from ._hosts.patching import install, is_installed, uninstall
+from ._types import ByteOrder, DType, EmbeddingEntry, EmbeddingInput, EncodingFormat, FloatFormat, Layout, is_count
 
 __all__ = ["embedding_data", "response_body", "iter_response_body", "EmbeddingEntry"]
 __all__ += ["decode_response_body", "decode_response", "EmbeddingsResponse", "embed", "aembed"]  # the client side
@@ -91,18 +94,21 @@ def embedding_data(embeddings: Any, /, *, encoding_format: EncodingFormat = "flo
     _native._check_names(encoding_format=encoding_format, float_format=float_format, dtype=dtype, byteorder=byteorder,
                          layout=layout)  # naming the accepted ones
     _native._check_threads(threads)
-    if not is_index(start_index) or start_index < 0:
+    if not is_count(start_index) or start_index < 0:
         raise ValueError(f"start_index must be an int >= 0, got {start_index!r}")
     first = operator.index(start_index)  # a plain int (json cannot write a numpy integer)
-    rows = cut_rows(batch_rows(embeddings), dimensions)
+    rows, route = batch_rows(embeddings)  # (a tensor's route decided there, once)
+    rows = cut_rows(rows, dimensions)
     values: list[Any]
     if encoding_format == "float":
         # floats read back from the core's text (in "repr" mode the float32 values themselves),
         # NaN and infinity refused in every mode (json.dumps(allow_nan=False) refuses them)
-        values = _native._finite_float_lists(rows, float_format=float_format, threads=threads)
+        host = rows if route is None else route.host_copy(rows)
+        values = _native._finite_float_lists(host, float_format=float_format, threads=threads)
+    elif route is not None:
+        values = route.encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
     else:
-        write = _cuda.encode_rows if _cuda.route(rows) != "host" else encode_rows
-        values = write(rows, dtype=dtype, byteorder=byteorder, threads=threads)
+        values = encode_rows(rows, dtype=dtype, byteorder=byteorder, threads=threads)
     # Each entry's keys in the layout's order, from the core's table (json writes a dict's keys in
     # the order they were inserted).
     columns = {"object": itertools.repeat("embedding"), "index": itertools.count(first), "embedding": values}
@@ -214,9 +220,65 @@ def iter_response_body(
     floats the rows are also scanned for NaN and infinity first (one read of the input), so the
     ValueError comes before any byte is sent.
     """
-    if not is_index(chunk_size) or chunk_size < 1:
+    if not is_count(chunk_size) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int (bytes), got {chunk_size!r}")
     body = Body(embeddings, model=model, encoding_format=encoding_format, dimensions=dimensions, usage=usage,
                  extra=extra, dtype=dtype, byteorder=byteorder, float_format=float_format, threads=threads,
                  layout=layout)
     return body.chunks(chunk_size)
+
+
+# ---- the client side ------------------------------------------------------------------------------
+
+
+def _raw_create(embeddings: Any, input: EmbeddingInput, model: str, kwargs: dict[str, Any]) -> Any:
+    if "encoding_format" in kwargs and kwargs["encoding_format"] != "base64":
+        raise ValueError(f"embed() asks for base64 rows; encoding_format={kwargs['encoding_format']!r} is not supported")
+    kwargs = {**kwargs, "encoding_format": "base64"}
+    return embeddings.with_raw_response.create(input=input, model=model, **kwargs)
+
+
+def embed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
+    """The ``[B, D]`` float32 embeddings of ``input``, asked of an ``openai.OpenAI`` client.
+
+    The request is the client's own (``client.embeddings.with_raw_response.create(...,
+    encoding_format="base64")``: its base URL, authentication, retries and errors unchanged);
+    the raw body is read by ``decode_response_body`` and the client's own parsing never runs.
+    Further keyword arguments (``dimensions``, ``user``, ``extra_headers``, ``timeout``...) go to
+    ``create``.
+    """
+    raw = _raw_create(client.embeddings, input, model, kwargs)
+    return decode_response_body(raw.http_response.content, threads=threads)
+
+
+async def aembed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
+    """``embed`` for an ``openai.AsyncOpenAI`` client."""
+    raw = await _raw_create(client.embeddings, input, model, kwargs)
+    return decode_response_body(raw.http_response.content, threads=threads)
+
+
+# ---- the openai client's own create() read by the core ------------------------------------------
+
+
+def patch() -> None:
+    """Makes every openai client (``OpenAI``, ``AsyncOpenAI``, made before or after this call)
+    read ``/v1/embeddings`` responses with the core: the same ``CreateEmbeddingResponse``, the
+    same Python floats, without the per-row ``b64decode`` or the per-float validation; and
+    LiteLLM's ``hosted_vllm`` embeddings likewise. Each is patched at once where imported, else
+    right after its import. Calling it again does nothing; ``unpatch()`` restores the client's
+    own parsing."""
+    install(openai_client.OPENAI)
+    install(litellm.LITELLM)
+
+
+def unpatch() -> None:
+    """Undoes ``patch()``: each attribute it replaced is the original object again, and modules
+    imported later are left alone. Does nothing when not patched."""
+    uninstall(openai_client.OPENAI)
+    uninstall(litellm.LITELLM)
+
+
+def is_patched() -> bool:
+    """Whether the imported openai client reads embeddings through the core (False before openai
+    is imported, and for a release the patch does not recognise)."""
+    return is_installed(openai_client.OPENAI)

@@ -8,7 +8,7 @@ OpenAI-compatible ``/v1/embeddings`` server, each response body read natively in
     ...                     batch_size=64, concurrency=2, batch_format="pyarrow")
 
 Each of Ray's actors makes one ``EmbeddingClient``, which keeps one pool of keep-alive connections
-(tensorb64._embeddings_http, shared with tensorb64.daft). Ray itself is not imported here: the
+(tensorb64._ingest.http, shared with tensorb64.daft). Ray itself is not imported here: the
 class is plain Python that Ray constructs in each worker.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._embeddings_http import EmbeddingRequestError, EmbeddingsEndpoint
+from ._ingest.http import EmbeddingRequestError, EmbeddingsEndpoint, texts_of
 from .arrow import with_embeddings
 
 __all__ = ["EmbeddingClient", "EmbeddingRequestError"]
@@ -71,11 +71,8 @@ class EmbeddingClient:
             texts = batch.column(self.input_column)
             if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
                 raise TypeError(f"column {self.input_column!r} must hold strings, got {texts.type}")
-            if texts.null_count:
-                first = next(i for i, v in enumerate(texts.is_null().to_pylist()) if v)
-                raise ValueError(f"column {self.input_column!r} has {texts.null_count} nulls (the first at row {first}): "
-                                 "each row needs a text to embed")
-            return with_embeddings(batch, self._embed(texts.to_pylist()), name=self.output_column)
+            texts = texts_of(texts, f"column {self.input_column!r}")
+            return with_embeddings(batch, self._embed(texts), name=self.output_column)
         if isinstance(batch, Mapping):
             if self.input_column not in batch:
                 raise KeyError(f"the batch has no column {self.input_column!r} (input_column); it has {list(batch)}")

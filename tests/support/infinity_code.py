@@ -124,16 +124,17 @@ def serve(argv) -> None:
     """This process becomes ``infinity_emb ARGS...`` through ``tensorb64.infinity.main`` (patched
     unless TENSORB64_INFINITY=0), each body the patch is asked for reported on stdout."""
     from tensorb64 import infinity
+    from tensorb64._hosts import infinity as infinity_host
 
     sys.path.insert(0, wheel())
-    embeddings_body = infinity.embeddings_body
+    embeddings_body = infinity_host.embeddings_body
 
     def reported(*args):
         body = embeddings_body(*args)
         print("tensorb64 test:", "declined" if body is None else "written", flush=True)
         return body
 
-    infinity.embeddings_body = reported
+    infinity_host.embeddings_body = reported
     infinity.main(argv)
 
 

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from tensorb64._bench.embeddings_server import Written, row_numbers
+from tests.support.embeddings_server import Written, row_numbers
 
 # (layout, encoding_format, float_format): the bodies as vLLM (orjson's shortest digits), SGLang
 # (orjson of Python floats: repr's digits) and OpenAI (base64 by default) write them.

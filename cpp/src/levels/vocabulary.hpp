@@ -58,6 +58,10 @@
 //   leading_ones_halves(k0, k1): in half h, bytes j < k_h are 0xff, the rest 0 (k_h <= 32)
 //                                                       ~8       ~6     ~6       (x86 avx2, neon:
 //                                                                                 table loads)
+//   blend_below(a, b, k0, k1): in half h, a's bytes j < k_h, b's from k_h on (k_h <= 32)
+//                                                       ~6       ~6     ~10
+//   zero_below(t, k0, k1): in half h, bytes j < k_h zeroed (k_h <= 32)
+//                                                       ~6       ~6     ~10
 //   digit_words(t): each byte a digit 0..9; each 8-byte word becomes the integer its bytes spell,
 //     the first byte most significant (a little-endian uint64 below 10^8)
 //                                                       4        10     36
@@ -88,11 +92,15 @@
 //                                                       1        1      2
 //   mask_bits(m): bit i for lane i                      1        1      ~5
 //   mask_of_bits(bits): lane i set where bit i is       1        3      3
+//   widen_bytes(bytes): lane i = byte i of a uint64_t (i < kLanes64)
+//                                                       2        2      5
 //   lookup24(table, index): table[index] per lane, for a 24-entry, 64-byte aligned table of
 //     uint64_t or double (index < 24)                   3        1 (vpgatherqq)  ~10
 //   leading_zeros(x): per lane (64 for a zero lane)     3        ~10    ~10
 //   to_f64(x): each lane correctly rounded to a double (round to nearest: the caller runs under
 //     ieee_fp_environment)                              1        4      2
+//   with_signs(x, bits): x with its sign bit set in lane i where bit i of `bits` is (f64x)
+//                                                       2        2      ~7
 //   as_bits(f64x) -> u64x, as_f64(u64x) -> f64x         0        0      0
 //   f64x / f64x (correctly rounded)                     1        1      2
 //   narrow(f64x) -> f32x (correctly rounded)            1        1      2

@@ -177,7 +177,7 @@ def _into_faulted(t, usage, float_format):
     body's bound, its pages faulted in by the first call and reused by every later one): the
     writer's own time, in memory already faulted in. Checked against response_body's bytes here."""
     from tensorb64 import _native
-    from tensorb64._body import Body
+    from tensorb64._codec.body import Body
     from tensorb64.openai import response_body
 
     body = Body(t, model=BODY_MODEL, usage=usage, encoding_format="float", float_format=float_format)

@@ -5,9 +5,9 @@ Side by side in one process, interleaved medians (the same `measure` as the CPU 
 call complete (its result on the host, the GPU work it waited for included):
 
   encode_rows     tensorb64.encode_rows(t, dtype=...): the binding hands a CUDA tensor to the
-                  staging pipeline (_cuda.py): GPU narrowing, chunks overlapped with encoding
+                  staging pipeline (_cuda/route.py): GPU narrowing, chunks overlapped with encoding
   encode_rows, one host copy
-                  encode_rows of _cuda.host_copy(t): the whole tensor through one reused pinned
+                  encode_rows of Route.host_copy(t): the whole tensor through one reused pinned
                   buffer in its own dtype, then encoded (what the overlap and narrowing save)
   response_body   tensorb64.response_body(t, model=...): the whole /v1/embeddings body
   pybase64 path   a = t.to(out).cpu().numpy(); [pybase64.b64encode_as_string(r) for r in a]
@@ -23,7 +23,7 @@ the size (encode_rows itself narrows from _staging.NARROW_FROM bytes of source).
 times encode_rows through the pinned staged copy and through t.cpu() around the plain-copy
 threshold, which decides between them;
 a third times encode_rows over chunk sizes (the pipeline's chunk_bytes) on the multi-chunk cases.
-The variants run the entry points' staged paths (_cuda.py) with the process's staging
+The variants run the entry points' staged paths (_cuda/route.py) with the process's staging
 (``_staging.default_staging()``: its pool and copier) changed in one setting each, passed down as
 the tests pass theirs.
 """
@@ -37,7 +37,8 @@ import sys
 from dataclasses import replace
 
 import tensorb64
-from tensorb64 import _cuda, _staging
+from tensorb64._cuda import route as _cuda
+from tensorb64._cuda import staging as _staging
 from .allocator import allocator_states
 from .timing import measure
 
@@ -69,9 +70,16 @@ def _encode_rows_with(staging, t, **kwargs):
 
     def call():
         with _staging.forced(staging):
-            return _cuda.encode_rows(t, **kwargs)
+            return _cuda.route(t).encode_rows(t, **kwargs)
 
     return call
+
+
+def _host_copy(t):
+    """The tensor through the pinned pool as the entry points copy it (a CPU tensor, in the
+    bench's own test, as it is)."""
+    route = _cuda.route(t)
+    return t if route is None else route.host_copy(t)
 
 
 class _DeviceBase64:
@@ -86,6 +94,8 @@ class _DeviceBase64:
         self.weights = torch.tensor([1 << 16, 1 << 8, 1], dtype=torch.int32, device=device)
         self.shifts = torch.tensor([18, 12, 6, 0], dtype=torch.int32, device=device)
         self.pinned = None
+        # (on a device; the CPU tensors of the bench's own test take a plain buffer and no stream)
+        self.on_device = torch.device(device).type == "cuda"
 
     def text(self, t):
         """[B, 4 * ceil(4 * D / 3)] uint8 on the device: each row's base64 text."""
@@ -104,9 +114,10 @@ class _DeviceBase64:
         text = self.text(t)
         rows, width = text.shape
         if self.pinned is None or self.pinned.numel() < text.numel():
-            self.pinned = self.torch.empty(text.numel(), dtype=self.torch.uint8, pin_memory=True)
+            self.pinned = self.torch.empty(text.numel(), dtype=self.torch.uint8, pin_memory=self.on_device)
         self.pinned[: text.numel()].copy_(text.view(-1), non_blocking=True)
-        self.torch.cuda.current_stream().synchronize()
+        if self.on_device:
+            self.torch.cuda.current_stream().synchronize()
         view = memoryview(self.pinned.numpy())
         return [str(view[i * width:(i + 1) * width], "ascii") for i in range(rows)]
 
@@ -119,7 +130,7 @@ def _paths(torch, pybase64, t, out: str) -> dict:
 
     paths = {
         "encode_rows": lambda: tensorb64.encode_rows(t, dtype=out),
-        "encode_rows, one host copy": lambda: tensorb64.encode_rows(_cuda.host_copy(t), dtype=out),
+        "encode_rows, one host copy": lambda: tensorb64.encode_rows(_host_copy(t), dtype=out),
         "response_body": lambda: tensorb64.response_body(t, model="m", encoding_format="base64", dtype=out),
     }
     if out != "float32" and t.dtype.itemsize > torch_out.itemsize:

@@ -21,11 +21,22 @@ import time
 
 from .report import header_lines, load_average, load_text, machine_info, require
 
-# --section NAME -> module; "all" runs those that need no GPU, in this order.
-# ingest (Ray, Daft, a local server: minutes, engines of their own) and cuda run only when named.
-SECTIONS = {"base64": "base64_rows", "body": "body", "client": "client", "cuda": "cuda", "ingest": "ingest"}
+# The sections: --section NAME -> (module, what it measures). "all" runs ALL, in this order; cuda
+# (a GPU) runs only when named. The usage lines (`python -m tensorb64`) and the package's
+# docstring read this table.
+SECTIONS = {
+    "base64": ("base64_rows", "embedding rows to base64 strings, and one request's small calls"),
+    "body": ("body", "the whole /v1/embeddings body, and float rows as JSON text"),
+    "client": ("client", "a response body back to one array, as clients read it today, and the patched clients"),
+    "cuda": ("cuda", "CUDA tensors (staged copies, GPU narrowing) against the same paths (needs a GPU; also --device cuda)"),
+}
 ALL = ("base64", "body", "client")
 ALIASES = {"rows": "base64"}  # the base64 section's name before the client and cuda sections joined
+
+
+def section_lines() -> list:
+    """One line per section, for a usage text."""
+    return [f"{name:<8}{what}" for name, (_, what) in SECTIONS.items()]
 
 CONFIGS = {
     "smoke": {"rounds": 3, "sample_s": 0.0005, "budget_s": 0.01, "small_call_rounds": 3},
@@ -34,27 +45,27 @@ CONFIGS = {
 }
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m tensorb64 bench", description="tensorb64 against the paths servers and clients use today (ratios, interleaved, medians)")
+def common_arguments(parser) -> None:
+    """The options of every run of sections (this runner's, and a repository bench's that plugs a
+    section of its own into ``run``)."""
     parser.add_argument("--full", action="store_true", help="the full sweep: B in 1,15,64,256,1024 x D in 384,1024,3072,4096, plus threads=2")
     parser.add_argument(
         "--torch-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads for the competing paths' conversions (default 1, like tensorb64's threads=1; "
         "0 keeps torch's own default). On a shared machine torch's thread pool turns other load into large outliers.",
     )
-    parser.add_argument("--section", choices=("all", *SECTIONS, *ALIASES), default="all",
-                        help="base64 (alias rows): the per-row base64 tables; body: the whole response body (base64 and float); "
-                        "client: a response body back to an array (the openai client, orjson, pybase64); cuda: CUDA tensors; "
-                        "ingest: a corpus embedded through a local server by Ray Data and Daft pipelines (needs ray, daft, pyarrow); "
-                        f"all: {', '.join(ALL)}")
-    parser.add_argument("--rows", type=int, metavar="N", help="ingest: texts a run (default 20000; fewer to fit a slow machine)")
-    parser.add_argument("--rounds", type=int, metavar="N", help="ingest: interleaved rounds of each route (default 3)")
-    parser.add_argument("--widths", metavar="D,D", help="ingest: embedding sizes (default 1024,3072)")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny run for the CLI test
     parser.add_argument("--json", metavar="PATH", help="write every measurement and the machine as JSON")
     parser.add_argument("--plot", metavar="PATH", help="draw throughput against batch size as a PNG (needs matplotlib); "
                         "the body section's bars go to PATH itself with --section body, else beside it as *_body.png")
     parser.add_argument("--table", metavar="PATH", help="write the table as Markdown")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m tensorb64 bench", description="tensorb64 against the paths servers and clients use today (ratios, interleaved, medians)")
+    common_arguments(parser)
+    parser.add_argument("--section", choices=("all", *SECTIONS, *ALIASES), default="all",
+                        help="; ".join(f"{name}: {what}" for name, (_, what) in SECTIONS.items()) + f"; all: {', '.join(ALL)}")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="cuda: the same as --section cuda (CUDA tensors against the pybase64 and numpy paths and the "
                         "plain copy)")
@@ -92,7 +103,13 @@ def _write(path: str, text: str) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    sections = [importlib.import_module(f".{SECTIONS[name]}", __package__) for name in selected(args)]
+    sections = [importlib.import_module(f".{SECTIONS[name][0]}", __package__) for name in selected(args)]
+    return run(sections, args, argv)
+
+
+def run(sections: list, args, argv=None, cfg_extra: dict | None = None) -> int:
+    """Runs the section modules (the protocol above) with the options ``common_arguments`` parsed,
+    and prints and writes their report; ``cfg_extra``: settings of a section's own."""
     mods = load_modules(sections, bool(args.plot))
     for section in sections:
         why = getattr(section, "unavailable", lambda mods: None)(mods)
@@ -103,11 +120,7 @@ def main(argv=None) -> int:
     if torch is not None and args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
     mode = "smoke" if args.smoke else "full" if args.full else "quick"
-    cfg = {"mode": mode, **CONFIGS[mode]}
-    for key, value in (("ingest_rows", args.rows), ("ingest_rounds", args.rounds),
-                       ("ingest_widths", args.widths and tuple(int(w) for w in args.widths.split(",")))):
-        if value:
-            cfg[key] = value
+    cfg = {"mode": mode, **CONFIGS[mode], **(cfg_extra or {})}
     machine = machine_info(torch, mods["pybase64"])
     for line in header_lines(machine):
         print(line)
@@ -136,7 +149,7 @@ def main(argv=None) -> int:
     if args.json:
         _write(args.json, json.dumps(report, indent=1))
     if args.table:
-        command = " ".join(["python -m tensorb64 bench", *(sys.argv[1:] if argv is None else argv)])
+        command = " ".join([getattr(args, "command", "python -m tensorb64 bench"), *(sys.argv[1:] if argv is None else argv)])
         _write(args.table, f"Command: `{command}` (µs/call: median of interleaved rounds; spread: IQR/median; GB/s: float32 input bytes per second; "
                "tensorb64 ×: the path's time over that of the tensorb64 call it competes with)\n\n"
                + "\n".join("    " + line for line in header_lines(machine)) + "\n\n"

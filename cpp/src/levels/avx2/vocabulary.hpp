@@ -157,6 +157,12 @@ inline text64 bytes_of_bits(std::uint64_t bits) noexcept {
 inline text64 leading_ones_halves(unsigned k0, unsigned k1) noexcept {
     return load_halves(kLeadingOnes.bytes + 32 - k0, kLeadingOnes.bytes + 32 - k1);
 }
+inline text64 blend_below(text64 a, text64 b, unsigned k0, unsigned k1) noexcept {
+    return blend(leading_ones_halves(k0, k1), a, b);
+}
+inline text64 zero_below(text64 t, unsigned k0, unsigned k1) noexcept {
+    return and_not(t, leading_ones_halves(k0, k1));
+}
 
 // Pairs, quads, eights: vpmaddubsw, vpmaddwd, vpmuludq and a shift.
 inline text64 digit_words(text64 t) noexcept {
@@ -291,6 +297,9 @@ inline lane_mask mask_of_bits(unsigned bits) noexcept {
     return {_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(bits), bit), bit)};
 }
 
+inline u64x widen_bytes(std::uint64_t bytes) noexcept {
+    return {_mm256_cvtepu8_epi64(_mm_cvtsi64_si128(static_cast<long long>(bytes)))};
+}
 inline u64x lookup24(const std::uint64_t* table, u64x index) noexcept {
     return {_mm256_i64gather_epi64(reinterpret_cast<const long long*>(table), index.v, 8)};
 }
@@ -328,6 +337,22 @@ inline u64x leading_zeros(u64x x) noexcept {
     return {_mm256_min_epu32(zeros, _mm256_set1_epi64x(64))};
 }
 
+// The sign bits of four lanes, from a table by the 4-bit mask.
+struct lane_signs_table {
+    alignas(32) std::uint64_t bits[16][4];
+};
+constexpr lane_signs_table make_lane_signs() {
+    lane_signs_table t{};
+    for (int m = 0; m < 16; ++m) {
+        for (int i = 0; i < 4; ++i) t.bits[m][i] = (m >> i & 1) ? 0x8000000000000000ull : 0;
+    }
+    return t;
+}
+constexpr lane_signs_table kLaneSigns = make_lane_signs();
+inline f64x with_signs(f64x x, unsigned bits) noexcept {
+    return {_mm256_or_pd(
+        x.v, _mm256_load_pd(reinterpret_cast<const double*>(kLaneSigns.bits[bits & 15])))};
+}
 inline u64x as_bits(f64x x) noexcept { return {_mm256_castpd_si256(x.v)}; }
 inline f64x as_f64(u64x x) noexcept { return {_mm256_castsi256_pd(x.v)}; }
 inline f64x operator/(f64x a, f64x b) noexcept { return {_mm256_div_pd(a.v, b.v)}; }

@@ -95,6 +95,16 @@ inline text64 blend(text64 mask, text64 a, text64 b) noexcept {
 inline text64 bytes_of_bits(std::uint64_t bits) noexcept {
     return {_mm512_movm_epi8(_cvtu64_mask64(bits))};
 }
+// bzhi (BMI2) makes each half's mask from its count.
+inline __mmask64 below_mask(unsigned k0, unsigned k1) noexcept {
+    return _cvtu64_mask64(_bzhi_u64(0xffffffffu, k0) | _bzhi_u64(0xffffffffu, k1) << 32);
+}
+inline text64 blend_below(text64 a, text64 b, unsigned k0, unsigned k1) noexcept {
+    return {_mm512_mask_blend_epi8(below_mask(k0, k1), b.v, a.v)};
+}
+inline text64 zero_below(text64 t, unsigned k0, unsigned k1) noexcept {
+    return {_mm512_maskz_mov_epi8(_knot_mask64(below_mask(k0, k1)), t.v)};
+}
 inline text64 leading_ones_halves(unsigned k0, unsigned k1) noexcept {
     const std::uint64_t low = k0 == 0 ? 0 : ~std::uint64_t{0} >> (64 - k0);
     const std::uint64_t high = k1 == 0 ? 0 : ~std::uint64_t{0} >> (64 - k1);
@@ -215,6 +225,10 @@ inline f64x select(lane_mask m, f64x a, f64x b) noexcept {
 inline unsigned mask_bits(lane_mask m) noexcept { return m.v; }
 inline lane_mask mask_of_bits(unsigned bits) noexcept { return {static_cast<__mmask8>(bits)}; }
 
+inline u64x widen_bytes(std::uint64_t bytes) noexcept {
+    return {_mm512_cvtepu8_epi64(_mm_cvtsi64_si128(static_cast<long long>(bytes)))};
+}
+
 // Two permutes and a blend (no gather: an index < 24 reaches three zmm of the table).
 inline u64x lookup24(const std::uint64_t* table, u64x index) noexcept {
     const __m512i low16 =
@@ -244,6 +258,12 @@ inline u64x leading_zeros(u64x x) noexcept {
         _mm512_min_epu64(_mm512_sub_epi64(_mm512_set1_epi64(1086), biased), _mm512_set1_epi64(64))};
 }
 
+inline f64x with_signs(f64x x, unsigned bits) noexcept {
+    const __m512i v = _mm512_castpd_si512(x.v);
+    return {_mm512_castsi512_pd(
+        _mm512_mask_or_epi64(v, static_cast<__mmask8>(bits), v,
+                             _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ull))))};
+}
 inline u64x as_bits(f64x x) noexcept { return {_mm512_castpd_si512(x.v)}; }
 inline f64x as_f64(u64x x) noexcept { return {_mm512_castsi512_pd(x.v)}; }
 inline f64x operator/(f64x a, f64x b) noexcept { return {_mm512_div_pd(a.v, b.v)}; }

@@ -198,6 +198,12 @@ inline text64 bytes_of_bits(std::uint64_t bits) noexcept {
 inline text64 leading_ones_halves(unsigned k0, unsigned k1) noexcept {
     return load_halves(kLeadingOnes.bytes + 32 - k0, kLeadingOnes.bytes + 32 - k1);
 }
+inline text64 blend_below(text64 a, text64 b, unsigned k0, unsigned k1) noexcept {
+    return blend(leading_ones_halves(k0, k1), a, b);
+}
+inline text64 zero_below(text64 t, unsigned k0, unsigned k1) noexcept {
+    return and_not(t, leading_ones_halves(k0, k1));
+}
 
 // Pairs (umull by 10, 1 and pairwise adds), quads (by 100, 1), eights (by 10^4, 1).
 inline uint64x2_t piece_words(uint8x16_t t) noexcept {
@@ -370,6 +376,12 @@ inline lane_mask mask_of_bits(unsigned bits) noexcept {
     return {{vtstq_u64(all, vld1q_u64(bit)), vtstq_u64(all, vld1q_u64(bit + 2))}};
 }
 
+// The eight bytes widened three times (to 16, 32, then 64 bits).
+inline u64x widen_bytes(std::uint64_t bytes) noexcept {
+    const uint32x4_t quads = vmovl_u16(vget_low_u16(vmovl_u8(vcreate_u8(bytes))));
+    return {{vmovl_u32(vget_low_u32(quads)), vmovl_high_u32(quads)}};
+}
+
 // Each lane's index to the scalar unit, its entry loaded there.
 inline u64x lookup24(const std::uint64_t* table, u64x index) noexcept {
     return {{lanes_of(table[vgetq_lane_u64(index.v[0], 0)], table[vgetq_lane_u64(index.v[0], 1)]),
@@ -399,6 +411,13 @@ inline u64x leading_zeros(u64x x) noexcept {
     return r;
 }
 
+inline f64x with_signs(f64x x, unsigned bits) noexcept {
+    const lane_mask m = mask_of_bits(bits);
+    const uint64x2_t sign = vdupq_n_u64(0x8000000000000000ull);
+    return {
+        {vreinterpretq_f64_u64(vorrq_u64(vreinterpretq_u64_f64(x.v[0]), vandq_u64(m.v[0], sign))),
+         vreinterpretq_f64_u64(vorrq_u64(vreinterpretq_u64_f64(x.v[1]), vandq_u64(m.v[1], sign)))}};
+}
 inline u64x as_bits(f64x x) noexcept {
     return {{vreinterpretq_u64_f64(x.v[0]), vreinterpretq_u64_f64(x.v[1])}};
 }

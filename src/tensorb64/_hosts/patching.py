@@ -18,17 +18,22 @@ whether any replacement of the host is in place now. Installing is
   is not replaced again;
 * thread-safe: the registry and the setting are under one lock, taken for the setting alone (the
   recognising, which may import, runs outside it);
-* never in the host's way: nothing raised here reaches the host's import (``_import_hooks`` guards
+* never in the host's way: nothing raised here reaches the host's import (``import_hooks`` guards
   every callback besides);
 * logged: one line per host, module and outcome.
 
-Every replacement answers through ``fail_open``: tensorb64's own answer, or where that declines or
-raises, the original's (so the host's own errors stay the host's), with one log line per host for
-a failure of ours.
+Every replacement is made by ``fail_open``: tensorb64's own part runs guarded and answers (or
+says how the original is to be called: ``Call``), and where it declines or raises the original
+answers as called (so the host's own errors stay the host's, raised once, by the host's code),
+with one log line per host for a failure of ours. A release is recognised by the shape of what is
+replaced: its parameters (``expect_parameters``) and, where they say little, the names its code
+uses (``code_names``, ``expect_names``), read through a replacement already in place to the host's
+own function, so that a second install recognises the same release and changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import inspect
@@ -38,12 +43,13 @@ import re
 import sys
 import threading
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ._import_hooks import after_import
+from .import_hooks import after_import
 
 MARKER = "__tensorb64_replaces__"  # on each replacement function: the original it replaces
 
@@ -64,7 +70,8 @@ class Replacement:
 
 @dataclass(frozen=True, eq=False)
 class Host:
-    """One package tensorb64 patches (see the module's docstring)."""
+    """One package tensorb64 patches (see the module's docstring): what it is, never changed once
+    made (whether it is wanted now is the registry's, below)."""
 
     name: str
     logger: logging.Logger
@@ -80,7 +87,9 @@ class Host:
     # accepted) as version tuples; None: any release whose shape is recognised.
     accepted: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     project: str | None = None  # whose own code answers where tensorb64's does not, if not ``name``
-    _wanted: list = field(default_factory=list, repr=False)  # [True] between install and uninstall
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "modules", types.MappingProxyType(dict(self.modules)))  # (read-only)
 
     @property
     def own(self) -> str:
@@ -144,6 +153,7 @@ def enabled(switch: str | None) -> bool:
 _lock = threading.Lock()
 # (host, owner, name, original value, replacement value), in the order installed
 _installed: list[tuple[Host, Any, str, Any, Any]] = []
+_wanted: set[Host] = set()  # the hosts installed and not uninstalled since
 _waiting: set[tuple[Host, str]] = set()  # (host, module name) with an after-import callback not yet run
 _handled: dict[tuple[Host, str], ModuleType] = {}  # (host, module name) -> the module installed into last
 _logged: set[tuple] = set()  # (host, module's name and id or "", outcome) already logged
@@ -166,7 +176,7 @@ def install(host: Host) -> None:
     if not enabled(host.switch):
         return
     with _lock:
-        host._wanted[:] = [True]
+        _wanted.add(host)
         # (a module installed into already is skipped: patch() on a patched client costs a lookup)
         waiting = [name for name in host.modules if (host, name) not in _waiting
                    and _handled.get((host, name)) is not sys.modules.get(name, _handled)]
@@ -178,7 +188,8 @@ def install(host: Host) -> None:
 def _install_now(host: Host, module_name: str, module: ModuleType) -> None:
     with _lock:
         _waiting.discard((host, module_name))
-    if host._wanted:
+        wanted = host in _wanted
+    if wanted:
         install_module(host, module_name, module)
         with _lock:
             _handled[(host, module_name)] = module
@@ -220,7 +231,7 @@ def uninstall(host: Host) -> None:
     """Puts back the very objects the host's replacements replaced (where a replacement is still
     in place), and stops modules imported later from being patched."""
     with _lock:
-        host._wanted.clear()
+        _wanted.discard(host)
         for key in [key for key in _handled if key[0] is host]:
             del _handled[key]
         for entry in reversed([entry for entry in _installed if entry[0] is host]):
@@ -310,13 +321,16 @@ def code_names(function: Any) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def expect_names(function: Any, expected: tuple[str, ...], what: str) -> None:
-    """Unknown where ``function``'s code does not use exactly the ``expected`` names
-    (``code_names``: those of the release whose behaviour the replacement reproduces): for a
-    function whose parameters say little, what it does is its shape."""
+def expect_names(function: Any, expected: Iterable[str], what: str, *others: Iterable[str]) -> int:
+    """Which of the known releases' names ``function``'s code uses, exactly (``code_names``):
+    0 for ``expected``, 1 for the first of ``others``, ...; Unknown where none: for a function
+    whose parameters say little, what it does is its shape."""
     got = code_names(function)
-    if got != frozenset(expected):
-        raise Unknown(f"{what}'s code is not the known release's (names {sorted(got or ())})")
+    for number, names in enumerate((expected, *others)):
+        if got == frozenset(names):
+            return number
+    known = "the known release's" if not others else "any known release's"
+    raise Unknown(f"{what}'s code is not {known} (names {sorted(got or ())})")
 
 
 # ---- answering --------------------------------------------------------------------------------
@@ -329,22 +343,50 @@ def failed(host: Host) -> None:
               host.work, host.own, exc_info=True)
 
 
-def fail_open(host: Host, original: Callable, ours: Callable) -> Callable:
-    """A replacement for ``original``: ``ours(*args, **kwargs)``'s answer, or where ours declines
-    (returns None) or raises, ``original(*args, **kwargs)``'s (run outside any handler of ours,
-    so that what the host raises is the host's own, context included); a failure of ours is
-    logged once per host."""
+@dataclass(frozen=True)
+class Call:
+    """What tensorb64's part of a replacement may answer instead of an answer of its own: the
+    original is to answer, called with ``args`` and ``kwargs`` (in place of the call's own),
+    inside ``context`` where one is given (entered just before the original runs, left when it
+    returns or raises)."""
 
-    @functools.wraps(original)
-    def replacement(*args: Any, **kwargs: Any) -> Any:
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    context: AbstractContextManager | None = None
+
+
+def fail_open(host: Host, original: Callable, ours: Callable) -> Callable:
+    """The replacement for ``original``, with the same signature (and a coroutine function where
+    ``original`` is one): ``ours(*args, **kwargs)`` runs first, guarded, and answers, or returns
+    a ``Call`` (the original answers, called as it says), or declines (None: the original answers
+    as called). Where ours raises, it has declined, and its failure is logged once per host. The
+    original runs outside any handler of ours, once: what the host returns or raises is its own,
+    context included."""
+
+    def prepared(args: tuple, kwargs: dict) -> Any:
         try:
             answer = ours(*args, **kwargs)
         except Exception:
             failed(host)
-            answer = None
-        if answer is None:
-            return original(*args, **kwargs)
-        return answer
+            return Call(args, kwargs)
+        return Call(args, kwargs) if answer is None else answer
+
+    if inspect.iscoroutinefunction(original):
+        @functools.wraps(original)
+        async def replacement(*args: Any, **kwargs: Any) -> Any:
+            answer = prepared(args, kwargs)
+            if not isinstance(answer, Call):
+                return answer
+            with answer.context or contextlib.nullcontext():
+                return await original(*answer.args, **answer.kwargs)
+    else:
+        @functools.wraps(original)
+        def replacement(*args: Any, **kwargs: Any) -> Any:
+            answer = prepared(args, kwargs)
+            if not isinstance(answer, Call):
+                return answer
+            with answer.context or contextlib.nullcontext():
+                return original(*answer.args, **answer.kwargs)
 
     setattr(replacement, MARKER, original)
     return replacement

@@ -1,5 +1,11 @@
-"""The ingest section (`--section ingest`, issue 37): a corpus of texts embedded through a local
-/v1/embeddings server by a batch pipeline, rows/s and the client's CPU-seconds per 1,000 rows.
+"""Ingestion: a corpus of texts embedded through a local /v1/embeddings server by a batch pipeline,
+rows/s and the client's CPU-seconds per 1,000 rows. From the repository root (the server is the
+tests' own, tests/support/embeddings_server.py), with Ray Data, Daft and pyarrow installed
+(`pip install ".[ingest]"`):
+
+    python -m benchmarks.ingest_bench [--rows N] [--rounds N] [--widths D,D] [--json PATH] [--table PATH]
+
+A section of `python -m tensorb64 bench`'s runner (tensorb64/_bench/runner.py), run by it here.
 
 The server (embeddings_server.Precomputed, in a process of its own on 127.0.0.1) answers each
 request with a body joined from row texts written beforehand (OpenAI's layout; float rows in
@@ -33,7 +39,9 @@ runs in its own).
 
 from __future__ import annotations
 
+import argparse
 import base64
+import importlib.util
 import multiprocessing
 import os
 import statistics
@@ -43,8 +51,8 @@ import time
 
 import numpy as np
 
-from . import os_facts
-from .report import markdown_table, text_table
+from tensorb64._bench import os_facts, runner
+from tensorb64._bench.report import markdown_table, text_table
 
 NAME = "ingest"
 REQUIRES = ("ray", "pyarrow", "openai")
@@ -67,7 +75,7 @@ def unavailable(mods):
 
 def _serve(width: int, ready) -> None:
     """The server process: the table of ``width``, served until the parent ends it."""
-    from .embeddings_server import LocalServer, Precomputed
+    from tests.support.embeddings_server import LocalServer, Precomputed
 
     answer = Precomputed(table(width))
     with LocalServer(answer) as server:
@@ -450,5 +458,26 @@ def text(report: dict) -> list:
 
 
 def markdown(report: dict) -> str:
-    return ("\n### Ingestion (`--section ingest`)\n\n" + markdown_table(COLUMNS, rows_of(report), right=[0, 3, 4, 5, 6])
+    return ("\n### Ingestion (`python -m benchmarks.ingest_bench`)\n\n" + markdown_table(COLUMNS, rows_of(report), right=[0, 3, 4, 5, 6])
             + "\n" + "\n".join(f"* {line}" for line in target_lines(report)) + "\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ingest_bench", description=__doc__.split("\n\n")[0])
+    runner.common_arguments(parser)
+    parser.add_argument("--rows", type=int, metavar="N", help="texts a run (default 20000; fewer to fit a slow machine)")
+    parser.add_argument("--rounds", type=int, metavar="N", help="interleaved rounds of each route (default 3)")
+    parser.add_argument("--widths", metavar="D,D", help="embedding sizes (default 1024,3072)")
+    args = parser.parse_args(argv)
+    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"the ingestion bench needs {', '.join(missing)}: pip install \".[ingest]\" openai", file=sys.stderr)
+        return 2
+    args.command = "python -m benchmarks.ingest_bench"
+    settings = {"ingest_rows": args.rows, "ingest_rounds": args.rounds,
+                "ingest_widths": args.widths and tuple(int(w) for w in args.widths.split(","))}
+    return runner.run([sys.modules[__name__]], args, argv, {k: v for k, v in settings.items() if v})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,10 +2,13 @@
 
 The binding (bindings/reader.cpp, `read_input`) reads numpy arrays (ml_dtypes' bfloat16 and
 float8 included), float buffers and plain CPU torch tensors where they lie, checked against their
-owner's bounds. Everything else comes here (through the fallback hook, _fallback.py), to
+owner's bounds. Everything else comes here (through the binding's input hook, input_hook.py), to
 `readable(x)`, which returns an object the binding can read (a numpy array, a buffer or a plain
-CPU tensor), or raises the TypeError / ValueError that names what was wrong and what is
-accepted. This is the only place inputs are classified.
+CPU tensor), or a tensor on a device with its route (``_cuda.route.OnDevice``: the CUDA room's
+decision, asked for here, once), or raises the TypeError / ValueError that names what was wrong
+and what is accepted. ``entered(x)`` is the same classification for the entry points written in
+Python (``body.batch_rows``, ``encode.encode_binary_body``): a tensor's route decided once, where
+the input enters, and passed down with it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import sys
 
 import numpy as np
 
-from . import _cuda
-from ._formats import ELEMENT_TYPES
+from .._cuda import route as cuda
+from .._formats import ELEMENT_TYPES
 
 ACCEPTED = (
     "a torch.Tensor, a numpy array, an object with a float buffer (memoryview, array.array), "
@@ -24,8 +27,23 @@ ACCEPTED = (
 _NUMBER_KINDS = "fiub"
 
 
+def entered(x) -> tuple:
+    """``(x, route)`` where an entry point written in Python takes ``x``: for a torch tensor, the
+    plain tensor (a subclass read through ``readable``) and its route (None: read on the host),
+    decided here, once; anything else as it is, with None (the binding reads it, or hands it to
+    the input hook)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        return x, None
+    if type(x) is torch.Tensor:
+        return x, cuda.route(x)
+    x = readable(x)
+    return (x.tensor, x.route) if isinstance(x, cuda.OnDevice) else (x, None)
+
+
 def readable(x):
-    """An object the binding reads in place, with the values of any accepted input."""
+    """An object the binding reads in place, with the values of any accepted input; or, for a
+    tensor on a device, that tensor with its route (``cuda.OnDevice``)."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         return _readable_tensor(x, torch)
@@ -33,7 +51,13 @@ def readable(x):
         return _readable_array(x)
     if isinstance(x, (list, tuple)):
         if x and torch is not None and all(isinstance(item, torch.Tensor) for item in x):
-            return readable(torch.stack([item.detach().to("cpu") for item in x]))  # rows of tensors
+            # Rows of tensors: stacked where they are (on a device: one batch, routed once), not
+            # copied to the host row by row.
+            try:
+                stacked = torch.stack([item.detach() for item in x])
+            except RuntimeError as e:
+                raise ValueError(f"a list of tensors must hold rows of one shape on one device: {e}") from None
+            return readable(stacked)
         return _readable_array(_array_of_numbers(x, torch))
     if isinstance(x, (str, bytes, bytearray)):
         hint = "" if isinstance(x, str) else " (for raw float32 bytes use numpy.frombuffer(data, '<f4'))"
@@ -84,19 +108,18 @@ def _readable_tensor(t, torch):
             t = t.to(torch.float32)
         except (RuntimeError, NotImplementedError):  # float4_e2m1fn_x2 and the like: no conversion
             raise unsupported from None
-    if t.device.type != "cpu":
-        # Cross the bus in the tensor's own dtype: a bf16 tensor moves half the bytes of float32.
-        # CUDA tensors through reused pinned buffers where _cuda.route says so.
-        t = _cuda.host_copy(t) if _cuda.route(t) != "host" else t.detach().to("cpu")
     try:
-        if t.is_neg():  # a negative-bit view (x.conj().imag) stores its values negated
-            t = t.resolve_neg()
         t.untyped_storage()
         t.data_ptr()
     except (RuntimeError, NotImplementedError) as e:
         raise TypeError(f"this tensor has no memory to read ({e}): FakeTensors, functional and vmap tensors "
                         "cannot be encoded; pass a real tensor") from None
-    return t
+    # A tensor on a device: the CUDA room's decision, carried on (it crosses the bus in its own
+    # dtype: a bf16 tensor moves half the bytes of float32).
+    route = cuda.route(t)
+    if route is not None:
+        return cuda.OnDevice(t, route)
+    return t.resolve_neg() if t.is_neg() else t  # (a negative-bit view, x.conj().imag, stores its values negated)
 
 
 def _readable_array(a: np.ndarray):

@@ -1,6 +1,7 @@
-"""A local ``/v1/embeddings`` server on 127.0.0.1 for the ingest bench section and the ingestion
-tests (tests/test_ingest.py): a threaded HTTP/1.1 server with keep-alive, whose answers come
-from a function of the request, so that what is measured or tested is the client.
+"""A local ``/v1/embeddings`` server on 127.0.0.1 for the ingestion tests (tests/test_ingest.py,
+tests/test_embeddings_http.py) and the ingestion bench (benchmarks/ingest_bench.py): a threaded
+HTTP/1.1 server with keep-alive, whose answers come from a function of the request, so that what
+is measured or tested is the client.
 
 Texts are row numbers: the text ``"17"`` (or ``"row 17"``: the last word) is row 17 of a table
 of vectors, so that a client's order can be checked against the table (any other text: row 0).

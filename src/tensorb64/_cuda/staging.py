@@ -17,7 +17,8 @@ it too), not for production use. What the entry points do with the pipeline is i
 Bounds (``StagingPool``): at most ``pinned_limit()`` bytes of pinned buffers are held by the
 package at once, leased and idle together (``TENSORB64_PINNED_MIB``, default 256 MiB); a buffer
 is leased to one call at a time and comes back to the pool only when that call has finished
-reading it (for ``pinned_copy``, when the host tensor it returned is freed). When a buffer would
+reading it (for ``pinned_copy``, when the memory of the host tensor it returned is freed: that
+tensor's and every view's of it). When a buffer would
 pass the bound the call takes the plain copy (``tensor.to("cpu")``) instead; so does an input
 below ``plain_copy_below`` bytes. Buffers the pool drops go back to torch's caching host
 allocator, which keeps them pinned for torch's own reuse.
@@ -27,6 +28,8 @@ torch is never imported here: every function is reached with a tensor, so torch 
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 import os
 import sys
@@ -409,10 +412,27 @@ def staged_chunks(t, bus_dtype, write, staging: Staging):
     return results
 
 
+def _leased(host, release):
+    """``host`` (a view of a pool buffer) as a tensor whose memory has an owner of its own: the
+    buffer's lease, which ``release`` ends, lasts as long as that owner, which every tensor
+    derived from the result (views, slices, rows) holds, not as long as one tensor object. The
+    owner is a ctypes array over the same bytes: torch.frombuffer keeps the object it reads
+    alive for as long as the memory it made is."""
+    torch = sys.modules["torch"]
+    nbytes = host.numel() * host.element_size()
+    if nbytes == 0:
+        release()
+        return host.clone()
+    owner = (ctypes.c_char * nbytes).from_address(host.data_ptr())
+    weakref.finalize(owner, release)
+    return torch.frombuffer(owner, dtype=host.dtype).view(host.shape)
+
+
 def pinned_copy(t, staging: Staging):
     """``t`` (a device tensor the pipeline takes) on the host in its own dtype and shape,
-    contiguous: through a pinned staging buffer that stays leased until the returned tensor is
-    freed, or by the plain copy when the pool has no room."""
+    contiguous: through a pinned staging buffer that stays leased until the last tensor over its
+    memory is freed (the result, or any view of it), or by the plain copy when the pool has no
+    room."""
     if t.requires_grad:
         t = t.detach()
     buffer = staging.pool.acquire(t.numel() * t.element_size())
@@ -427,5 +447,4 @@ def pinned_copy(t, staging: Staging):
     except BaseException:
         staging.pool.discard(buffer)  # a copy may still be queued into it
         raise
-    weakref.finalize(host, staging.pool.release, buffer)
-    return host
+    return _leased(host, functools.partial(staging.pool.release, buffer))

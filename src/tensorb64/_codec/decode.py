@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _native
-from ._formats import byteorder_name, output_type
-from ._native import DecodeError
-from ._types import BodyMetadata, ByteOrder, DType
+from .. import _native
+from .._formats import byteorder_name, output_type
+from .._native import DecodeError
+from .._types import BodyMetadata, ByteOrder, DType
 
 # numpy dtypes for the stored types numpy has; bfloat16 and float8 have none.
 _NUMPY_STORED = {"float32": np.float32, "float16": np.float16}

@@ -18,24 +18,40 @@ import json
 import math
 import queue
 import random
+import socket
+import ssl
 import threading
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 
-from ._client import decode_response_body
+from .._codec.body_reader import decode_response_body
+from .._types import is_count
 
 __all__ = ["EmbeddingRequestError", "EmbeddingsEndpoint"]
 
 # What is worth asking again: rate limiting, a timeout, and the server's own failures.
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-# What a failed connection raises; each is asked again on a new connection.
+# What a failed connection raises; each is asked again on a new connection, but for what would
+# fail the same way again (``_permanent``), which is reported at once.
 CONNECTION_ERRORS = (ConnectionError, http.client.HTTPException, TimeoutError, OSError)
+# getaddrinfo's answers that may change if asked again (a resolver that did not answer in time).
+_TRANSIENT_NAME_ERRORS = frozenset(getattr(socket, name) for name in ("EAI_AGAIN",) if hasattr(socket, name))
+
+
+def _permanent(error: BaseException) -> bool:
+    """Whether a failed connection would fail the same way if sent again: the host's name not
+    found, a TLS certificate or handshake refused (not a connection cut during it), a URL that
+    cannot be sent."""
+    if isinstance(error, socket.gaierror):
+        return error.errno not in _TRANSIENT_NAME_ERRORS
+    if isinstance(error, ssl.SSLError):
+        return not isinstance(error, (ssl.SSLEOFError, ssl.SSLZeroReturnError))
+    return isinstance(error, http.client.InvalidURL)
 
 
 class EmbeddingRequestError(RuntimeError):
@@ -49,10 +65,6 @@ class EmbeddingRequestError(RuntimeError):
 
     def __reduce__(self):  # raised in an engine's worker, pickled to the driver with its fields
         return type(self), (self.args[0], self.rows, self.status, self.message)
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
 
 
 def _server_message(body: bytes) -> str:
@@ -98,7 +110,8 @@ class EmbeddingsEndpoint:
     for each connection's connect and each read. max_retries: how many times a request answered
     408, 429 or 5xx, or whose connection failed, is sent again, waiting ``Retry-After`` where the
     server gives one (at most ``max_backoff_s``), else ``backoff_s`` doubled each time (with
-    jitter). request_size: texts per request (None: a whole call's texts in one request);
+    jitter); what would fail the same way again (another 4xx, a host name not found, a TLS
+    certificate refused) is reported at once. request_size: texts per request (None: a whole call's texts in one request);
     max_in_flight: the requests of one call sent at once (on that many threads).
     """
 
@@ -115,12 +128,12 @@ class EmbeddingsEndpoint:
             raise TypeError(f"model must be a str, got {type(model).__name__}")
         if encoding_format not in ("base64", "float"):
             raise ValueError(f"encoding_format must be 'base64' or 'float', got {encoding_format!r}")
-        if dimensions is not None and not (_is_count(dimensions) and dimensions >= 1):
+        if dimensions is not None and not (is_count(dimensions) and dimensions >= 1):
             raise ValueError(f"dimensions must be a positive int or None, got {dimensions!r}")
         for name, value, least in (("max_retries", max_retries, 0), ("max_in_flight", max_in_flight, 1)):
-            if not (_is_count(value) and value >= least):
+            if not (is_count(value) and value >= least):
                 raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
-        if request_size is not None and not (_is_count(request_size) and request_size >= 1):
+        if request_size is not None and not (is_count(request_size) and request_size >= 1):
             raise ValueError(f"request_size must be a positive int or None, got {request_size!r}")
         for name, value in (("timeout", timeout), ("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
@@ -229,27 +242,30 @@ class EmbeddingsEndpoint:
             try:
                 status, reason, headers, body = self._post(payload)
             except CONNECTION_ERRORS as error:
-                if last:
+                if last or _permanent(error):
                     raise self._failure(rows, None, f"{type(error).__name__}: {error}", attempt) from error
                 self._wait(attempt, None)
                 continue
             if status == 200:
-                return self._rows(body, rows)
+                return self._rows(body, rows, attempt)
             if status not in RETRIED_STATUSES or last:
                 raise self._failure(rows, status, f"{status} {reason}: {_server_message(body)}", attempt)
             self._wait(attempt, _retry_after(headers.get("Retry-After")))
         raise AssertionError("unreachable")  # the loop's last attempt returns or raises
 
-    def _rows(self, body: bytes, rows: range) -> np.ndarray:
+    def _rows(self, body: bytes, rows: range, retries: int) -> np.ndarray:
+        """The rows of a 200's body; an EmbeddingRequestError (``retries``: the requests sent
+        before this one) where they are not the batch's."""
         try:
             array = decode_response_body(body)
         except ValueError as error:  # DecodeError: the reason and the byte offset
-            raise self._failure(rows, 200, f"the response body could not be read: {error}", 0) from error
+            raise self._failure(rows, 200, f"the response body could not be read: {error}", retries) from error
         if array.shape[0] != len(rows):
-            raise self._failure(rows, 200, f"the response has {array.shape[0]} embeddings for {len(rows)} inputs", 0)
+            raise self._failure(rows, 200, f"the response has {array.shape[0]} embeddings for {len(rows)} inputs",
+                                retries)
         if self.dimensions is not None and array.shape[1] != self.dimensions:
             raise self._failure(rows, 200, f"the response's embeddings have {array.shape[1]} values, "
-                                f"not the {self.dimensions} asked for (dimensions)", 0)
+                                f"not the {self.dimensions} asked for (dimensions)", retries)
         return array
 
     def _failure(self, rows: range, status: int | None, message: str, retries: int) -> EmbeddingRequestError:
@@ -286,3 +302,13 @@ class EmbeddingsEndpoint:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="tensorb64-embeddings")
             return self._threads
+
+
+def texts_of(column: Any, name: str) -> list:
+    """The strings of an Arrow column of texts (a pyarrow Array or ChunkedArray), to embed; a
+    ValueError naming ``name``, the nulls' count and the first null's row where it has nulls."""
+    if column.null_count:
+        first = next(i for i, null in enumerate(column.is_null().to_pylist()) if null)
+        raise ValueError(f"{name} has {column.null_count} nulls (the first at row {first}): "
+                         "each row needs a text to embed")
+    return column.to_pylist()

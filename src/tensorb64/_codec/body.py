@@ -9,34 +9,33 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from numbers import Integral
 
 import numpy as np
 
-from . import _cuda, _native
-from ._inputs import readable
+from .. import _native
+from .._cuda import route as cuda
+from .._types import is_count
+from .inputs import entered, readable
 
 
-def is_index(value) -> bool:
-    """True for ints (and numpy integers), False for bool: ``dimensions=True`` is a bug, not 1."""
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def batch_rows(embeddings):
-    """The input as a 2-D array or tensor (a view of the caller's memory where it can be), read
-    and refused by the one reader, as every encoder reads and refuses it."""
+def batch_rows(embeddings) -> tuple:
+    """``(rows, route)``: the input as a 2-D array or tensor (a view of the caller's memory where it
+    can be), read and refused by the one reader, as every encoder reads and refuses it; and how
+    it is read (None: on the host; else the CUDA room's route, decided here, once, and passed down
+    with the rows)."""
+    x, route = entered(embeddings)
     torch = sys.modules.get("torch")
-    if isinstance(embeddings, np.ndarray) or (torch is not None and isinstance(embeddings, torch.Tensor)):
-        x = embeddings
-    else:
-        x = readable(embeddings)  # a list's array (or stacked tensors), or a buffer
-        if not (torch is not None and isinstance(x, torch.Tensor)):
+    if not isinstance(x, np.ndarray) and not (torch is not None and isinstance(x, torch.Tensor)):
+        x = readable(x)  # a list's array (or its tensors stacked), or a buffer
+        if isinstance(x, cuda.OnDevice):
+            x, route = x
+        elif not (torch is not None and isinstance(x, torch.Tensor)):
             x = np.asarray(x)
     if x.ndim not in (1, 2):
         raise ValueError(f"embeddings must be a 2-D [batch, dim] array (or one 1-D row), got shape {tuple(x.shape)}")
-    if _cuda.route(x) == "host":  # (a CUDA tensor's rows are read where they are encoded)
+    if route is None:  # (a device's rows are read where they are encoded)
         _native._row_shape(x)  # refuses what every encoder refuses, in the same words
-    return x if x.ndim == 2 else x[None]
+    return (x if x.ndim == 2 else x[None]), route
 
 
 def cut_rows(rows, dimensions):
@@ -45,7 +44,7 @@ def cut_rows(rows, dimensions):
     if dimensions is None:
         return rows
     width = rows.shape[1]
-    if not is_index(dimensions) or not 1 <= dimensions <= width:
+    if not is_count(dimensions) or not 1 <= dimensions <= width:
         accepted = f"an int from 1 to {width} (the embedding size)" if width else "None (the rows are empty)"
         raise ValueError(f"dimensions must be {accepted}, or None for whole rows; got {dimensions!r}")
     return rows[:, : int(dimensions)]
@@ -135,11 +134,11 @@ class Body:
     """A response body, every argument checked before anything is built: its rows (a view of the
     input), the envelope's head and tail (laid out by the core from ``model``, ``usage`` and
     ``extra``, or from ``members``: a server's own envelope, each member's key and value already
-    serialised as that server serialises them), and how the rows are written (``staged``: CUDA
-    tensors through the pipeline, as ``_cuda.route`` decides)."""
+    serialised as that server serialises them), and how the rows are read (``route``: None on the
+    host, else the CUDA room's route, decided once where the input entered)."""
 
     __slots__ = ("head", "tail", "rows", "base64", "dtype", "byteorder", "float_format", "threads", "layout",
-                 "staged")
+                 "route")
 
     def __init__(self, embeddings, *, model: str | None = None, encoding_format: str, dimensions=None, usage=None,
                  extra=None, members=None, dtype: str = "float32", byteorder: str = "little", float_format: str = "repr",
@@ -152,11 +151,11 @@ class Body:
             self.head, self.tail = _envelope(model, usage, extra, layout)
         else:
             self.head, self.tail = _native._body_envelope(layout, members)
-        self.rows = cut_rows(batch_rows(embeddings), dimensions)
+        rows, self.route = batch_rows(embeddings)
+        self.rows = cut_rows(rows, dimensions)
         self.base64 = encoding_format == "base64"
         self.dtype, self.byteorder, self.float_format, self.threads = dtype, byteorder, float_format, threads
         self.layout = layout
-        self.staged = _cuda.route(self.rows) != "host"
 
     def whole(self) -> bytes:
         return self._write(self.rows, 0, self.head, self.tail, False)
@@ -173,14 +172,14 @@ class Body:
         infinity: ValueError naming the row and the column.
         """
         if self.base64:
-            if self.staged:
-                return _cuda.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
-                                                  self.layout, leading_comma)
+            if self.route is not None:
+                return self.route.response_body_base64(rows, self.dtype, self.byteorder, head, tail, start,
+                                                       self.threads, self.layout, leading_comma)
             return _native._response_body_base64(rows, self.dtype, self.byteorder, head, tail, start, self.threads,
                                                  self.layout, leading_comma)
-        if self.staged:
-            return _cuda.response_body_float(rows, self.float_format, head, tail, start, self.threads, self.layout,
-                                             leading_comma)
+        if self.route is not None:
+            return self.route.response_body_float(rows, self.float_format, head, tail, start, self.threads,
+                                                  self.layout, leading_comma)
         return _native._response_body_float(rows, self.float_format, head, tail, start, self.threads, self.layout,
                                             leading_comma)
 
@@ -189,8 +188,8 @@ class Body:
         iter_response_body's)."""
         count, width = self.rows.shape
         if not self.base64:  # NaN and infinity refused before the first chunk
-            if self.staged:
-                _cuda.check_finite(self.rows)
+            if self.route is not None:
+                self.route.check_finite(self.rows)
             else:
                 _native._check_finite(self.rows)
         entry = _native._entry_bound(width, max(count - 1, 0), self.dtype if self.base64 else None, self.float_format)

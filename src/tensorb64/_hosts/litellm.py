@@ -27,6 +27,7 @@ providers lazily), each restored by ``unpatch()``, through the package's one pat
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import json
@@ -36,8 +37,18 @@ from typing import Any
 
 import numpy as np
 
-from ._client import _read_rows_and_offsets, _without_embeddings
-from ._patching import Host, Replacement, Unknown, attribute, expect_names, expect_parameters, failed
+from .._codec.body_reader import rows_and_offsets, without_embeddings
+from .patching import (
+    Call,
+    Host,
+    Replacement,
+    Unknown,
+    attribute,
+    code_names,
+    expect_names,
+    expect_parameters,
+    fail_open,
+)
 
 HOSTED_VLLM_MODULE = "litellm.llms.hosted_vllm.embedding.transformation"
 LOGGING_MODULE = "litellm.litellm_core_utils.litellm_logging"
@@ -56,7 +67,7 @@ def loads_embeddings(body: bytes) -> dict | None:
     an integer text an ``int``, and gives every NaN its one float object); base64 rows as their
     strings (the text between the quotes, or json.loads of a string with an escape in it)."""
     try:
-        rows, offsets = _read_rows_and_offsets(body)
+        rows, offsets = rows_and_offsets(body)
     except (ValueError, OverflowError, MemoryError, UnicodeError):
         return None
     spans = offsets.tolist()
@@ -67,7 +78,7 @@ def loads_embeddings(body: bytes) -> dict | None:
         for i in np.flatnonzero((~np.isfinite(rows) | (rows == np.trunc(rows))).any(axis=1)).tolist():
             s, e = spans[i]
             values[i] = json.loads(body[s:e])
-    response = json.loads(_without_embeddings(body, offsets))
+    response = json.loads(without_embeddings(body, offsets))
     for entry in response["data"]:
         entry["embedding"] = values[entry["index"]]
     return response
@@ -95,16 +106,12 @@ class _ReadNatively:
 def _read_natively(raw_response: Any) -> _ReadNatively | None:
     """The view of ``raw_response`` with its body read by the core, or None where LiteLLM's own
     reading should run (a body the core does not read, content that is not bytes: a mock's, a
-    stream's; or a failure of ours, logged once)."""
+    stream's)."""
     try:
         content = raw_response.content
     except Exception:  # not read (a stream), or no such attribute: LiteLLM's own reading says what happens
         return None
-    try:
-        parsed = loads_embeddings(content) if isinstance(content, bytes) else None
-    except Exception:
-        failed(LITELLM)
-        return None
+    parsed = loads_embeddings(content) if isinstance(content, bytes) else None
     return None if parsed is None else _ReadNatively(raw_response, parsed)
 
 
@@ -116,14 +123,13 @@ TRANSFORM_NAMES = ("convert_to_model_response_object", "json", "post_call", "tex
 
 
 def _transform_reading_natively(original: Any) -> Any:
-    # LiteLLM's own method, run once, on the view or (where the core does not read the body) on
-    # the response itself: what it returns or raises is its own.
-    @functools.wraps(original)
-    def transform_embedding_response(self: Any, model: Any, raw_response: Any, *args: Any, **kwargs: Any) -> Any:
+    # LiteLLM's own method answers, once, given the view or (where the core does not read the
+    # body, or fails) the response itself: what it returns or raises is its own.
+    def ours(self: Any, model: Any, raw_response: Any, *args: Any, **kwargs: Any) -> Any:
         view = _read_natively(raw_response)
-        return original(self, model, raw_response if view is None else view, *args, **kwargs)
+        return None if view is None else Call((self, model, view, *args), kwargs)
 
-    return transform_embedding_response
+    return fail_open(LITELLM, original, ours)
 
 
 def hosted_vllm_replacements(module: Any) -> list[Replacement]:
@@ -145,6 +151,8 @@ NOT_BUILT = "(not built: the logger drops this line)"
 # and those it must not (another level at which the line could be logged).
 _LINE_NAMES = frozenset({"_model_call_details_view", "format", "verbose_logger", "debug", "warning", "litellm_request_debug"})
 _OTHER_LEVELS = frozenset({"info", "error", "critical", "log", "print_verbose"})
+# The view's getter: ``return self.model_call_details``.
+VIEW_NAMES = ("model_call_details",)
 
 
 class _DetailsForDroppedLine(Mapping):
@@ -177,44 +185,50 @@ def _drops(logger: Any, level: int) -> bool:
             and not logger.isEnabledFor(level))
 
 
-def _post_call_without_dropped_line(original: Any, module: Any) -> Any:
-    @functools.wraps(original)
-    def post_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            level = logging.WARNING if getattr(self, "litellm_request_debug", False) else logging.DEBUG
-            dropped = _drops(getattr(module, "verbose_logger", None), level)
-        except Exception:
-            failed(LITELLM)
-            dropped = False
-        if not dropped:
-            return original(self, *args, **kwargs)
-        token = _line_dropped.set(self)
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            _line_dropped.reset(token)
+@contextlib.contextmanager
+def _line_dropped_in(logging_object: Any) -> Iterator[None]:
+    token = _line_dropped.set(logging_object)
+    try:
+        yield
+    finally:
+        _line_dropped.reset(token)
 
-    return post_call
+
+def _post_call_without_dropped_line(original: Any, module: Any) -> Any:
+    # LiteLLM's own post_call answers, where the logger drops its RAW RESPONSE line with that
+    # line's read of the response marked for the view below.
+    def ours(self: Any, *args: Any, **kwargs: Any) -> Any:
+        level = logging.WARNING if getattr(self, "litellm_request_debug", False) else logging.DEBUG
+        if not _drops(getattr(module, "verbose_logger", None), level):
+            return None
+        return Call((self, *args), kwargs, _line_dropped_in(self))
+
+    return fail_open(LITELLM, original, ours)
 
 
 def _details_view(original: property) -> property:
-    def view(self: Any) -> Any:
-        details = original.fget(self)
-        if _line_dropped.get() is self:
-            _line_dropped.set(None)  # the line's read is the first: later ones see the details
-            return _DetailsForDroppedLine(details)
-        return details
+    # The view's getter returns self.model_call_details (recognised by its code): the line's read,
+    # the first in a post_call marked above, gets the details with the placeholder; any other,
+    # LiteLLM's own getter.
+    def ours(self: Any) -> Any:
+        if _line_dropped.get() is not self:
+            return None
+        _line_dropped.set(None)  # the line's read is the first: later ones see the details
+        return _DetailsForDroppedLine(self.model_call_details)
 
-    return property(view, original.fset, original.fdel, original.__doc__)
+    return property(fail_open(LITELLM, original.fget, ours), original.fset, original.fdel, original.__doc__)
 
 
 def logging_replacements(module: Any) -> list[Replacement]:
     cls = attribute(module, "Logging")
     post_call = attribute(cls, "post_call")
     view = attribute(cls, "_model_call_details_view")
-    names = set(getattr(getattr(post_call, "__code__", None), "co_names", ()))
-    if not (isinstance(view, property) and view.fget is not None and _LINE_NAMES <= names and not _OTHER_LEVELS & names):
+    names = code_names(post_call) or frozenset()
+    if not (_LINE_NAMES <= names and not _OTHER_LEVELS & names):
         raise Unknown("Logging.post_call does not build its RAW RESPONSE line as 1.110 does")
+    if not (isinstance(view, property) and view.fget is not None):
+        raise Unknown("Logging._model_call_details_view is not a property")
+    expect_names(view.fget, VIEW_NAMES, "Logging._model_call_details_view")
     return [Replacement(cls, "post_call", functools.partial(_post_call_without_dropped_line, module=module)),
             Replacement(cls, "_model_call_details_view", _details_view)]
 

@@ -1,51 +1,29 @@
-// The AVX-512 JSON number-row parsers (the avx512 implementation's, dispatch/implementation.hpp),
-// to float32 and to float64: numbers eight at a time, float32 rows in three ways. The row's layout,
-// read from the commas in its first 64 bytes, picks the first; each hands the row's rest to the
-// next where it cannot go on.
+// The avx512 level's own number-row paths (its number_parser_float32.cpp and _float64.cpp include
+// this inside the level's namespace, after the generic skeleton, levels/generic/number_rows.hpp,
+// whose parse_row reads what these leave): numbers eight at a time from 64-byte windows gathered
+// by vpermb, which no other level has a cheap form of, in two layouts the row's first 64 bytes
+// choose (the skeleton's rule, short_numbers).
 //
 //  * Short numbers (orjson's / vLLM's rows: at most 15 bytes, "," between): four to a vector, one
 //    64-byte window per four, each number right-aligned in a 16-byte lane (parse_short_row).
 //  * Long numbers (json.dumps's rows: ", " between, 17 significant digits): four to a vector, two
 //    64-byte windows per four, each number's first 16 bytes left-aligned in a lane and the rest
-//    checked to be digits (parse_long_row).
-//  * Any row, and the rows' last numbers: the separators gathered ahead, then two numbers to a
-//    vector, each loaded right-aligned into a 32-byte half by a masked load ending at its
-//    separator (parse_row).
+//    checked to be digits (parse_long_row; float32 rows only).
 //
-// The first two try each eight numbers as numbers below one first, -?0\.[0-9]+ (an embedding's
-// values nearly always are), which need less work (below_one_quad_of), then as any number.
+// Both try each eight numbers as numbers below one first, -?0\.[0-9]+ (an embedding's values
+// nearly always are), which need less work (below_one_quad_of), then as any number; each hands
+// the row's rest to the skeleton's parse_row where it cannot go on.
 //
 // In each, the numbers' shapes -?(0|[1-9][0-9]*)\.[0-9]+ are checked several at once in 64-bit
 // integers (a bit a byte); vpermb moves the bytes before the point one place right, which drops
 // it, vpshufb and multiply-adds (vpmaddubsw, vpmaddwd, vpmuludq) make the digits an integer w, and
-// the value is w / 10^f in double lanes, then vcvtpd2ps: double, then float32, as the reference.
-// The division is exact and correctly rounded (Clinger's fast path) when w <= 2^53; where w is
-// larger (parse_row) or the digits were cut short (parse_long_row), a lane is kept only where the
-// result cannot differ from the text's own (each path says how). Any number outside those
-// shapes (exponents, integers, NaN, whitespace, errors) goes through the scalar parser: the number
-// alone when it ends at its separator, otherwise the rest of the row, so that values, ends and
-// errors equal the scalar level's (number_parser_tests: every level against the scalar one).
+// the value is w / 10^f in double lanes, then vcvtpd2ps for float32 rows: double, then float32, as
+// the reference. The division is exact and correctly rounded (Clinger's fast path) when w <= 2^53;
+// where the digits were cut short (parse_long_row), a lane is kept only where both ends of the
+// interval the text lies in give the same float32. Any number outside those shapes goes through
+// the scalar parser, as in the skeleton.
 //
-// Float64 rows (the openai client's Python floats) of short numbers take parse_short_row, whose
-// quotients are the texts' own doubles (at most 14 digits: exact); rows of long numbers take
-// parse_row, its digits as above and each value the double of w / 10^f by Eisel-Lemire in
-// integer lanes (convert_group_double).
-//
-// The double arithmetic runs under ieee_fp_environment (round to nearest even, no FTZ/DAZ),
-// whatever the caller's settings.
-//
-// Compiled where the build gives levels/avx512/ its flags (x86-64: cpp/CMakeLists.txt); to nothing
-// elsewhere.
-#include "levels/compiled_features.hpp"
-#if TENSORB64_COMPILES_AVX512
-#include <immintrin.h>
-
-#include <cstdint>
-
-#include "common/fp_environment.hpp"
-#include "json/number_parser.hpp"
-#include "levels/avx512/avx512.hpp"
-#include "levels/number_row_lanes.hpp"
+// Needs, included before: <immintrin.h>, the level's vocabulary and the generic skeleton.
 
 // The general paths' steps are kept out of the loops of numbers below one (their registers).
 #if defined(__GNUC__) || defined(__clang__)
@@ -56,107 +34,20 @@
 #define TENSORB64_PARSER_NOINLINE
 #endif
 
-namespace tensorb64 {
-namespace {
-
-using detail::number_row;
-
-// ---- any row: two numbers to a vector, at positions gathered ahead (parse_row) ----
-
-// At most 25 bytes of text (a sign, a point and 24 digits: three 8-digit groups), so that the
-// first 8 bytes of a 32-byte window hold no digit once the point is dropped.
-constexpr std::size_t kMaxFastLength = 25;
-
-// The ',' and ']' masks of a block of the row (separator_chunks'), the last one a masked load that
-// stops at `end` (a masked load and compares cost more: only for the last block).
-inline void block_masks(const char* block, std::size_t left, std::uint64_t* commas,
-                        std::uint64_t* closes) noexcept {
-    if (left >= 64) {
-        const __m512i bytes = _mm512_loadu_si512(block);
-        *commas = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(','));
-        *closes = _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(']'));
-    } else {
-        const __mmask64 in_text = (__mmask64{1} << left) - 1;
-        const __m512i bytes = _mm512_maskz_loadu_epi8(in_text, block);
-        *commas = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(','));
-        *closes = _mm512_mask_cmpeq_epi8_mask(in_text, bytes, _mm512_set1_epi8(']'));
-    }
+// vpshufb's table for a byte less '0': a digit's value, 0 for bytes with the top bit set (the
+// sign, the point, bytes outside the text).
+inline __m512i digit_table_zmm() noexcept {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0));
 }
 
-template <int unrolled>
-using row_separators = separator_chunks<unrolled, block_masks>;
-
-// Eight numbers' texts: number i is [start[i], stop[i]), ending at its separator stop[i]. A
-// number starts one byte past a ',' or, after ", " (Python's json.dumps layout), two.
-struct number_group {
-    const char* start[9];
-    const char* stop[8];
-};
-
-// What converting a group gave: the float32 values, and which of them took the fast path.
-struct group_values {
-    __m256 values;
-    unsigned fast;  // bit i: number i's value is in lane i
-};
-
-// The shape checks of two numbers' texts, each right-aligned in one 32-byte half of a window:
-// bit j of each mask is byte j (`text`: the texts' bytes, the rest loaded as zeros). Both halves
-// at once in 64-bit integers, which keeps the work off the mask registers: a text is at most 25
-// bytes, so no shift by one carries a text's bit into the other half (bits 0-6 and 32-38 are
-// never text).
-struct pair_shape {
-    unsigned fast;                // bit h: half h is -?(0|[1-9][0-9]*)\.[0-9]+ with at most
-                                  // 22 digits after the point
-    unsigned negative;            // bit h: half h's number starts with '-'
-    unsigned fractions;           // digits after the point: half 0's in bits 0-7, half 1's in 8-15
-    std::uint64_t through_point;  // the bytes up to each point, which move one byte right
-};
-
-// The halves whose bit is set in `halves` (bit 0: the low half).
-inline std::uint64_t halves_mask(unsigned halves) noexcept {
-    return (halves & 1 ? 0xffffffffull : 0) | (halves & 2 ? 0xffffffff00000000ull : 0);
-}
-
-// `negative`: bit h says half h's text starts with '-' (tested on the bytes: a mask moved out of
-// a mask register costs more).
-inline pair_shape shape_of(std::uint64_t text, std::uint64_t digits, std::uint64_t points,
-                           std::uint64_t zeros, unsigned negative) noexcept {
-    constexpr std::uint64_t low_bits = 0x0000000100000001ull;  // bit 0 of each half
-    const std::uint64_t first = text & ~(text << 1);
-    const std::uint64_t sign = first & halves_mask(negative);
-    const std::uint64_t integer_start = (first & ~sign) | (sign << 1);
-    // The non-digits besides those: exactly one in each half, the point. The arithmetic below on
-    // both halves is right only where half 0 has one (else its borrow crosses into half 1, which
-    // is then refused too).
-    const std::uint64_t point = text & ~digits & ~sign;
-    const std::uint64_t through_point = point ^ (point - low_bits);  // it and the bits under it
-    // Each term nonzero in a half whose text is not of the shape: a second non-digit; one that is
-    // not a '.'; no digit before it (bytes outside the text are not digits); a leading zero
-    // before a digit; the point last (bit 31: the text ends there) or more than 22 digits after
-    // it (below bit 9).
-    const std::uint64_t misfit =
-        (point & (point - low_bits)) | (point & ~points) | ((point >> 1) & ~digits) |
-        (zeros & integer_start & (digits >> 1)) | (point & 0x800001ff800001ffull);
-    const std::uint32_t point_0 = static_cast<std::uint32_t>(point);
-    const std::uint32_t point_1 = static_cast<std::uint32_t>(point >> 32);
-    const bool fast_0 = static_cast<std::uint32_t>(misfit) == 0 && point_0 != 0;
-    const bool fast_1 = (misfit >> 32) == 0 && point_1 != 0 && point_0 != 0;
-    pair_shape s;
-    s.fast = unsigned{fast_0} | unsigned{fast_1} << 1;
-    s.negative = negative;
-    s.fractions =
-        (31 - lowest_bit(point_0 | 0x80000000u)) | (31 - lowest_bit(point_1 | 0x80000000u)) << 8;
-    s.through_point = through_point;
-    return s;
-}
-
-// The bytes of the text [start, stop) at the top of a 32-byte window ending at `stop`; none when it
-// is longer than the fast path takes.
-inline std::uint32_t text_bytes(const char* start, const char* stop) noexcept {
-    const std::size_t length = static_cast<std::size_t>(stop - start);
-    return length <= kMaxFastLength ? static_cast<std::uint32_t>(~std::uint64_t{0} << (32 - length))
-                                    : 0;
-}
+// ---- the any layout's groups, the skeleton's parse_row's (masked_read_any) ----
+//
+// Each number's window is read by a masked load of its text alone: nothing before the row is read,
+// so a row's first numbers need no other window, and no window a byte earlier either: vpermb under
+// the mask of the bytes up to the point moves them one place right, which drops the point.
+// Measured against the skeleton's reading (numbers below one first; number_parser_bench, float64
+// rows of json.dumps's texts, 64 x 3072, on the AMD EPYC build machine): 8.2 against 10.3-10.8 ns
+// a number.
 
 // The 32 bytes ending at `stop`, only those in `text` read (a masked load reads nothing else and
 // faults on nothing else: the window may begin before the buffer).
@@ -176,273 +67,46 @@ constexpr shift_index_table make_shift_index() {
 }
 constexpr shift_index_table kShiftIndex = make_shift_index();
 
-inline __m512i two_halves(__m256i low, __m256i high) noexcept {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-}
-
-// Numbers 2k and 2k + 1 of a group: their 8-digit groups as integers, lanes [0, g1, g2, g3] for
-// each (g3 the last 8 digits), and what the shape checks found.
-inline __m512i digit_groups(const number_group& g, int k, unsigned* fast, unsigned* negative,
-                            std::uint64_t* fractions) noexcept {
-    const std::uint32_t text_a = text_bytes(g.start[2 * k], g.stop[2 * k]);
-    const std::uint32_t text_b = text_bytes(g.start[2 * k + 1], g.stop[2 * k + 1]);
-    const __m512i text = two_halves(window_ending_at(g.stop[2 * k], text_a),
-                                    window_ending_at(g.stop[2 * k + 1], text_b));
-    const __m512i values = _mm512_sub_epi8(text, _mm512_set1_epi8('0'));
-    // A text's first byte: in it, or its separator (a text ends before `end`).
-    const unsigned negative_pair =
-        unsigned{*g.start[2 * k] == '-'} | unsigned{*g.start[2 * k + 1] == '-'} << 1;
-    const pair_shape shape = shape_of(
-        text_a | std::uint64_t{text_b} << 32,
-        _cvtmask64_u64(_mm512_cmple_epu8_mask(values, _mm512_set1_epi8(9))),
-        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('.'))),
-        _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('0'))), negative_pair);
-    *fast |= shape.fast << (2 * k);
-    *negative |= shape.negative << (2 * k);
-    *fractions |= std::uint64_t{shape.fractions} << (16 * k);
-    // Drop the point: the bytes up to it take their left neighbours', which right-aligns the
-    // digits; then vpshufb zeroes what is not a digit (the sign, bytes outside the text: their
-    // top bit is set once '0' is subtracted) and keeps the digits (a digit's low nibble is it).
-    const __m512i moved = _mm512_mask_permutexvar_epi8(
-        values, _cvtu64_mask64(shape.through_point), _mm512_load_si512(kShiftIndex.index), values);
-    const __m512i digit_values = _mm512_shuffle_epi8(
-        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0)),
-        moved);
-    // Pairs, quads, eights: each lane's higher digits first in memory.
-    const __m512i pairs = _mm512_maddubs_epi16(digit_values, _mm512_set1_epi16(0x010a));
-    const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00010064));
-    return _mm512_add_epi64(_mm512_mul_epu32(quads, _mm512_set1_epi64(10000)),
-                            _mm512_srli_epi64(quads, 32));
-}
-
-// A group's texts as integers: number i is w[i] / 10^f[i] (with its sign in bit i of `negative`)
-// where bit i of `fast` is set, w[i] exact below 2^64.
-struct group_digits {
-    __m512i w;
-    __m512i f;
-    unsigned fast;
-    unsigned negative;
-};
-
-inline group_digits digits_of(const number_group& g) noexcept {
+inline group_digits masked_read_any(const char*, const number_group& g) noexcept {
     unsigned fast = 0, negative = 0;
     std::uint64_t fractions = 0;
-    const __m512i e0 = digit_groups(g, 0, &fast, &negative, &fractions);
-    const __m512i e1 = digit_groups(g, 1, &fast, &negative, &fractions);
-    const __m512i e2 = digit_groups(g, 2, &fast, &negative, &fractions);
-    const __m512i e3 = digit_groups(g, 3, &fast, &negative, &fractions);
-    // Transpose: the i-th 8-digit groups of the eight numbers into one vector each.
-    const __m512i g12 = _mm512_set_epi64(14, 10, 6, 2, 13, 9, 5, 1);
-    const __m512i g3 = _mm512_set_epi64(15, 11, 7, 3, 15, 11, 7, 3);
-    const __m512i low4 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
-    const __m512i high4 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
-    const __m512i g12_01 = _mm512_permutex2var_epi64(e0, g12, e1);
-    const __m512i g12_23 = _mm512_permutex2var_epi64(e2, g12, e3);
-    const __m512i first = _mm512_permutex2var_epi64(g12_01, low4, g12_23);
-    const __m512i second = _mm512_permutex2var_epi64(g12_01, high4, g12_23);
-    const __m512i last = _mm512_permutex2var_epi64(_mm512_permutex2var_epi64(e0, g3, e1), low4,
-                                                   _mm512_permutex2var_epi64(e2, g3, e3));
-    // w = first * 10^16 + second * 10^8 + last, within 64 bits when first <= 1843.
-    fast &= _mm512_cmple_epu64_mask(first, _mm512_set1_epi64(1843));
+    text64 words[kGroup / 2];
+    unrolled<kGroup / 2>([&](auto index) noexcept {
+        constexpr int k = decltype(index)::value;
+        constexpr int a = 2 * k, b = 2 * k + 1;
+        const std::uint32_t text_a = text_bytes(g.start[a], g.stop[a]);
+        const std::uint32_t text_b = text_bytes(g.start[b], g.stop[b]);
+        const __m512i text =
+            _mm512_inserti64x4(_mm512_castsi256_si512(window_ending_at(g.stop[a], text_a)),
+                               window_ending_at(g.stop[b], text_b), 1);
+        const __m512i values = _mm512_sub_epi8(text, _mm512_set1_epi8('0'));
+        // A text's first byte: in it, or its separator (a text ends before `end`).
+        const unsigned minus = unsigned{*g.start[a] == '-'} | unsigned{*g.start[b] == '-'} << 1;
+        const pair_shape shape =
+            shape_of(text_a | std::uint64_t{text_b} << 32,
+                     _cvtmask64_u64(_mm512_cmple_epu8_mask(values, _mm512_set1_epi8(9))),
+                     _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('.'))),
+                     _cvtmask64_u64(_mm512_cmpeq_epi8_mask(text, _mm512_set1_epi8('0'))), minus);
+        fast |= shape.fast << a;
+        negative |= minus << a;
+        fractions |= std::uint64_t{shape.fast & 1 ? 31 - shape.point[0] : 0} << (8 * a) |
+                     std::uint64_t{shape.fast & 2 ? 31 - shape.point[1] : 0} << (8 * b);
+        // Drop the point, then vpshufb zeroes what is not a digit (the sign, bytes outside the
+        // text: their top bit is set once '0' is subtracted) and keeps the digits.
+        const __m512i moved =
+            _mm512_mask_permutexvar_epi8(values, _cvtu64_mask64(shape.through_point),
+                                         _mm512_load_si512(kShiftIndex.index), values);
+        words[k] = digit_words({_mm512_shuffle_epi8(digit_table_zmm(), moved)});
+    });
+    u64x column[4];
+    half_columns(words, column);
     group_digits d;
-    d.w = _mm512_add_epi64(
-        _mm512_add_epi64(_mm512_mullo_epi64(first, _mm512_set1_epi64(10000000000000000ll)),
-                         _mm512_mul_epu32(second, _mm512_set1_epi64(100000000))),
-        last);
-    d.f = _mm512_cvtepu8_epi64(_mm_cvtsi64_si128(static_cast<long long>(fractions)));
-    d.fast = fast & 0xffu;
+    d.fast = fast & ~mask_bits(greater(column[1], splat64(1843)));
     d.negative = negative;
+    d.w = mul_low(column[1], splat64(10000000000000000ull)) +
+          mul_low32(column[2], splat64(100000000)) + column[3];
+    d.f = widen_bytes(fractions);
     return d;
-}
-
-inline group_values convert_group(const number_group& g) noexcept {
-    const group_digits d = digits_of(g);
-    const __m512i w = d.w;
-    const __m512i f = d.f;
-    unsigned fast = d.fast;
-    // w / 10^f.
-    const __m512d pow_low =
-        _mm512_permutex2var_pd(_mm512_load_pd(kPow10Double), f, _mm512_load_pd(kPow10Double + 8));
-    const __m512d pow_high = _mm512_permutexvar_pd(f, _mm512_load_pd(kPow10Double + 16));
-    const __m512d divisor =
-        _mm512_mask_blend_pd(_mm512_cmpge_epu64_mask(f, _mm512_set1_epi64(16)), pow_low, pow_high);
-    const __m512d quotient = _mm512_div_pd(_mm512_cvtepu64_pd(w), divisor);
-    // w above 2^53 was rounded on conversion: keep the lanes whose quotient is more than 8 units
-    // of the last place from a float32 midpoint (low 29 bits 2^28).
-    const __m512i low29 =
-        _mm512_and_si512(_mm512_castpd_si512(quotient), _mm512_set1_epi64(0x1fffffff));
-    const __mmask8 near_midpoint = _mm512_cmple_epu64_mask(
-        _mm512_sub_epi64(low29, _mm512_set1_epi64((1 << 28) - 8)), _mm512_set1_epi64(16));
-    fast &= ~static_cast<unsigned>(
-        _mm512_mask_cmpgt_epu64_mask(near_midpoint, w, _mm512_set1_epi64(1ll << 53)));
-    const __m256i magnitude = _mm256_castps_si256(_mm512_cvtpd_ps(quotient));
-    const __m256i signed_values =
-        _mm256_mask_or_epi32(magnitude, static_cast<__mmask8>(d.negative), magnitude,
-                             _mm256_set1_epi32(static_cast<int>(0x80000000u)));
-    return group_values{_mm256_castsi256_ps(signed_values), fast};
-}
-
-// ---- the float64 rows: Eisel-Lemire in eight lanes ----
-//
-// A float64 row's value is the double nearest w / 10^f itself, not a float32 of it, so the
-// float32 rows' test (both ends' float32s agree) cannot decide it, and json.dumps's and orjson's
-// 17-digit texts have w above 2^53, where the division is not exact. Each lane runs Eisel-Lemire
-// instead (number_parser.cpp's eisel_lemire and round_to_double; here q = -f in [-22, -1], so the
-// double is normal) in 64-bit integer lanes: w normalised to n (top bit set), times the high 64
-// bits H of the 128-bit floor of 10^-f's mantissa (a 64 x 64 -> 128-bit product from 32-bit
-// multiplies), whose top 54 bits are rounded. The scalar parser adds n times the low 64 bits too;
-// without them the product X = n * H is a floor of the true n * 10^-f (scaled) that lies in
-// [X, X + 2^64): its high word is at most 1 short, 2 after the one-place shift when the top bit is
-// clear. So a lane is decided where the 10 bits below the round bit are at most 0x3fd: those few
-// units cannot carry into the round bit, and the value is not within them of a tie or of a double
-// (a text on either has them 0x3fe or 0x3ff in X). The rest, about 1 lane in 512, go to the scalar
-// parser, which decides them as it always does. Every decided lane is the correctly rounded
-// double, as is the scalar parser's reading, so the two are equal.
-
-// The eight 64-bit lanes of table[0..24) at f (each below 24).
-inline __m512i lanes_at(const std::uint64_t* table, __m512i f) noexcept {
-    const __m512i low16 =
-        _mm512_permutex2var_epi64(_mm512_load_si512(table), f, _mm512_load_si512(table + 8));
-    const __m512i high8 = _mm512_permutexvar_epi64(f, _mm512_load_si512(table + 16));
-    return _mm512_mask_blend_epi64(_mm512_cmpge_epu64_mask(f, _mm512_set1_epi64(16)), low16, high8);
-}
-
-// a * b = high * 2^64 + low, lane by lane, from four 32 x 32 -> 64-bit products.
-inline void multiply_64x64(__m512i a, __m512i b, __m512i* high, __m512i* low) noexcept {
-    const __m512i low32 = _mm512_set1_epi64(0xffffffffll);
-    const __m512i a_high = _mm512_srli_epi64(a, 32);
-    const __m512i b_high = _mm512_srli_epi64(b, 32);
-    const __m512i p00 = _mm512_mul_epu32(a, b);
-    const __m512i p01 = _mm512_mul_epu32(a, b_high);
-    const __m512i p10 = _mm512_mul_epu32(a_high, b);
-    const __m512i p11 = _mm512_mul_epu32(a_high, b_high);
-    // The middle 64 bits' sum: three terms below 2^32 each, no overflow.
-    const __m512i middle =
-        _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(p00, 32), _mm512_and_si512(p01, low32)),
-                         _mm512_and_si512(p10, low32));
-    *high = _mm512_add_epi64(
-        _mm512_add_epi64(p11, _mm512_srli_epi64(p01, 32)),
-        _mm512_add_epi64(_mm512_srli_epi64(p10, 32), _mm512_srli_epi64(middle, 32)));
-    *low = _mm512_or_si512(_mm512_slli_epi64(middle, 32), _mm512_and_si512(p00, low32));
-}
-
-// What converting a group of float64 rows gave.
-struct group_doubles {
-    __m512d values;
-    unsigned fast;  // bit i: number i's value is in lane i
-};
-
-inline group_doubles convert_group_double(const number_group& g) noexcept {
-    const group_digits d = digits_of(g);
-    const __m512i one = _mm512_set1_epi64(1);
-    const __mmask8 zero = _mm512_cmpeq_epi64_mask(d.w, _mm512_setzero_si512());
-    // The leading zeros of w from its double rounded toward zero, whose exponent is then
-    // floor(log2 w) (rounding to nearest could carry into the next power of two): 63 - (biased
-    // exponent - 1023). (A zero lane's count is past 63: its shift gives 0, and it is set apart.)
-    const __m512i biased = _mm512_srli_epi64(
-        _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(d.w, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
-        52);
-    const __m512i leading_zeros = _mm512_sub_epi64(_mm512_set1_epi64(1086), biased);
-    const __m512i normalized = _mm512_sllv_epi64(d.w, leading_zeros);
-    __m512i xh, xl;
-    multiply_64x64(normalized, lanes_at(kPow10High.high, d.f), &xh, &xl);
-    // e = 64 - lz + floor(q log2 10), q = -f; one less where the product's top bit is clear,
-    // which then moves up a place.
-    const __m512i floor_log2 = _mm512_srai_epi64(
-        _mm512_mul_epi32(_mm512_sub_epi64(_mm512_setzero_si512(), d.f), _mm512_set1_epi64(217706)),
-        16);
-    __m512i e =
-        _mm512_add_epi64(_mm512_sub_epi64(_mm512_set1_epi64(64), leading_zeros), floor_log2);
-    const __mmask8 low_top = static_cast<__mmask8>(~_mm512_movepi64_mask(xh));
-    xh = _mm512_mask_or_epi64(xh, low_top, _mm512_slli_epi64(xh, 1), _mm512_srli_epi64(xl, 63));
-    e = _mm512_mask_sub_epi64(e, low_top, e, one);
-    // round_to_double for a normal result: the round bit is bit 10, which the up to 2 units
-    // missing from the high word must not reach (above).
-    const __mmask8 undecided = _mm512_cmpgt_epu64_mask(
-        _mm512_and_si512(xh, _mm512_set1_epi64(0x3ff)), _mm512_set1_epi64(0x3fd));
-    const __m512i m = _mm512_add_epi64(_mm512_srli_epi64(xh, 11),
-                                       _mm512_and_si512(_mm512_srli_epi64(xh, 10), one));
-    // m == 2^53 (rounded up) carries into the exponent field.
-    const __m512i magnitude =
-        _mm512_add_epi64(_mm512_slli_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(1023)), 52),
-                         _mm512_sub_epi64(m, _mm512_set1_epi64(1ll << 52)));
-    const __m512i kept = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~zero), magnitude);
-    const __m512i bits =
-        _mm512_mask_or_epi64(kept, static_cast<__mmask8>(d.negative), kept,
-                             _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ull)));
-    return group_doubles{_mm512_castsi512_pd(bits), d.fast & ~static_cast<unsigned>(undecided)};
-}
-
-// Where the two row types differ: a group's conversion and store (the scalar parser's part:
-// number_row_lanes.hpp).
-inline void store_lanes(__m256 values, float* out, std::size_t room) noexcept {
-    if (room >= 8) {
-        _mm256_storeu_ps(out, values);
-    } else if (room > 0) {
-        _mm256_mask_storeu_ps(out, static_cast<__mmask8>((1u << room) - 1), values);
-    }
-}
-inline void store_lanes(__m512d values, double* out, std::size_t room) noexcept {
-    if (room >= 8) {
-        _mm512_storeu_pd(out, values);
-    } else if (room > 0) {
-        _mm512_mask_storeu_pd(out, static_cast<__mmask8>((1u << room) - 1), values);
-    }
-}
-inline group_values convert(const number_group& g, float*) noexcept { return convert_group(g); }
-inline group_doubles convert(const number_group& g, double*) noexcept {
-    return convert_group_double(g);
-}
-
-// A group's eight values written at out[count..] (those below `capacity`), then each lane not in
-// `fast` read by the scalar parser (read_slow_lanes).
-template <class T, class vector, class lane_text>
-inline bool store_group(vector values, unsigned fast, lane_text text, const char* end, T* out,
-                        std::size_t capacity, std::size_t count, number_row* row) noexcept {
-    store_lanes(values, out + count, capacity > count ? capacity - count : 0);
-    return read_slow_lanes(~fast & 0xffu, text, end, out, capacity, count, row);
-}
-
-// From p (just past the row's '[' or a ','), `count` numbers already written before it.
-template <int unrolled, class T>
-number_row parse_row(const char* p, const char* end, T* out, std::size_t capacity,
-                     std::size_t count) noexcept {
-    const ieee_fp_environment ieee;
-    row_separators<unrolled> separators(p, end);
-    std::size_t found = 0;  // separators in the buffer, from the current number's on
-    for (;;) {
-        found = separators.fill(found);
-        const char** stops = separators.stops();
-        const std::size_t groups = found / 8;
-        for (std::size_t k = 0; k < groups; ++k) {
-            number_group g;
-            g.start[0] = p;
-            for (int i = 0; i < 8; ++i) {
-                const char* at = stops[8 * k + i];
-                g.stop[i] = at;
-                // (Only the row's last separator is a ']', past which start[8] is not used.)
-                g.start[i + 1] = at + 1 + (end - at > 1 && at[1] == ' ');
-            }
-            const auto v = convert(g, out);
-            number_row row;
-            auto text = [&g](unsigned i, const char** start, const char** stop) {
-                *start = g.start[i];
-                *stop = g.stop[i];
-            };
-            if (!store_group(v.values, v.fast, text, end, out, capacity, count, &row)) return row;
-            count += 8;
-            if (*g.stop[7] == ']') return finished(g.stop[7] + 1, count);
-            p = g.start[8];
-        }
-        // The numbers short of a group: the next chunk's first, or the scalar parser's where the
-        // row's separators are all in (its last numbers, or an error).
-        const std::size_t kept = found - 8 * groups;
-        if (separators.closed() || found < row_separators<unrolled>::chunk) {
-            return scalar_from(p, end, out, capacity, count);
-        }
-        for (std::size_t i = 0; i < kept; ++i) stops[i] = stops[8 * groups + i];
-        found = kept;
-    }
 }
 
 // ---- short numbers, four to a vector (orjson's / vLLM's rows: parse_short_row) ----
@@ -522,12 +186,6 @@ constexpr lane_table make_lane_shift() {
 }
 constexpr lane_table kLaneShift = make_lane_shift();
 
-// vpshufb's table for a byte less '0': a digit's value, 0 for bytes with the top bit set (the
-// sign, the point, bytes outside the text).
-inline __m512i kDigitTable() noexcept {
-    return _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0));
-}
-
 // Per 16-byte lane, in both qwords: w | m << 56, where w is the lane's 16 digit values read as one
 // decimal integer and m the sum of the lane's bytes of `marks` (the digits after the point, 1
 // each, and the sign, 128).
@@ -590,7 +248,7 @@ inline bool short_quad_at(const char* base, short_quad* q) noexcept {
     const __m512i moved =
         _mm512_mask_permutexvar_epi8(shape.values, _cvtu64_mask64(shape.through_point),
                                      _mm512_load_si512(kLaneShift.index), shape.values);
-    q->packed = packed_lanes(_mm512_shuffle_epi8(kDigitTable(), moved), marks);
+    q->packed = packed_lanes(_mm512_shuffle_epi8(digit_table_zmm(), moved), marks);
     return true;
 }
 
@@ -618,8 +276,8 @@ inline __m256 packed_values(__m512i packed, long long add) noexcept {
 }
 
 // Eight doubles as a row of the type of `out` holds them: float32 rows their float32s.
-inline __m256 row_values(__m512d doubles, float*) noexcept { return _mm512_cvtpd_ps(doubles); }
-inline __m512d row_values(__m512d doubles, double*) noexcept { return doubles; }
+inline f32x row_values(__m512d doubles, float*) noexcept { return {_mm512_cvtpd_ps(doubles)}; }
+inline f64x row_values(__m512d doubles, double*) noexcept { return {doubles}; }
 
 // ---- numbers below one: -?0\.[0-9]+ (both four-lane paths) ----
 //
@@ -669,8 +327,8 @@ inline below_one_quad below_one_quad_of(__m512i text, __mmask64 in_text,
     q.fits = ((plain_lanes | minus_lanes) == kSegmentLow) &
              ((_cvtmask64_u64(in_text) & ~digits) == (point | minus_lanes)) &
              (((point << 1) & ~digits) == 0);
-    const __m512i pairs =
-        _mm512_maddubs_epi16(_mm512_shuffle_epi8(kDigitTable(), values), _mm512_set1_epi16(0x010a));
+    const __m512i pairs = _mm512_maddubs_epi16(_mm512_shuffle_epi8(digit_table_zmm(), values),
+                                               _mm512_set1_epi16(0x010a));
     const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00010064));
     const __m512i halves = _mm512_add_epi64(_mm512_mul_epu32(quads, _mm512_set1_epi64(10000)),
                                             _mm512_srli_epi64(quads, 32));
@@ -694,12 +352,6 @@ inline __m512d below_one_quotients(__m512i w, unsigned negative, long long add) 
 
 inline __m256 below_one_values(__m512i w, unsigned negative, long long add) noexcept {
     return _mm512_cvtpd_ps(below_one_quotients(w, negative, add));
-}
-
-// Eight values written at out[count..] (those below `capacity`).
-template <class vector, class T>
-inline void store_values(vector values, T* out, std::size_t capacity, std::size_t count) noexcept {
-    store_lanes(values, out + count, capacity > count ? capacity - count : 0);
 }
 
 // vpermb indices: byte j of lane k takes the position byte k of the broadcast positions, plus
@@ -804,6 +456,7 @@ TENSORB64_PARSER_NOINLINE step general_steps(const char** at, const char* end, T
 // Float32 and float64 rows alike: the values are exact quotients (at most 15 digits).
 template <class T>
 number_row parse_short_row(const char* p, const char* end, T* out, std::size_t capacity) noexcept {
+    const char* const row = p;
     std::size_t count = 0;
     {
         const ieee_fp_environment ieee;
@@ -831,7 +484,7 @@ number_row parse_short_row(const char* p, const char* end, T* out, std::size_t c
             if (s == step::stopped) break;
         }
     }
-    return parse_row<6>(p, end, out, capacity, count);
+    return parse_row<false, 6, T, masked_read_any>(row, p, end, out, capacity, count);
 }
 
 // ---- long numbers, four to a vector (json.dumps's rows: parse_long_row) ----
@@ -963,7 +616,7 @@ inline long_quad long_quad_of(const long_texts& x) noexcept {
         _mm512_mask_permutexvar_epi8(shape.values, _cvtu64_mask64(shape.through_point),
                                      _mm512_load_si512(kLaneShift.index), shape.values);
     q.packed = packed_lanes(
-        _mm512_maskz_shuffle_epi8(_cvtu64_mask64(~kSegmentLow), kDigitTable(), moved), marks);
+        _mm512_maskz_shuffle_epi8(_cvtu64_mask64(~kSegmentLow), digit_table_zmm(), moved), marks);
     return q;
 }
 
@@ -1002,9 +655,9 @@ inline step long_step(const char** at, const char* end, float* out, std::size_t 
     const long_quad a = long_quad_of(long_texts_of(w[0], w[1]));
     const long_quad b = long_quad_of(long_texts_of(w[2], w[3]));
     const __m512i packed = eight_packed(a.packed, b.packed);
-    const __m256 values = packed_values(packed, 0);
+    const f32x values{packed_values(packed, 0)};
     // A cut number's two ends must agree.
-    const unsigned agree = _mm256_cmpeq_epi32_mask(_mm256_castps_si256(values),
+    const unsigned agree = _mm256_cmpeq_epi32_mask(_mm256_castps_si256(values.v),
                                                    _mm256_castps_si256(packed_values(packed, 1)));
     const unsigned fast = (a.fast | b.fast << 4) & (agree | ~(a.cut | b.cut << 4));
     auto text = [&](unsigned i, const char** start, const char** stop) {
@@ -1020,8 +673,9 @@ inline step long_step(const char** at, const char* end, float* out, std::size_t 
 
 // Rows of long numbers: eight at a time from four windows while 256 bytes are left and each window
 // holds two commas, as numbers below one or by long_step, then parse_row for the rest.
-number_row parse_long_row(const char* p, const char* end, float* out,
-                          std::size_t capacity) noexcept {
+[[maybe_unused]] number_row parse_long_row(const char* p, const char* end, float* out,
+                                           std::size_t capacity) noexcept {
+    const char* const row = p;
     std::size_t count = 0;
     {
         const ieee_fp_environment ieee;
@@ -1040,7 +694,7 @@ number_row parse_long_row(const char* p, const char* end, float* out,
                     if (_mm256_cmpeq_epi32_mask(
                             _mm256_castps_si256(values),
                             _mm256_castps_si256(below_one_values(lanes, negative, 1))) == 0xff) {
-                        store_values(values, out, capacity, count);
+                        store_values(f32x{values}, out, capacity, count);
                         count += 8;
                         p = base[4];
                         continue;
@@ -1054,35 +708,7 @@ number_row parse_long_row(const char* p, const char* end, float* out,
             if (s == step::stopped) break;
         }
     }
-    return parse_row<4>(p, end, out, capacity, count);
+    return parse_row<false, 4, float, masked_read_any>(row, p, end, out, capacity, count);
 }
 
-// The row's layout, from the commas in its first 64 bytes (or all of it, if shorter): numbers of
-// 15 bytes or more (json.dumps's, orjson's doubles) where there are at most 4.
-inline bool long_numbers(const char* p, const char* end) noexcept {
-    const std::size_t left = static_cast<std::size_t>(end - p);
-    const __mmask64 in_text = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
-    const std::uint64_t commas = _mm512_mask_cmpeq_epi8_mask(
-        in_text, _mm512_maskz_loadu_epi8(in_text, p), _mm512_set1_epi8(','));
-    return bit_count(commas) <= 4;
-}
-
-}  // namespace
-
-detail::number_row parse_number_row_avx512(const char* p, const char* end, float* out,
-                                           std::size_t capacity) noexcept {
-    return long_numbers(p, end) ? parse_long_row(p, end, out, capacity)
-                                : parse_short_row(p, end, out, capacity);
-}
-
-detail::number_row parse_number_row_double_avx512(const char* p, const char* end, double* out,
-                                                  std::size_t capacity) noexcept {
-    // Float64 rows of long numbers take parse_row (the long path reads a number's first 16 bytes,
-    // enough for a float32 only); short numbers the short path, which reads them whole.
-    return long_numbers(p, end) ? parse_row<4>(p, end, out, capacity, 0)
-                                : parse_short_row(p, end, out, capacity);
-}
-
-}  // namespace tensorb64
-
-#endif
+#undef TENSORB64_PARSER_NOINLINE

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _cuda, _native
-from ._formats import byteorder_name
-from ._types import BodyMetadata, ByteOrder, DType
+from .. import _native
+from .._formats import byteorder_name
+from .._types import BodyMetadata, ByteOrder, DType
+from .inputs import entered
 
 encode = _native.encode
 encode_rows = _native.encode_rows
@@ -28,8 +29,9 @@ def encode_binary_body(embeddings: Any, /, *, dtype: DType = "float32", byteorde
     "native"`` is recorded as the order it stands for here ("little" or "big"), so that the
     receiver need not share this host's. ``decode_binary_body`` is the inverse.
     """
-    if _cuda.route(embeddings) != "host":  # staged through pinned memory, narrowed on the GPU where narrower
-        body, count, length = _cuda.row_bytes(embeddings, dtype, byteorder, threads)
+    embeddings, route = entered(embeddings)  # (a tensor's route decided here, once)
+    if route is not None:  # staged through pinned memory, narrowed on the GPU where narrower
+        body, count, length = route.row_bytes(embeddings, dtype, byteorder, threads)
     else:
         body, count, length = _native._row_bytes(embeddings, dtype=dtype, byteorder=byteorder, threads=threads)
     endianness = byteorder_name(byteorder)

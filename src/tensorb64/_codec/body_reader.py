@@ -1,9 +1,6 @@
-"""The client side: a whole ``/v1/embeddings`` response body into one numpy array, and the openai
-client's own request read that way.
-
-    >>> from tensorb64.openai import embed, decode_response_body
-    >>> vectors = embed(client, input=texts, model="text-embedding-3-small")   # [B, D] float32
-    >>> vectors = decode_response_body(raw_bytes)                               # any body
+"""A whole ``/v1/embeddings`` response body read into one numpy array (the client side:
+``tensorb64.openai.decode_response_body``, ``decode_response``; and the rows with where each lies,
+for the patched clients, which build the rest of the response themselves).
 
 The core reads the body in two native passes (the structure, then each row decoded straight into
 its place in the result): no JSON tree, no Python object per row or per value.
@@ -17,11 +14,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _native
-from ._decode import _result_dtype
-from ._types import ByteOrder, DType, EmbeddingInput, ResponseBody
-
-__all__ = ["EmbeddingsResponse", "decode_response", "decode_response_body", "embed", "aembed"]
+from .. import _native
+from .._types import ByteOrder, DType, ResponseBody
+from .decode import _result_dtype
 
 
 class EmbeddingsResponse(NamedTuple):
@@ -121,7 +116,7 @@ def decode_response(body: ResponseBody, /, *, dtype: DType = "float32", byteorde
     )
 
 
-def _read_rows_and_offsets(body: bytes, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def rows_and_offsets(body: bytes, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """For a client that builds the rest of the response itself (tensorb64.openai.patch): the
     rows of ``body`` (base64 rows as float32; float rows as float64, each exactly the double
     ``json.loads`` gives, so its Python floats are the ones the client would have made) and a
@@ -132,8 +127,8 @@ def _read_rows_and_offsets(body: bytes, threads: int = 1) -> tuple[np.ndarray, n
     return array, np.frombuffer(offsets, np.int64).reshape(-1, 2)
 
 
-def _without_embeddings(body: bytes, offsets: Any) -> bytes:
-    """``body`` with each row's embedding text (``offsets``: ``_read_rows_and_offsets``'s)
+def without_embeddings(body: bytes, offsets: Any) -> bytes:
+    """``body`` with each row's embedding text (``offsets``: ``rows_and_offsets``'s)
     replaced by ``[]``: the rest of the response, a few hundred bytes, for a client's own parse."""
     pieces = []
     at = 0
@@ -142,29 +137,3 @@ def _without_embeddings(body: bytes, offsets: Any) -> bytes:
         at = end
     pieces.append(body[at:])
     return b"[]".join(pieces)
-
-
-def _raw_create(embeddings: Any, input: EmbeddingInput, model: str, kwargs: dict[str, Any]) -> Any:
-    if "encoding_format" in kwargs and kwargs["encoding_format"] != "base64":
-        raise ValueError(f"embed() asks for base64 rows; encoding_format={kwargs['encoding_format']!r} is not supported")
-    kwargs = {**kwargs, "encoding_format": "base64"}
-    return embeddings.with_raw_response.create(input=input, model=model, **kwargs)
-
-
-def embed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
-    """The ``[B, D]`` float32 embeddings of ``input``, asked of an ``openai.OpenAI`` client.
-
-    The request is the client's own (``client.embeddings.with_raw_response.create(...,
-    encoding_format="base64")``: its base URL, authentication, retries and errors unchanged);
-    the raw body is read by ``decode_response_body`` and the client's own parsing never runs.
-    Further keyword arguments (``dimensions``, ``user``, ``extra_headers``, ``timeout``...) go to
-    ``create``.
-    """
-    raw = _raw_create(client.embeddings, input, model, kwargs)
-    return decode_response_body(raw.http_response.content, threads=threads)
-
-
-async def aembed(client: Any, /, *, input: EmbeddingInput, model: str, threads: int = 1, **kwargs: Any) -> np.ndarray:
-    """``embed`` for an ``openai.AsyncOpenAI`` client."""
-    raw = await _raw_create(client.embeddings, input, model, kwargs)
-    return decode_response_body(raw.http_response.content, threads=threads)

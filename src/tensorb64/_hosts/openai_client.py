@@ -1,5 +1,5 @@
 """The openai client's own embeddings responses read by the core (the openai half of
-``tensorb64.openai.patch()``; the LiteLLM half is ``_litellm_patch``).
+``tensorb64.openai.patch()``; the LiteLLM half is ``litellm``).
 
 Every route by which the openai client turns an HTTP response into a ``CreateEmbeddingResponse``
 (``embeddings.create()``, ``with_raw_response``/``with_streaming_response``, async, and
@@ -45,21 +45,8 @@ import logging
 import sys
 from typing import Any
 
-from ._client import _read_rows_and_offsets, _without_embeddings
-from ._litellm_patch import LITELLM
-from ._patching import (
-    Host,
-    Replacement,
-    Unknown,
-    attribute,
-    expect_parameters,
-    fail_open,
-    install,
-    is_installed,
-    uninstall,
-)
-
-__all__ = ["patch", "unpatch", "is_patched"]
+from .._codec.body_reader import rows_and_offsets, without_embeddings
+from .patching import Host, Replacement, Unknown, attribute, expect_parameters, fail_open
 
 # What the client's parse must look like (openai 1.17 to 3.x).
 PARSE_PARAMETERS = ("self", "to")
@@ -103,7 +90,7 @@ def _read_embeddings(response_wrapper: Any, cast_to: Any) -> Any:
     except Exception:  # not read (a stream): the client's path says what happens
         return None
     try:
-        rows, offsets = _read_rows_and_offsets(body)
+        rows, offsets = rows_and_offsets(body)
     except (ValueError, OverflowError, MemoryError, UnicodeError):
         return None
     if rows.dtype.itemsize == 4:  # base64 rows
@@ -112,7 +99,7 @@ def _read_embeddings(response_wrapper: Any, cast_to: Any) -> Any:
         # the model says floats, before the post-parser could decode it).
         if sys.byteorder != "little" or response_wrapper._client._strict_response_validation or not decodes_base64:
             return None
-    data = json.loads(_without_embeddings(body, offsets))
+    data = json.loads(without_embeddings(body, offsets))
     try:
         parsed = response_wrapper._client._process_response_data(data=data, cast_to=cast_to, response=http_response)
     except Exception:  # the client's own refusal: raised by its own parse of the whole body instead
@@ -170,27 +157,3 @@ OPENAI = Host(
     tested=("2.54.0", "3.57.0"),
     accepted=((1, 17), (4,)),
 )
-
-
-def patch() -> None:
-    """Makes every openai client (``OpenAI``, ``AsyncOpenAI``, made before or after this call)
-    read ``/v1/embeddings`` responses with the core: the same ``CreateEmbeddingResponse``, the
-    same Python floats, without the per-row ``b64decode`` or the per-float validation; and
-    LiteLLM's ``hosted_vllm`` embeddings likewise (``_litellm_patch``). Each is patched at once
-    where imported, else right after its import. Calling it again does nothing; ``unpatch()``
-    restores the client's own parsing."""
-    install(OPENAI)
-    install(LITELLM)
-
-
-def unpatch() -> None:
-    """Undoes ``patch()``: each attribute it replaced is the original object again, and modules
-    imported later are left alone. Does nothing when not patched."""
-    uninstall(OPENAI)
-    uninstall(LITELLM)
-
-
-def is_patched() -> bool:
-    """Whether the imported openai client reads embeddings through the core (False before openai
-    is imported, and for a release the patch does not recognise)."""
-    return is_installed(OPENAI)

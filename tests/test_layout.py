@@ -1,0 +1,72 @@
+"""The layout holds what docs/architecture.md says of it: no file of the Python layer decides a
+tensor's device but the CUDA room (and the bench, which measures those paths itself); no test but
+the bench's own imports the shipped bench; no Python source or test over 1,000 lines; the map names
+every room and the docs pages quote no commit. (The import layers between the rooms are held by
+import-linter in the lint stage: pyproject.toml's [tool.importlinter].)"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.needs_source_tree  # src/, tests/, docs/
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "src" / "tensorb64"
+ROOMS = ("_codec", "_cuda", "_hosts", "_ingest", "_bench")
+
+
+def python_files(folder: Path):
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def device_tests(path: Path) -> list:
+    """Where a file's code looks at a tensor's device: .is_cuda, .is_cpu, .cpu(), .cuda(),
+    torch.cuda, or a "cuda"/"cpu" device named in a call or a comparison."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in ("is_cuda", "is_cpu", "cpu", "cuda"):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+        elif isinstance(node, (ast.Call, ast.Compare)) and any(
+                isinstance(a, ast.Constant) and a.value in ("cuda", "cpu")
+                for a in (node.args if isinstance(node, ast.Call) else [node.left, *node.comparators])):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: a device named")
+    return found
+
+
+def test_only_the_cuda_room_decides_a_device():
+    outside = [p for p in python_files(PACKAGE) if p.parent.name not in ("_cuda", "_bench")]
+    assert outside and [found for p in outside for found in device_tests(p)] == []
+    assert device_tests(PACKAGE / "_cuda" / "route.py")  # (the check sees a device test where there is one)
+
+
+def test_no_test_takes_what_it_needs_from_the_shipped_bench():
+    bench_tests = {ROOT / "tests" / "test_bench_cli.py", Path(__file__).resolve()}  # the bench's own tests, and this
+    importers = []
+    for path in python_files(ROOT / "tests"):
+        text = path.read_text(encoding="utf-8")
+        if path not in bench_tests and re.search(r"tensorb64\._bench|from tensorb64 import _bench", text):
+            importers.append(str(path.relative_to(ROOT)))
+    assert importers == []
+
+
+def test_no_python_file_over_1000_lines():
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in python_files(PACKAGE) + python_files(ROOT / "tests")
+            + python_files(ROOT / "benchmarks") if (n := len(p.read_text(encoding="utf-8").splitlines())) > 1000]
+    assert long == []
+
+
+def test_the_map_names_every_room_and_the_docs_quote_no_commit():
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rooms = [p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    assert set(ROOMS) == set(rooms), rooms
+    for name in [*rooms, "ci/", "benchmarks/", "tests/support", "The input path"]:
+        assert name in architecture, name
+    for host in (PACKAGE / "_hosts").glob("*.py"):
+        assert host.stem == "__init__" or f"`{host.stem}`" in architecture or f"`{host.name}`" in architecture, host.stem
+    quoted = [f"{page.name}: {hit}" for page in (ROOT / "docs").glob("*.md")
+              for hit in re.findall(r"`[0-9a-f]{7,40}\^?`|\bcommit [0-9a-f]{7,40}\b", page.read_text(encoding="utf-8"))]
+    assert quoted == []
