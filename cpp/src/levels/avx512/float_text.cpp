@@ -50,40 +50,31 @@ struct avx512_policy : generic_policy {
                    greater_signed32(splat32(static_cast<std::uint32_t>(-4)), e10) &
                    greater_signed32(e10, splat32(static_cast<std::uint32_t>(Text::kFixedMin - 1))));
     }
-    template <class Text>
-    TENSORB64_ALWAYS_INLINE static char* shortest_texts(const shortest_lanes& d, u32x raw,
-                                                        const std::uint32_t* bits, std::size_t m,
-                                                        char* out) noexcept {
-        if (past_template<Text>(d.e10))
-            return generic_policy::shortest_texts<Text>(d, raw, bits, m, out);
-        u64x tails[2];  // digits 2..9 of values 0..7 and 8..15, eight bytes a value
-        zip32(d.digits2to5, d.digits6to9, &tails[0], &tails[1]);
-        const __m512i vectors[2] = {tails[0].v, tails[1].v};
-        return write_texts_x16<8, Text::kOrjson>(vectors, d.lead.v, d.e10.v, d.n.v,
-                                                 _mm512_srli_epi32(raw.v, 31), m, out);
-    }
-    template <class Text, class Other>
-    TENSORB64_ALWAYS_INLINE static char* repr_texts(const repr_half* halves, u32x raw,
-                                                    std::size_t m, char* out,
-                                                    Other other) noexcept {
-        const u32x e10 = unzip_low32(halves[0].e10, halves[1].e10);
-        if (past_template<Text>(e10))
-            return generic_policy::repr_texts<Text>(halves, raw, m, out, other);
-        // Digits 2..17 of value 4j + i at bytes 16 i .. 16 i + 15 of tails[j].
-        __m512i tails[4];
-        u64x n[2];
-        for (int h = 0; h < 2; ++h) {
-            const u64x upper = digit_bytes8(halves[h].upper), lower = digit_bytes8(halves[h].lower);
-            n[h] = splat64(1) + select(eq(lower, splat64(0)), byte_length64(upper),
-                                       splat64(8) + byte_length64(lower));
-            tails[2 * h] = _mm512_permutex2var_epi64(
-                upper.v, _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), lower.v);
-            tails[2 * h + 1] = _mm512_permutex2var_epi64(
-                upper.v, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), lower.v);
+    // The template's texts: Quads * 4 digits after the first a value, as write_texts_x16 takes
+    // them (shortest: values 0..7 and 8..15, eight bytes a value; repr: value 4 j + i at bytes
+    // 16 i .. 16 i + 15 of tails[j]).
+    template <class Text, int Quads, class Other>
+    TENSORB64_ALWAYS_INLINE static char* texts(const decimal_lanes<Quads>& d, u32x raw,
+                                               std::size_t m, char* out, Other other) noexcept {
+        if (past_template<Text>(d.e10)) return generic_policy::texts<Text>(d, raw, m, out, other);
+        __m512i tails[Quads];
+        u64x first[2];
+        zip32(d.quads[0], d.quads[1], &first[0], &first[1]);
+        if constexpr (Quads == 2) {
+            tails[0] = first[0].v;
+            tails[1] = first[1].v;
+        } else {
+            u64x second[2];
+            zip32(d.quads[2], d.quads[3], &second[0], &second[1]);
+            for (int h = 0; h < 2; ++h) {
+                tails[2 * h] = _mm512_permutex2var_epi64(
+                    first[h].v, _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), second[h].v);
+                tails[2 * h + 1] = _mm512_permutex2var_epi64(
+                    first[h].v, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), second[h].v);
+            }
         }
-        return write_texts_x16<16, Text::kOrjson>(
-            tails, unzip_low32(halves[0].lead, halves[1].lead).v, e10.v, unzip_low32(n[0], n[1]).v,
-            _mm512_srli_epi32(raw.v, 31), m, out);
+        return write_texts_x16<4 * Quads, Text::kOrjson>(tails, d.lead.v, d.e10.v, d.n.v,
+                                                         _mm512_srli_epi32(raw.v, 31), m, out);
     }
     // The eight-lane Schubfach's, eight values at a time.
     template <class Text>

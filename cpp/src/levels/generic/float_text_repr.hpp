@@ -119,8 +119,18 @@ inline repr_half repr_digits_half(u64x c, u64x q32, u64x k, lane_mask zero) noex
     return r;
 }
 
-// The digits of a group for which repr_fast holds: two halves, values 0..kLanes64 - 1 and the rest.
-inline void repr_digits(u32x magnitude, repr_half* halves) noexcept {
+using repr_lanes = decimal_lanes<4>;
+
+// Two words of four digit bytes of each lane x < 10^8.
+inline void digit_quads(u32x x, u32x* quads) noexcept {
+    const u32x high4 = shift_right32<13>(mul_high32(x, splat32(3518437209u)));  // x / 10^4
+    quads[0] = digit_bytes4(high4);
+    quads[1] = digit_bytes4(x - mul_lo32(high4, splat32(10000)));
+}
+
+// The digits of a group for which repr_fast holds: each half's (values 0..kLanes64 - 1 and the
+// rest) in 64-bit lanes, then back in the group's 32-bit lanes.
+TENSORB64_ALWAYS_INLINE repr_lanes repr_digits(u32x magnitude) noexcept {
     const repr_setup x = repr_setup_of(magnitude);
     const u32x zero32 = splat32(0);
     u64x c[2], q32[2], k[2], mag[2];
@@ -128,6 +138,14 @@ inline void repr_digits(u32x magnitude, repr_half* halves) noexcept {
     zip32(x.q32, shift_right_signed32<31>(x.q32), &q32[0], &q32[1]);
     zip32(x.k, shift_right_signed32<31>(x.k), &k[0], &k[1]);
     zip32(magnitude, zero32, &mag[0], &mag[1]);
+    repr_half halves[2];
     for (int h = 0; h < 2; ++h)
         halves[h] = repr_digits_half(c[h], q32[h], k[h], eq(mag[h], splat64(0)));
+    repr_lanes r;
+    r.lead = unzip_low32(halves[0].lead, halves[1].lead);
+    r.e10 = unzip_low32(halves[0].e10, halves[1].e10);
+    digit_quads(unzip_low32(halves[0].upper, halves[1].upper), r.quads);      // digits 2..9
+    digit_quads(unzip_low32(halves[0].lower, halves[1].lower), r.quads + 2);  // 10..17
+    r.n = significant_digits<4>(r.quads);
+    return r;
 }

@@ -79,12 +79,16 @@ inline bool shortest_fast(u32x magnitude) noexcept {
     return all32(in_range | eq32(magnitude, splat32(0)));
 }
 
-// A group's shortest digits: the first digit, digits 2..5 and 6..9 as bytes 0..9 in string order
-// (the first in the lowest byte), the decimal exponent (value = d1.d2...d9 10^e10) and the count of
-// significant digits. Zero lanes: digits 0, e10 -1, n 1 ("0.0").
-struct shortest_lanes {
-    u32x lead, digits2to5, digits6to9, e10, n;
+// A group's decimal digits as the texts take them: the first digit, the next 4 Quads digits as
+// Quads words of four bytes 0..9 in string order (the first in the lowest byte), the decimal
+// exponent (the value is d1.d2d3... 10^e10) and the count of significant digits. Zero lanes:
+// digits 0, e10 -1, n 1 ("0.0"). Shortest float32 digits have two quads, repr's four.
+template <int Quads>
+struct decimal_lanes {
+    u32x lead, e10, n;
+    u32x quads[Quads];
 };
+using shortest_lanes = decimal_lanes<2>;
 
 // round_to_odd_32(g, x << h) of each lane, g given as halves, h32 = h - 32: x << h has its low 32
 // bits zero (h >= 33, x << (h - 32) < 2^31), so the product's high 64 bits are g_high cp +
@@ -98,6 +102,16 @@ inline u32x shortest_round_to_odd(u32x g_high, u32x g_low, u32x x, u32x h32) noe
     // x1 >> 31, its last bit set where x1's low 32 bits are not all zero.
     const u32x result = narrow32(shift_right<31>(x1_0), shift_right<31>(x1_1));
     return result | select32(eq32(narrow32(x1_0, x1_1), splat32(0)), splat32(0), splat32(1));
+}
+
+// 1 + the last nonzero digit's place among those after the first (the quads' bytes).
+template <int Quads>
+inline u32x significant_digits(const u32x* quads) noexcept {
+    u32x n = byte_length32(quads[0]);
+    for (int i = 1; i < Quads; ++i)
+        n = select32(eq32(quads[i], splat32(0)), n,
+                     splat32(static_cast<std::uint32_t>(4 * i)) + byte_length32(quads[i]));
+    return n + splat32(1);
 }
 
 // Digits of x < 10^4 (each lane) as four bytes 0..9, the first in the lowest byte: hundreds and
@@ -232,10 +246,8 @@ TENSORB64_ALWAYS_INLINE shortest_lanes shortest_digits(u32x magnitude) noexcept 
     const u32x high5 = shift_right32<13>(mul_high32(digits9, splat32(3518437209u)));  // / 10^4
     const u32x low4 = digits9 - mul_lo32(high5, splat32(10000));
     r.lead = shift_right32<22>(mul_lo32(shift_right32<4>(high5), splat32(6711)));  // / 10^4
-    r.digits2to5 = digit_bytes4(high5 - mul_lo32(r.lead, splat32(10000)));
-    r.digits6to9 = digit_bytes4(low4);
-    // 1 + the last nonzero digit's place among digits 2..9.
-    r.n = one + select32(eq32(r.digits6to9, zero32), byte_length32(r.digits2to5),
-                         splat32(4) + byte_length32(r.digits6to9));
+    r.quads[0] = digit_bytes4(high5 - mul_lo32(r.lead, splat32(10000)));           // digits 2..5
+    r.quads[1] = digit_bytes4(low4);                                               // digits 6..9
+    r.n = significant_digits<2>(r.quads);
     return r;
 }

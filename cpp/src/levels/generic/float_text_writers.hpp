@@ -57,24 +57,13 @@ inline char* write_scalar_values(const Bits* bits, std::size_t m, char* out) noe
 // groups value by value by the scalar writer.
 struct generic_policy {
     static constexpr bool kInterleave = true;  // two groups at once (write_f32_groups)
-    template <class Text>
-    TENSORB64_ALWAYS_INLINE static char* shortest_texts(const shortest_lanes& d, u32x raw,
-                                                        const std::uint32_t* bits, std::size_t m,
-                                                        char* out) noexcept {
-        fixed_texts<2> t;
-        shortest_fixed_texts<Text::kFixedMin>(d, raw, &t);
-        return write_fixed_texts(t, m, out, [bits](std::size_t j, char* at) {
-            at = Text::scalar(bits[j], at);
-            *at++ = ',';
-            return at;
-        });
-    }
-    // `other(j, out)`: value j's text and its ',' by the scalar writer.
-    template <class Text, class Other>
-    static char* repr_texts(const repr_half* halves, u32x raw, std::size_t m, char* out,
-                            Other other) noexcept {
-        fixed_texts<3> t;
-        repr_fixed_texts<Text::kFixedMin>(halves, raw, &t);
+    // A group's texts from its digits; `other(j, out)` writes value j's text and its ',' by the
+    // scalar writer (a value in another notation).
+    template <class Text, int Quads, class Other>
+    TENSORB64_ALWAYS_INLINE static char* texts(const decimal_lanes<Quads>& d, u32x raw,
+                                               std::size_t m, char* out, Other other) noexcept {
+        fixed_texts<Quads / 2 + 1> t;
+        fixed_texts_of<Text::kFixedMin>(d, raw, &t);
         return write_fixed_texts(t, m, out, other);
     }
     template <class Text>
@@ -84,6 +73,17 @@ struct generic_policy {
     template <class Text>
     static char* other_f64(const std::uint64_t* bits, std::size_t m, char* out) noexcept {
         return write_scalar_values<Text>(bits, m, out);
+    }
+};
+
+// Value j of `bits` by Text's scalar writer, and its ','.
+template <class Text, class Bits>
+struct scalar_value {
+    const Bits* bits;
+    char* operator()(std::size_t j, char* out) const noexcept {
+        out = Text::scalar(bits[j], out);
+        *out++ = ',';
+        return out;
     }
 };
 
@@ -102,7 +102,8 @@ struct shortest_groups {
     TENSORB64_ALWAYS_INLINE static char* write(const digits_type& d, u32x raw,
                                                const std::uint32_t* bits, std::size_t m,
                                                char* out) noexcept {
-        return Policy::template shortest_texts<Text>(d, raw, bits, m, out);
+        return Policy::template texts<Text>(d, raw, m, out,
+                                            scalar_value<Text, std::uint32_t>{bits});
     }
     static char* other(const std::uint32_t* bits, std::size_t m, char* out) noexcept {
         return Policy::template other_f32<Text>(bits, m, out);
@@ -110,27 +111,19 @@ struct shortest_groups {
 };
 template <class Policy>
 struct repr_groups {
+    using digits_type = repr_lanes;
     static constexpr bool kInterleave = Policy::kInterleave;
-    struct digits_type {
-        repr_half halves[2];
-    };
     TENSORB64_ALWAYS_INLINE static bool fast(u32x magnitude) noexcept {
         return repr_fast(magnitude);
     }
     TENSORB64_ALWAYS_INLINE static digits_type digits(u32x magnitude) noexcept {
-        digits_type d;
-        repr_digits(magnitude, d.halves);
-        return d;
+        return repr_digits(magnitude);
     }
     TENSORB64_ALWAYS_INLINE static char* write(const digits_type& d, u32x raw,
                                                const std::uint32_t* bits, std::size_t m,
                                                char* out) noexcept {
-        return Policy::template repr_texts<repr_f32_text>(
-            d.halves, raw, m, out, [bits](std::size_t j, char* at) {
-                at = repr_f32_text::scalar(bits[j], at);
-                *at++ = ',';
-                return at;
-            });
+        return Policy::template texts<repr_f32_text>(
+            d, raw, m, out, scalar_value<repr_f32_text, std::uint32_t>{bits});
     }
     static char* other(const std::uint32_t* bits, std::size_t m, char* out) noexcept {
         return Policy::template other_f32<repr_f32_text>(bits, m, out);
@@ -223,16 +216,9 @@ TENSORB64_NOINLINE char* write_f64_group(const std::uint64_t* bits, std::size_t 
     if (widened == (1u << kGroup) - 1) {
         const u32x raw = unzip_low32(halves32[0], halves32[1]);
         const u32x magnitude = raw & splat32(0x7fffffffu);
-        if (repr_fast(magnitude)) {
-            repr_half halves[2];
-            repr_digits(magnitude, halves);
-            return Policy::template repr_texts<Text>(halves, raw, m, out,
-                                                     [at](std::size_t j, char* o) {
-                                                         o = Text::scalar(at[j], o);
-                                                         *o++ = ',';
-                                                         return o;
-                                                     });
-        }
+        if (repr_fast(magnitude))
+            return Policy::template texts<Text>(repr_digits(magnitude), raw, m, out,
+                                                scalar_value<Text, std::uint64_t>{at});
     }
     return Policy::template other_f64<Text>(at, m, out);
 }
