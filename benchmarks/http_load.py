@@ -1,4 +1,4 @@
-"""The client side of the server benches (sglang_server_bench.py, vllm_server_bench.py): concurrent
+"""The client side of the server benches (sglang_server_bench.py, vllm_server_bench.py, litellm_proxy_bench.py): concurrent
 POSTs on localhost with aiohttp, bodies read but not parsed, and the latency percentiles."""
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ import time
 HEADERS = {"content-type": "application/json"}
 
 
-async def load(url, payload: bytes, requests: int, clients: int):
+async def load(url, payload: bytes, requests: int, clients: int, headers: dict | None = None):
     """`requests` POSTs from `clients` concurrent connections, after one on a warm connection:
-    (seconds, latencies, body bytes)."""
+    (seconds, latencies, body bytes); ``headers`` are sent besides the content type."""
     import aiohttp
+
+    headers = {**HEADERS, **(headers or {})}
 
     latencies = []
     size = 0
@@ -23,7 +25,7 @@ async def load(url, payload: bytes, requests: int, clients: int):
         while remaining > 0:
             remaining -= 1
             start = time.perf_counter()
-            async with session.post(url, data=payload, headers=HEADERS) as response:
+            async with session.post(url, data=payload, headers=headers) as response:
                 body = await response.read()
                 if response.status != 200:
                     raise SystemExit(f"HTTP {response.status}: {body[:300]!r}")
@@ -32,7 +34,7 @@ async def load(url, payload: bytes, requests: int, clients: int):
 
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector) as session:
-        async with session.post(url, data=payload, headers=HEADERS) as response:
+        async with session.post(url, data=payload, headers=headers) as response:
             await response.read()  # a warm connection and a warm path
         start = time.perf_counter()
         await asyncio.gather(*(client(session) for _ in range(clients)))

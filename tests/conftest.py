@@ -24,7 +24,7 @@ SLOW_TEST_TIMEOUT = 1800
 # or another package's venv (ci/vllm_check.sh, sglang_check.sh, client_check.sh, ingest_check.sh).
 # Every runner of the suite (pyproject's test-command, ci/stages/lib.sh, ci/test_wheels.sh,
 # ci/gpu_check.sh) passes only what it adds to this (`not needs_source_tree`, `serial`, `cuda`).
-OPT_IN = ("slow", "vllm", "sglang", "clients", "ingest")
+OPT_IN = ("slow", "vllm", "sglang", "clients", "gateway", "ingest")
 _terminal_stderr = None  # without pytest-timeout: where a hung test's stacks go
 
 

@@ -272,6 +272,46 @@ def test_the_original_called_as_ours_says_inside_its_context():
     assert fail_open(TEST_HOST, own, lambda x, y=0: 1 / 0)(2, y=3) == 5 and seen == [("own", 2, 3)]
 
 
+@pytest.mark.parametrize("coroutine", [False, True], ids=["function", "coroutine"])
+def test_ours_after_the_hosts_answer(caplog, coroutine):
+    """ours may answer that the host's own code answers, and that its answer then goes through
+    ``then``: then's answer, or where then declines (None) or raises, the host's own (a failure of
+    ours logged once); where the host raises, then never runs."""
+    import asyncio
+
+    class HostError(Exception):
+        pass
+
+    def own_function(x):
+        if x < 0:
+            raise HostError("the host's own")
+        return ("own", x)
+
+    async def own_coroutine(x):
+        return own_function(x)
+
+    def then(answer):
+        if answer[1] == 2:
+            return None
+        if answer[1] == 3:
+            raise RuntimeError("a bug of ours after the host's answer")
+        return ("ours after", *answer)
+
+    replacement = fail_open(TEST_HOST, own_coroutine if coroutine else own_function,
+                            lambda x: patching.Call((x,), then=then))
+
+    def run(x):
+        return asyncio.run(replacement(x)) if coroutine else replacement(x)
+
+    assert run(1) == ("ours after", "own", 1)
+    assert run(2) == ("own", 2)
+    assert run(3) == ("own", 3) and run(3) == ("own", 3)
+    assert lines(caplog) == ["tensorb64: answering failed; TestHost's own answered (logged once)"]
+    with pytest.raises(HostError) as raised:
+        run(-1)
+    assert raised.value.__context__ is None
+
+
 def test_a_coroutine_function_is_replaced_by_one(caplog):
     import asyncio
     import inspect
@@ -367,6 +407,7 @@ REGISTER = {
     "sglang": "from tensorb64 import sglang_plugin; sglang_plugin.register()",
     "infinity": "import tensorb64.infinity; tensorb64.infinity.patch()",
     "openai patch": "import tensorb64.openai; tensorb64.openai.patch()",
+    "litellm proxy": "import tensorb64.litellm_proxy; tensorb64.litellm_proxy.handler",
     "torch": "import tensorb64",
 }
 HOST_MODULES = [
@@ -379,6 +420,7 @@ HOST_MODULES = [
     ("infinity", "infinity_emb.fastapi_schemas.pymodels"),
     ("openai patch", "litellm.llms.hosted_vllm.embedding.transformation"),
     ("openai patch", "litellm.litellm_core_utils.litellm_logging"),
+    ("litellm proxy", "litellm.proxy.common_request_processing"),
     ("torch", "torch"),
 ]
 RAISING_MODULE = """

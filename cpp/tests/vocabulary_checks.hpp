@@ -74,6 +74,22 @@ inline long check_vocabulary(const char* level) {
             high |= std::uint64_t{a[i] >= 0x80} << i;
         }
         EXPECT(eq_bits(ta, c) == eq, "eq_bits");
+        {
+            const std::uint64_t word = rng();
+            bytes_of(splat_words(word), got);
+            bool words_ok = true;
+            for (int i = 0; i < 64; ++i)
+                words_ok = words_ok && got[i] == (word >> (8 * (i % 8)) & 0xff);
+            EXPECT(words_ok, "splat_words");
+            bytes_of(less8(ta, tb), got);
+            bool less_ok = true, greater_ok = true;
+            for (int i = 0; i < 64; ++i) less_ok = less_ok && got[i] == (a[i] < b[i] ? 0xff : 0);
+            bytes_of(greater8(ta, tb), got);
+            for (int i = 0; i < 64; ++i)
+                greater_ok = greater_ok && got[i] == (a[i] > b[i] ? 0xff : 0);
+            EXPECT(less_ok, "less8");
+            EXPECT(greater_ok, "greater8");
+        }
         EXPECT(le_bits(ta, c) == le, "le_bits");
         EXPECT(high_bits(ta) == high, "high_bits");
         EXPECT(any_high_bit(ta) == (high != 0), "any_high_bit");
@@ -286,6 +302,14 @@ inline long check_vocabulary(const char* level) {
         EXPECT(mask_bits(eq(xa, xb) ^ greater(xa, xb)) == (want_eq ^ want_greater), "lane_mask ^");
         const unsigned m = static_cast<unsigned>(rng() % (1u << L));
         EXPECT(mask_bits(mask_of_bits(m)) == m, "mask_of_bits");
+        {
+            alignas(64) unsigned char pieces[64];
+            bytes_of(pieces_of(mask_of_bits(m)), pieces);
+            bool pieces_ok = true;
+            for (int i = 0; i < 64; ++i)
+                pieces_ok = pieces_ok && pieces[i] == (m >> (i / 16) & 1 ? 0xff : 0);
+            EXPECT(pieces_ok, "pieces_of");
+        }
         store64(got, select(mask_of_bits(m), xa, xb));
         bool select_ok = true;
         for (int i = 0; i < L; ++i) select_ok = select_ok && got[i] == (m >> i & 1 ? a[i] : b[i]);

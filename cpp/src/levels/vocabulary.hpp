@@ -39,6 +39,12 @@
 //   splat8(c)                                           (a constant)
 //   add8 / sub8 (bytes, wrapping); &, |, ^; and_not(a, b) = a & ~b
 //                                                       1        2      4
+//   splat_words(v): every 8-byte word v (byte j of the text64 is byte j % 8 of v)
+//                                                       1        2      4
+//   less8(a, b) / greater8(a, b): byte j 0xff where a's is below / above b's (unsigned), else 0
+//                                                       2        4      4
+//   pieces_of(m): 16-byte piece k all 0xff where lane k of the lane_mask m is set (k < 4)
+//                                                       ~4       2      4
 //   eq_bits(t, c): bit j set where byte j == c          2        6      13       (a uint64_t)
 //   le_bits(t, c): bit j set where byte j <= c (unsigned)
 //                                                       2        8      13

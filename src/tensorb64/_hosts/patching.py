@@ -23,8 +23,8 @@ whether any replacement of the host is in place now. Installing is
 * logged: one line per host, module and outcome.
 
 Every replacement is made by ``fail_open``: tensorb64's own part runs guarded and answers (or
-says how the original is to be called: ``Call``), and where it declines or raises the original
-answers as called (so the host's own errors stay the host's, raised once, by the host's code),
+says how the original is to be called, and what is to be done with its answer: ``Call``), and
+where it declines or raises the original answers as called (so the host's own errors stay the host's, raised once, by the host's code),
 with one log line per host for a failure of ours. A release is recognised by the shape of what is
 replaced: its parameters (``expect_parameters``) and, where they say little, the names its code
 uses (``code_names``, ``expect_names``), read through a replacement already in place to the host's
@@ -348,11 +348,15 @@ class Call:
     """What tensorb64's part of a replacement may answer instead of an answer of its own: the
     original is to answer, called with ``args`` and ``kwargs`` (in place of the call's own),
     inside ``context`` where one is given (entered just before the original runs, left when it
-    returns or raises)."""
+    returns or raises); and where ``then`` is given, the replacement answers ``then(answer)`` of
+    the original's answer instead (tensorb64's part after the host's, guarded as the first:
+    where it declines, None, or raises, the original's answer stands, and a failure is logged
+    once per host)."""
 
     args: tuple
     kwargs: dict = field(default_factory=dict)
     context: AbstractContextManager | None = None
+    then: Callable[[Any], Any] | None = None
 
 
 def fail_open(host: Host, original: Callable, ours: Callable) -> Callable:
@@ -371,6 +375,16 @@ def fail_open(host: Host, original: Callable, ours: Callable) -> Callable:
             return Call(args, kwargs)
         return Call(args, kwargs) if answer is None else answer
 
+    def finished(call: Call, answer: Any) -> Any:
+        if call.then is None:
+            return answer
+        try:
+            ours_after = call.then(answer)
+        except Exception:
+            failed(host)
+            return answer
+        return answer if ours_after is None else ours_after
+
     if inspect.iscoroutinefunction(original):
         @functools.wraps(original)
         async def replacement(*args: Any, **kwargs: Any) -> Any:
@@ -378,7 +392,8 @@ def fail_open(host: Host, original: Callable, ours: Callable) -> Callable:
             if not isinstance(answer, Call):
                 return answer
             with answer.context or contextlib.nullcontext():
-                return await original(*answer.args, **answer.kwargs)
+                result = await original(*answer.args, **answer.kwargs)
+            return finished(answer, result)
     else:
         @functools.wraps(original)
         def replacement(*args: Any, **kwargs: Any) -> Any:
@@ -386,7 +401,8 @@ def fail_open(host: Host, original: Callable, ours: Callable) -> Callable:
             if not isinstance(answer, Call):
                 return answer
             with answer.context or contextlib.nullcontext():
-                return original(*answer.args, **answer.kwargs)
+                result = original(*answer.args, **answer.kwargs)
+            return finished(answer, result)
 
     setattr(replacement, MARKER, original)
     return replacement

@@ -82,6 +82,22 @@ inline std::uint64_t high_bits(text64 t) noexcept {
     return static_cast<std::uint32_t>(_mm256_movemask_epi8(t.half[0])) |
            std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(t.half[1]))} << 32;
 }
+inline text64 splat_words(std::uint64_t v) noexcept {
+    const __m256i w = _mm256_set1_epi64x(static_cast<long long>(v));
+    return {{w, w}};
+}
+// Unsigned: a < b where max(a, b) != a.
+inline text64 less8(text64 a, text64 b) noexcept {
+    text64 r;
+    for (int h = 0; h < 2; ++h) {
+        r.half[h] =
+            _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_max_epu8(a.half[h], b.half[h]), a.half[h]),
+                                _mm256_set1_epi8(-1));
+    }
+    return r;
+}
+inline text64 greater8(text64 a, text64 b) noexcept { return less8(b, a); }
+
 inline bool any_high_bit(text64 t) noexcept {
     return _mm256_movemask_epi8(_mm256_or_si256(t.half[0], t.half[1])) != 0;
 }
@@ -393,6 +409,11 @@ inline void half_columns(const text64* t, u64x columns[4]) noexcept {
     columns[1].v = _mm256_permute2x128_si256(high01, high23, 0x20);
     columns[2].v = _mm256_permute2x128_si256(low01, low23, 0x31);
     columns[3].v = _mm256_permute2x128_si256(high01, high23, 0x31);
+}
+
+// Lanes 0, 1 (the first ymm's 128-bit halves each take one lane, twice), then 2, 3.
+inline text64 pieces_of(lane_mask m) noexcept {
+    return {{_mm256_permute4x64_epi64(m.v, 0x50), _mm256_permute4x64_epi64(m.v, 0xfa)}};
 }
 
 // ---- u32x ----

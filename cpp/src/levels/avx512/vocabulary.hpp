@@ -67,6 +67,15 @@ inline text64 and_not(text64 a, text64 b) noexcept { return {_mm512_andnot_si512
 inline std::uint64_t high_bits(text64 t) noexcept {
     return _cvtmask64_u64(_mm512_movepi8_mask(t.v));
 }
+inline text64 splat_words(std::uint64_t v) noexcept {
+    return {_mm512_set1_epi64(static_cast<long long>(v))};
+}
+inline text64 less8(text64 a, text64 b) noexcept {
+    return {_mm512_movm_epi8(_mm512_cmplt_epu8_mask(a.v, b.v))};
+}
+inline text64 greater8(text64 a, text64 b) noexcept {
+    return {_mm512_movm_epi8(_mm512_cmpgt_epu8_mask(a.v, b.v))};
+}
 inline bool any_high_bit(text64 t) noexcept {
     const __mmask64 high = _mm512_movepi8_mask(t.v);
     return !_kortestz_mask64_u8(high, high);
@@ -281,6 +290,11 @@ inline void store64(double* p, f64x x, std::size_t n) noexcept {
     } else if (n > 0) {
         _mm512_mask_storeu_pd(p, static_cast<__mmask8>((1u << n) - 1), x.v);
     }
+}
+
+// Lane k's bit to qwords 2k and 2k + 1 (pdep), then to every byte of them.
+inline text64 pieces_of(lane_mask m) noexcept {
+    return {_mm512_movm_epi64(static_cast<__mmask8>(_pdep_u32(m.v, 0x55) * 3))};
 }
 
 // ---- u32x ----

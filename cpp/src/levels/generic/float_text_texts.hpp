@@ -6,7 +6,7 @@
 // The lanes make each value's text as words: an 8-byte prefix ("0.000000", or "-0.00000" for a
 // negative value), the digits in ASCII from the first on with the ',' already over the '0' after
 // the last significant one, and where the digits start (the sign, "0." and the zeros after the
-// point) and where the text ends. Each value's text is then four or five unaligned 8-byte stores
+// point) and where the text ends. Each value's text is then three or four unaligned 8-byte stores
 // and an add, with no branch: the prefix at the text's start, the digit words from the digits'
 // offset, each text stored at the end of the one before, over the bytes the last one wrote past
 // its ','. A value in another notation (below 1e-4 in Python's layout, 1e-6 or 1e-5 in orjson's)

@@ -3,10 +3,10 @@
 // float_text.cpp, inside its namespace, after float_text_texts.hpp. Byte-identical to the scalar
 // writers (float_text.hpp's write_values_*), within the same output bounds.
 //
-// float32 rows go a group at a time (the level's 32-bit lanes: 16 on avx512, 8 on avx2 and neon),
-// two groups together: a group of zeros and values below 1 (every group of an embedding row)
-// takes the lanes' digits (float_text_shortest.hpp, float_text_repr.hpp) and their texts; any
-// other group goes to the level's other path. float64 rows whose values are float32 values widened
+// float32 rows go a group at a time (the level's 32-bit lanes: 16 on avx512, 8 on avx2 and neon):
+// a group of zeros and values below 1 (every group of an embedding row) takes the lanes' digits
+// (float_text_shortest.hpp, float_text_repr.hpp) and their texts; any other group goes to the
+// level's other path. float64 rows whose values are float32 values widened
 // (the Python floats of a float32 tensor: vLLM's Cohere rows, SGLang's float route) take repr's
 // lanes too, each group narrowed to float32 first; other float64 groups the level's other path.
 // A block with a NaN or an infinity goes to the scalar writer, which names the first one.
@@ -43,13 +43,21 @@ struct double_text {
     }
 };
 
+// Value j of `bits` by Text's scalar writer, and its ','.
+template <class Text, class Bits>
+struct scalar_value {
+    const Bits* bits;
+    char* operator()(std::size_t j, char* out) const noexcept {
+        out = Text::scalar(bits[j], out);
+        *out++ = ',';
+        return out;
+    }
+};
+
 // Each of `m` values of `bits` by Text's scalar writer, a ',' after each (all finite).
 template <class Text, class Bits>
 inline char* write_scalar_values(const Bits* bits, std::size_t m, char* out) noexcept {
-    for (std::size_t j = 0; j < m; ++j) {
-        out = Text::scalar(bits[j], out);
-        *out++ = ',';
-    }
+    for (std::size_t j = 0; j < m; ++j) out = scalar_value<Text, Bits>{bits}(j, out);
     return out;
 }
 
@@ -73,17 +81,6 @@ struct generic_policy {
     template <class Text>
     static char* other_f64(const std::uint64_t* bits, std::size_t m, char* out) noexcept {
         return write_scalar_values<Text>(bits, m, out);
-    }
-};
-
-// Value j of `bits` by Text's scalar writer, and its ','.
-template <class Text, class Bits>
-struct scalar_value {
-    const Bits* bits;
-    char* operator()(std::size_t j, char* out) const noexcept {
-        out = Text::scalar(bits[j], out);
-        *out++ = ',';
-        return out;
     }
 };
 

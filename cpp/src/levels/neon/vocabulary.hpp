@@ -137,6 +137,22 @@ inline std::uint64_t high_bits(text64 t) noexcept {
     TENSORB64_EACH_PIECE(m, k, vreinterpretq_u8_s8(vshrq_n_s8(vreinterpretq_s8_u8(t.v.val[k]), 7)));
     return bits_of_bytes(m);
 }
+inline text64 splat_words(std::uint64_t v) noexcept {
+    const uint8x16_t w = vreinterpretq_u8_u64(vdupq_n_u64(v));
+    text64 t;
+    t.v.val[0] = t.v.val[1] = t.v.val[2] = t.v.val[3] = w;
+    return t;
+}
+inline text64 less8(text64 a, text64 b) noexcept {
+    text64 r;
+    TENSORB64_EACH_PIECE(r, k, vcltq_u8(a.v.val[k], b.v.val[k]));
+    return r;
+}
+inline text64 greater8(text64 a, text64 b) noexcept {
+    text64 r;
+    TENSORB64_EACH_PIECE(r, k, vcgtq_u8(a.v.val[k], b.v.val[k]));
+    return r;
+}
 inline bool any_high_bit(text64 t) noexcept {
     const uint8x16_t any =
         vorrq_u8(vorrq_u8(t.v.val[0], t.v.val[1]), vorrq_u8(t.v.val[2], t.v.val[3]));
@@ -447,6 +463,15 @@ inline void store64(double* p, f64x x, std::size_t n) noexcept {
         vst1q_f64(lanes + 2, x.v[1]);
         for (std::size_t i = 0; i < n; ++i) p[i] = lanes[i];
     }
+}
+
+inline text64 pieces_of(lane_mask m) noexcept {
+    text64 r;
+    r.v.val[0] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[0], 0));
+    r.v.val[1] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[0], 1));
+    r.v.val[2] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[1], 0));
+    r.v.val[3] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[1], 1));
+    return r;
 }
 
 // ---- u32x ----
