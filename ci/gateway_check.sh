@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tensorb64's line in LiteLLM's proxy config against the same proxy without it: real
 # `litellm --config` processes (LiteLLM 1.110.2) in front of a local upstream answering vLLM's and
-# OpenAI's bodies (tests/test_litellm_proxy_server.py, marked `gateway`).
+# OpenAI's bodies (tests/test_litellm_proxy_server.py), and the body against FastAPI's own rendering
+# in one process with LiteLLM's types (tests/test_litellm_proxy_render.py), both marked `gateway`.
 # Usage: ci/gateway_check.sh WHEEL (the tensorb64 wheel under test), or ci/gateway_check.sh --prepare
 # (the venv alone, no wheel needed: .ci/run builds it in the background).
 # The venv (~0.6 GB) is kept in the cache folder (ci/check_lib.sh) and reused while its
@@ -33,4 +34,4 @@ if $prepare; then exit 0; fi
 
 # LiteLLM reads its model cost map from its own package, not from the network.
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-run_tests "LiteLLM's proxy 1.110.2" "$venv/bin/python" -m gateway tests/test_litellm_proxy_server.py
+run_tests "LiteLLM's proxy 1.110.2" "$venv/bin/python" -m gateway tests/test_litellm_proxy_server.py tests/test_litellm_proxy_render.py

@@ -2,7 +2,7 @@
 ``litellm --config`` processes (LiteLLM 1.110.2, ci/gateway_check.sh's venv) in front of a local
 upstream answering vLLM's and OpenAI's bodies (tests/support/litellm_proxy.py), on every route
 type that reaches an OpenAI-compatible upstream: ``hosted_vllm/``, ``openai/``, ``azure/`` and a
-router group of two deployments with a 429 before each 200.
+router group of two deployments with a 429 before each 200, and a group falling back to another.
 
 Four proxies of one config, started together: ``on`` (the line), ``off`` (without it), ``fault``
 (the line, with tensorb64's writer made to raise) and ``switched off`` (the line, and
@@ -61,6 +61,7 @@ def model_list(port: int) -> list[dict]:
         lp.deployment("malformed-openai-64", "openai/m-64", at("malformed")),
         lp.deployment("refused-64", "openai/m-64", at("status/400")),
         lp.deployment("down-64", "hosted_vllm/m-64", at("status/500")),
+        lp.deployment("falls-back-64", "openai/m-64", at("status/500")),  # (its fallback: vllm-64)
         # two deployments of one group, each answering 429 to a request's first sighting
         lp.deployment("pair-64", "hosted_vllm/m-64", at("flaky"), api_key="sk-upstream-a"),
         lp.deployment("pair-64", "hosted_vllm/m-64", at("flaky"), api_key="sk-upstream-b"),
@@ -78,7 +79,8 @@ def proxies(tmp_path_factory):
             folder = root / label.replace(" ", "-")
             config = lp.config_text(model_list(upstream.port), tensorb64=line,
                                     litellm_settings={"callbacks": ["tests.support.litellm_proxy_probe.probe"]},
-                                    router_settings={"num_retries": 2, "retry_after": 0, "disable_cooldowns": True})
+                                    router_settings={"num_retries": 2, "retry_after": 0, "disable_cooldowns": True,
+                                                     "fallbacks": [{"falls-back-64": ["vllm-64"]}]})
             probe = folder / "probe.jsonl"
             env = {**env, "PROBE_FILE": str(probe),
                    "PYTHONPATH": os.pathsep.join([repository, os.environ.get("PYTHONPATH", "")])}
@@ -211,6 +213,13 @@ def test_two_deployments_429_then_200(proxies):
         assert result["on"][0] == 200 and writes["on"] == 1
         retries = dict(result["on"][1])["x-litellm-attempted-retries"]
         assert retries == "1", retries
+
+
+def test_a_fallback_to_another_group(proxies):
+    result, writes = answers(proxies, {"model": "falls-back-64", "input": texts(5, first=40)})
+    check_same(result)
+    assert result["on"][0] == 200 and writes["on"] == 1
+    assert dict(result["on"][1])["x-litellm-attempted-fallbacks"] == "1"
 
 
 def test_the_callbacks_saw_the_same_responses(proxies):

@@ -113,40 +113,29 @@ struct program {
 // bytes seldom make: two or more well-formed rows of one length whose texts are of different
 // lengths, which is where pass 1's guess of a row's end is tried (a float row's ']' searched for
 // past three quarters of the first row's text, a base64 row's '"' where the first row's text
-// ended). Per row: values of texts from 1 to 24 bytes and whitespace of 0 to 3 bytes; the index
+// ended). Per row (up to 128 values): values of texts from 1 to 24 bytes (an embedding's values
+// among them) and whitespace of 0 to 3 bytes; the index
 // before or after the embedding; another key before or after it whose value holds ']' or '"';
 // an embedding given twice; now and then a value more or fewer, a row in the other format, an
 // escaped base64 character, a repeated index. The envelope's keys in any order. Then up to three
 // bytes replaced, inserted or erased anywhere.
 std::string built_body(program& in, const tb::body_options& options) {
-    static const char* const numbers[] = {"0",
-                                          "1",
-                                          "-2",
-                                          "0.5",
-                                          "1.5",
-                                          "-0.0",
-                                          "7e1",
-                                          "2.5E3",
-                                          "-1.25e-07",
-                                          "1e-45",
-                                          "NaN",
-                                          "Infinity",
-                                          "-Infinity",
-                                          "0.10000000149011612",
-                                          "-0.036621660739183426",
-                                          "4503599627370497.5",
-                                          "3.4028234663852886e+38",
-                                          "123456789012345678901",
-                                          "1.0000000000000000000001",
-                                          "-0.3333333432674408",
-                                          "65504",
-                                          "1E+2"};
+    static const char* const numbers[] = {
+        "0", "1", "-2", "0.5", "1.5", "-0.0", "7e1", "2.5E3", "-1.25e-07", "1e-45", "NaN",
+        "Infinity", "-Infinity", "0.10000000149011612", "-0.036621660739183426",
+        "4503599627370497.5", "3.4028234663852886e+38", "123456789012345678901",
+        "1.0000000000000000000001", "-0.3333333432674408", "65504", "1E+2",
+        // an embedding's values, as the writers lay them out
+        "0.0123", "-0.25", "-0.0034179688", "0.071875", "-0.11329823", "0.9999999",
+        "-0.012337404303252697"};
     static const char* const spaces[] = {"", " ", "\n  ", "\t\r "};
     static const char* const others[] = {"\"]\"", "[1,2]",   "\"a\\\"]\"", "{\"b\":[3]}",
                                          "null",  "[\"]\"]", "\"AAAA\"",   "[[]]"};
     const unsigned rows = 1 + in.next() % 6;
     const bool floats = (in.next() & 1) != 0;
-    const unsigned length = in.next() % 9;  // 0: empty rows
+    // 0: empty rows; one body in four has rows long enough for the SIMD levels' row paths
+    // (groups of four and eight numbers, 64-byte windows).
+    const unsigned length = (in.next() & 3) == 3 ? 9 + in.next() % 120 : in.next() % 9;
     const std::size_t element = tb::dtype_size(options.stored.type);
     const unsigned rotate = in.next() % rows;
     std::string data = "[";
@@ -161,10 +150,21 @@ std::string built_body(program& in, const tb::body_options& options) {
         std::string row;
         if (as_floats) {
             row = "[" + std::string(spaces[in.next() & 3]);
+            // A long row's separators mostly as the writers lay them out (orjson's ",",
+            // json.dumps's ", "), the values mostly an embedding's: the SIMD paths' own rows.
+            const bool laid_out = count > 8 && (flags & 8) != 0;
+            const char* const layout_comma = (flags & 4) ? ", " : ",";
+            constexpr unsigned all_numbers = sizeof numbers / sizeof *numbers;
             for (unsigned v = 0; v < count; ++v) {
                 const unsigned b = in.next();
-                if (v) row += std::string(spaces[b >> 6]) + "," + spaces[(b >> 4) & 3];
-                row += numbers[in.next() % (sizeof numbers / sizeof *numbers)];
+                if (v) {
+                    row += laid_out && (b & 0xf0) != 0xf0
+                               ? std::string(layout_comma)
+                               : std::string(spaces[b >> 6]) + "," + spaces[(b >> 4) & 3];
+                }
+                const unsigned pick = in.next();
+                row += numbers[laid_out && (pick & 0x80) == 0 ? all_numbers - 1 - pick % 7
+                                                              : pick % all_numbers];
             }
             row += std::string(spaces[in.next() & 3]) + "]";
         } else {

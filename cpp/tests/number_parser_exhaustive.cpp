@@ -10,7 +10,8 @@
 //
 //   number_parser_exhaustive [--level NAME] [--layout NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation); --level: that
-//       SIMD level's row parsers (dispatch/implementation.hpp), default the scalar ones; --layout:
+//       SIMD level's row parsers (dispatch/implementation.hpp; best: the one this CPU runs),
+//       default the scalar ones; --layout:
 //       only that layout (shortest, repr, orjson, or repr64 and orjson64: to float64), default all
 //   number_parser_exhaustive --print-orjson FIRST LAST STEP
 //       prints orjson's text of every STEP-th finite pattern, one a line (for comparing with

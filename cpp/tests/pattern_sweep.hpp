@@ -27,7 +27,9 @@ struct range {
 // it); false where there is none. Exits with status 2 on an unknown name.
 inline bool take_level(int& argc, char**& argv, tensorb64::simd_level* level) {
     if (argc < 3 || std::strcmp(argv[1], "--level") != 0) return false;
-    if (!tensorb64::parse_simd_level(argv[2], level)) {
+    if (std::strcmp(argv[2], "best") == 0) {  // the one dispatch runs on this CPU
+        *level = tensorb64::available_simd_levels().back();
+    } else if (!tensorb64::parse_simd_level(argv[2], level)) {
         std::fprintf(stderr, "unknown SIMD level %s\n", argv[2]);
         std::exit(2);
     }

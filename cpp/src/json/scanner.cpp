@@ -1,8 +1,8 @@
 // JSON's lexical pieces, as Python's json module reads them (see json_scanner.hpp).
 //
 // The long runs are the contents of strings (a base64 row is a whole string) and of number lists;
-// both are searched 16 bytes at a time with SSE2 where the target has it (every x86-64 CPU: no
-// flags needed), a byte at a time elsewhere.
+// both are searched 16 bytes at a time with SSE2 or NEON where the target has it (every x86-64 and
+// little-endian AArch64 CPU: no flags needed), a byte at a time elsewhere.
 #include "json/scanner.hpp"
 
 #include <cstdint>
@@ -11,6 +11,9 @@
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 #define TENSORB64_JSON_SSE2 1
+#elif (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__AARCH64EB__)
+#include <arm_neon.h>
+#define TENSORB64_JSON_NEON 1
 #endif
 
 namespace tensorb64 {
@@ -115,6 +118,24 @@ const char* find_string_special(const char* p, const char* end) noexcept {
         if (mask != 0) {
             unsigned at = 0;
             while (!((mask >> at) & 1u)) ++at;
+            return p + at;
+        }
+        p += 16;
+    }
+#elif defined(TENSORB64_JSON_NEON)
+    const uint8x16_t quote = vdupq_n_u8('"'), backslash = vdupq_n_u8('\\');
+    const int8x16_t space = vdupq_n_s8(0x20);
+    while (end - p >= 16) {
+        const uint8x16_t v = vld1q_u8(reinterpret_cast<const std::uint8_t*>(p));
+        // Signed compare: bytes below 0x20 and bytes from 0x80 (negative) both count.
+        const uint8x16_t hit = vorrq_u8(vorrq_u8(vceqq_u8(v, quote), vceqq_u8(v, backslash)),
+                                        vcltq_s8(vreinterpretq_s8_u8(v), space));
+        // Four bits a byte (a narrowing shift), the first set one's byte.
+        const std::uint64_t mask =
+            vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(hit), 4)), 0);
+        if (mask != 0) {
+            unsigned at = 0;
+            while (!((mask >> (4 * at)) & 1u)) ++at;
             return p + at;
         }
         p += 16;
@@ -389,6 +410,27 @@ list_glance glance_list(const char* p, const char* end) noexcept {
     }
     add_lanes();
     if (_mm_movemask_epi8(above_space) != 0) g.blank = false;
+#elif defined(TENSORB64_JSON_NEON)
+    const uint8x16_t comma = vdupq_n_u8(','), close = vdupq_n_u8(']');
+    const uint8x16_t quote = vdupq_n_u8('"'), brace = vdupq_n_u8('{'), bracket = vdupq_n_u8('[');
+    const int8x16_t space = vdupq_n_s8(' ');
+    // As the SSE2 loop: commas counted in byte lanes, summed every 255 blocks.
+    uint8x16_t lanes = vdupq_n_u8(0), above_space = vdupq_n_u8(0);
+    for (unsigned blocks = 0; end - p >= 16; p += 16) {
+        const uint8x16_t v = vld1q_u8(reinterpret_cast<const std::uint8_t*>(p));
+        const uint8x16_t stop = vorrq_u8(vorrq_u8(vceqq_u8(v, close), vceqq_u8(v, quote)),
+                                         vorrq_u8(vceqq_u8(v, brace), vceqq_u8(v, bracket)));
+        if (vmaxvq_u8(stop) != 0) break;  // finished byte by byte below
+        lanes = vsubq_u8(lanes, vceqq_u8(v, comma));
+        above_space = vorrq_u8(above_space, vcgtq_s8(vreinterpretq_s8_u8(v), space));
+        if (++blocks == 255) {
+            g.commas += vaddlvq_u8(lanes);
+            lanes = vdupq_n_u8(0);
+            blocks = 0;
+        }
+    }
+    g.commas += vaddlvq_u8(lanes);
+    if (vmaxvq_u8(above_space) != 0) g.blank = false;
 #endif
     for (; p < end; ++p) {
         const char c = *p;

@@ -161,17 +161,7 @@ inline unsigned fast_lanes(const lane_shape& s, std::uint64_t misfit) noexcept {
         _pext_u64(nonzero_segments(s.point) & ~nonzero_segments(misfit), kSegmentHigh));
 }
 
-struct lane_table {
-    alignas(64) std::int8_t index[64];
-};
-// vpermb indices: each byte of lane k takes byte k + first of the broadcast positions.
-constexpr lane_table make_lane_broadcast(int first) {
-    lane_table t{};
-    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j / 16 + first);
-    return t;
-}
-constexpr lane_table kLaneSeparator = make_lane_broadcast(1);  // byte k + 1: number k's comma
-constexpr lane_table kLanePrevious = make_lane_broadcast(0);   // byte k: the comma before it
+// (lane_table, kLanePrevious and kLaneComma: the skeleton's.)
 constexpr lane_table make_lane_offset() {
     lane_table t{};
     for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j % 16 - 16);
@@ -228,7 +218,7 @@ inline bool short_quad_at(const char* base, short_quad* q) noexcept {
                    std::uint64_t{lowest_bit(fourth)} << 32;
     const __m512i positions = _mm512_set1_epi64(static_cast<long long>(q->positions));
     const __m512i index =
-        _mm512_add_epi8(_mm512_permutexvar_epi8(_mm512_load_si512(kLaneSeparator.index), positions),
+        _mm512_add_epi8(_mm512_permutexvar_epi8(_mm512_load_si512(kLaneComma.index), positions),
                         _mm512_load_si512(kLaneOffset.index));
     // Text: the bytes after the previous comma (signed compares: the first lane's is -1, and its
     // window may reach before `base`: those indices are negative and not text).
@@ -354,14 +344,7 @@ inline __m256 below_one_values(__m512i w, unsigned negative, long long add) noex
     return _mm512_cvtpd_ps(below_one_quotients(w, negative, add));
 }
 
-// vpermb indices: byte j of lane k takes the position byte k of the broadcast positions, plus
-// j + 1 (the window's first number starts at 0xff + 1).
-constexpr lane_table make_lane_from_start() {
-    lane_table t{};
-    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::int8_t>(j % 16 + 1);
-    return t;
-}
-constexpr lane_table kLaneFromStart = make_lane_from_start();
+// (kLaneFromStart: the skeleton's.)
 
 // The four numbers of the window at `base` (its first number's first byte; 64 bytes readable)
 // read as numbers below one, left-aligned: a lane takes the 16 bytes from its number's first,
@@ -383,8 +366,7 @@ inline bool short_below_one_at(const char* base, below_one_quad* q,
     const __m512i positions = _mm512_set1_epi64(static_cast<long long>(packed));
     const __m512i previous =
         _mm512_permutexvar_epi8(_mm512_load_si512(kLanePrevious.index), positions);
-    const __m512i comma =
-        _mm512_permutexvar_epi8(_mm512_load_si512(kLaneSeparator.index), positions);
+    const __m512i comma = _mm512_permutexvar_epi8(_mm512_load_si512(kLaneComma.index), positions);
     // (Positions are below 64 and lane bytes below 16: no index wraps; those past 63 are past
     // the comma, no text.)
     const __m512i index = _mm512_add_epi8(previous, _mm512_load_si512(kLaneFromStart.index));

@@ -493,6 +493,96 @@ inline group_digits below_one_digits_of(const char* row, const number_group& g) 
     return d;
 }
 
+// ---- numbers below one, four gathered from one window (gathered_below_one) ----
+//
+// Where a row's numbers are short and below one (orjson's and vLLM's rows of an embedding), four of
+// them are gathered from one 64-byte window by permute64, each left-aligned in a 16-byte piece:
+// the window's first four commas (their places packed in a word, spread to the pieces by
+// shuffle16) say where each begins and ends, so that no number needs a load, a length or a mask of
+// its own in scalar code (the avx512 level's short path, over the vocabulary). A piece's 16 bytes
+// then read as one decimal (the sign, the 0 and the point as 0 digits, the bytes past the text
+// zeros) make w, and the value is w / 10^14, or w / 10^13 after a sign: exact (w < 10^14).
+
+struct lane_table {
+    alignas(64) std::uint8_t index[64];
+};
+// shuffle16 indices: each byte of piece k takes byte k + first of the packed places.
+constexpr lane_table make_lane_broadcast(int first) {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::uint8_t>(j / 16 + first);
+    return t;
+}
+constexpr lane_table kLanePrevious = make_lane_broadcast(0);  // the comma before number k
+constexpr lane_table kLaneComma = make_lane_broadcast(1);     // number k's comma
+// j + 1 for byte j of each piece: a number's bytes are its previous comma's place plus these.
+constexpr lane_table make_lane_from_start() {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = static_cast<std::uint8_t>(j % 16 + 1);
+    return t;
+}
+constexpr lane_table kLaneFromStart = make_lane_from_start();
+// Byte `at` of each piece (all ones).
+constexpr lane_table make_piece_byte(int at) {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = j % 16 == at ? 0xff : 0;
+    return t;
+}
+constexpr lane_table kPieceByte1 = make_piece_byte(1), kPieceByte2 = make_piece_byte(2),
+                     kPieceByte3 = make_piece_byte(3);
+constexpr lane_table make_piece_bytes_below(int end) {
+    lane_table t{};
+    for (int j = 0; j < 64; ++j) t.index[j] = j % 16 < end ? 0xff : 0;
+    return t;
+}
+constexpr lane_table kPieceBytesBelow2 = make_piece_bytes_below(2);
+
+// The four numbers from `base` (the first one's first byte; 64 bytes readable), read as numbers
+// below one of at most 16 bytes: false where the window holds fewer than four commas or a number
+// of another shape (a ']', a space, a longer text, a value of one or more); else w and the signs,
+// and *advance: from `base` to past the fourth number's comma.
+template <int group = kGroup>  // (a template: instantiated only where a level uses it)
+inline bool gathered_below_one(const char* base, u64x* w, unsigned* negative,
+                               unsigned* advance) noexcept {
+    static_assert(group == 4, "four numbers a group");
+    const text64 window = load(base);
+    std::uint64_t commas = eq_bits(window, ',');
+    std::uint64_t places = 0xff;  // byte 0: the comma "before" the first number, at -1
+    for (int k = 0; k < 4; ++k) {
+        if (commas == 0) return false;
+        places |= std::uint64_t{lowest_bit(commas)} << (8 * k + 8);
+        commas &= commas - 1;
+    }
+    const text64 packed = splat_words(places);
+    const text64 previous = shuffle16(packed, load(kLanePrevious.index));
+    const text64 comma = shuffle16(packed, load(kLaneComma.index));
+    const text64 index = add8(previous, load(kLaneFromStart.index));
+    // (Places are below 64 and a piece's bytes below 16: no index that is text wraps; those past
+    // 63 are past the comma, no text.)
+    const text64 in_text = less8(index, comma);
+    const text64 text = permute64(window, index) & in_text;
+    // Each piece "0." or "-0." ...
+    const u64x first = even_words(text);
+    const lane_mask plain = eq(first & splat64(0xffff), splat64('0' | '.' << 8));
+    const lane_mask minus = eq(first & splat64(0xffffff), splat64('-' | '0' << 8 | '.' << 16));
+    if (mask_bits(plain | minus) != 0xfu) return false;
+    // ... then at least one digit, digits only, and no byte past the piece (a text of more than 16
+    // bytes: its comma more than 17 bytes past the one before).
+    const text64 signs = pieces_of(minus);
+    const text64 prefix = load(kPieceBytesBelow2.index) | (signs & load(kPieceByte2.index));
+    const text64 first_digit = blend(signs, load(kPieceByte3.index), load(kPieceByte2.index));
+    const text64 values = sub8(text, splat8('0'));
+    const text64 bad = (and_not(in_text, prefix) & greater8(values, splat8(9))) |
+                       and_not(first_digit, in_text) | greater8(sub8(comma, previous), splat8(17));
+    if (any_high_bit(bad)) return false;
+    const text64 table =
+        load_pieces(kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes);
+    const text64 words = digit_words(shuffle16(table, values));
+    *w = mul_low32(even_words(words), splat64(100000000)) + odd_words(words);
+    *negative = mask_bits(minus);
+    *advance = static_cast<unsigned>(places >> 32) + 1;
+    return true;
+}
+
 // ---- the values ----
 
 // 10^22 is the largest power of ten a double holds exactly (the last entry repeats it).
@@ -580,6 +670,10 @@ inline group_doubles to_float64(const group_digits& d) noexcept {
 inline f64x exact_quotients(const group_digits& d) noexcept {
     return with_signs(to_f64(d.w) / lookup24(kPow10Double, d.f), d.negative);
 }
+
+// A group's correctly rounded doubles as the row type holds them: float32 rows their float32s.
+inline f32x convert_short_values(f64x quotients, float*) noexcept { return narrow(quotients); }
+inline f64x convert_short_values(f64x quotients, double*) noexcept { return quotients; }
 
 // How each row type converts a group read any way, and read as short numbers.
 inline group_floats convert_any(const group_digits& d, float*) noexcept { return to_float32(d); }
@@ -676,10 +770,13 @@ inline group_digits read_any(const char* row, const number_group& g) noexcept {
 // The row from p (just past its '[' or a ','), `count` numbers already written before it, `row`
 // its first byte; its numbers' digits taken as short ones (below one, or short_digits_of) or as
 // any (`read_any_group`).
+// With `paused_at`, it pauses after `pause_after` groups where the row goes on: *paused_at is then
+// where (the next number), the result's count the numbers read, and nothing else is set.
 template <bool short_path, int unrolled, class T,
           group_digits (*read_any_group)(const char*, const number_group&) noexcept = read_any>
 number_row parse_row(const char* row, const char* p, const char* end, T* out, std::size_t capacity,
-                     std::size_t count) noexcept {
+                     std::size_t count, std::size_t pause_after = 0,
+                     const char** paused_at = nullptr) noexcept {
     const ieee_fp_environment ieee;
     separator_chunks<unrolled> separators(p, end);
     std::size_t found = 0;  // separators in the buffer, from the current number's on
@@ -716,6 +813,12 @@ number_row parse_row(const char* row, const char* p, const char* end, T* out, st
             count += kGroup;
             if (*g.stop[kGroup - 1] == ']') return finished(g.stop[kGroup - 1] + 1, count);
             p = g.start[kGroup];
+            if (paused_at != nullptr && --pause_after == 0) {
+                *paused_at = p;
+                number_row paused;
+                paused.count = count;
+                return paused;
+            }
         }
         // The numbers short of a group: the next chunk's first, or the scalar parser's where the
         // row's separators are all in (its last numbers, or an error).
@@ -728,10 +831,48 @@ number_row parse_row(const char* row, const char* p, const char* end, T* out, st
     }
 }
 
+// A row in the short layout from p (its first byte): four numbers a step gathered from a window
+// while 64 bytes are left and they are below one; a step that is not read by the skeleton's
+// parse_row, with the kGeneralGroups groups after it (a row of larger values pays one
+// gathered step's try per kGeneralGroups groups), then gathered steps again; the row's last
+// numbers by parse_row.
+constexpr std::size_t kGeneralGroups = 8;
+
+template <class T>
+number_row parse_gathered_row(const char* p, const char* end, T* out,
+                              std::size_t capacity) noexcept {
+    const char* const row = p;
+    std::size_t count = 0;
+    while (end - p >= 64) {
+        {
+            const ieee_fp_environment ieee;
+            const f64x plain_scale = as_f64(splat64(0x42d6bcc41e900000ull));  // 1e14
+            const f64x minus_scale = as_f64(splat64(0x42a2309ce5400000ull));  // 1e13
+            u64x w;
+            unsigned negative, advance;
+            while (end - p >= 64 && gathered_below_one(p, &w, &negative, &advance)) {
+                const f64x quotient = with_signs(
+                    to_f64(w) / select(mask_of_bits(negative), minus_scale, plain_scale), negative);
+                store_values(convert_short_values(quotient, out), out, capacity, count);
+                count += kGroup;
+                p += advance;
+            }
+        }
+        if (end - p < 64) break;
+        const char* paused_at = nullptr;
+        const number_row r =
+            parse_row<true, 6>(row, p, end, out, capacity, count, kGeneralGroups, &paused_at);
+        if (paused_at == nullptr) return r;
+        count = r.count;
+        p = paused_at;
+    }
+    return parse_row<true, 6>(row, p, end, out, capacity, count);
+}
+
 // A whole row (p just past its '['), in the layout its first 64 bytes show.
 template <class T>
 number_row parse_number_row_any_layout(const char* p, const char* end, T* out,
                                        std::size_t capacity) noexcept {
-    return short_numbers(p, end) ? parse_row<true, 6>(p, p, end, out, capacity, 0)
+    return short_numbers(p, end) ? parse_gathered_row(p, end, out, capacity)
                                  : parse_row<false, 4>(p, p, end, out, capacity, 0);
 }

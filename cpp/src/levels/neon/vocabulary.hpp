@@ -137,6 +137,22 @@ inline std::uint64_t high_bits(text64 t) noexcept {
     TENSORB64_EACH_PIECE(m, k, vreinterpretq_u8_s8(vshrq_n_s8(vreinterpretq_s8_u8(t.v.val[k]), 7)));
     return bits_of_bytes(m);
 }
+inline text64 splat_words(std::uint64_t v) noexcept {
+    const uint8x16_t w = vreinterpretq_u8_u64(vdupq_n_u64(v));
+    text64 t;
+    t.v.val[0] = t.v.val[1] = t.v.val[2] = t.v.val[3] = w;
+    return t;
+}
+inline text64 less8(text64 a, text64 b) noexcept {
+    text64 r;
+    TENSORB64_EACH_PIECE(r, k, vcltq_u8(a.v.val[k], b.v.val[k]));
+    return r;
+}
+inline text64 greater8(text64 a, text64 b) noexcept {
+    text64 r;
+    TENSORB64_EACH_PIECE(r, k, vcgtq_u8(a.v.val[k], b.v.val[k]));
+    return r;
+}
 inline bool any_high_bit(text64 t) noexcept {
     const uint8x16_t any =
         vorrq_u8(vorrq_u8(t.v.val[0], t.v.val[1]), vorrq_u8(t.v.val[2], t.v.val[3]));
@@ -449,6 +465,15 @@ inline void store64(double* p, f64x x, std::size_t n) noexcept {
     }
 }
 
+inline text64 pieces_of(lane_mask m) noexcept {
+    text64 r;
+    r.v.val[0] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[0], 0));
+    r.v.val[1] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[0], 1));
+    r.v.val[2] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[1], 0));
+    r.v.val[3] = vreinterpretq_u8_u64(vdupq_laneq_u64(m.v[1], 1));
+    return r;
+}
+
 // ---- u32x ----
 
 inline u32x splat32(std::uint32_t v) noexcept { return {{vdupq_n_u32(v), vdupq_n_u32(v)}}; }
@@ -495,6 +520,11 @@ inline u32x shift_right_signed32(u32x a) noexcept {
 inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
     return {{vshlq_u32(a.v[0], vreinterpretq_s32_u32(counts.v[0])),
              vshlq_u32(a.v[1], vreinterpretq_s32_u32(counts.v[1]))}};
+}
+// ushl by the negated counts (a right shift): counts 32..127 give 0, as required.
+inline u32x shift_right32_var(u32x a, u32x counts) noexcept {
+    return {{vshlq_u32(a.v[0], vnegq_s32(vreinterpretq_s32_u32(counts.v[0]))),
+             vshlq_u32(a.v[1], vnegq_s32(vreinterpretq_s32_u32(counts.v[1])))}};
 }
 // umull, umull2 and the high halves taken by uzp2.
 inline u32x mul_high32(u32x a, u32x b) noexcept {
@@ -557,11 +587,21 @@ inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
     second->v[0] = vreinterpretq_u64_u32(vzip1q_u32(a.v[1], b.v[1]));
     second->v[1] = vreinterpretq_u64_u32(vzip2q_u32(a.v[1], b.v[1]));
 }
+inline u32x unzip_low32(u64x first, u64x second) noexcept {
+    return {{vuzp1q_u32(vreinterpretq_u32_u64(first.v[0]), vreinterpretq_u32_u64(first.v[1])),
+             vuzp1q_u32(vreinterpretq_u32_u64(second.v[0]), vreinterpretq_u32_u64(second.v[1]))}};
+}
 inline u32x as_u32(u64x a) noexcept {
     return {{vreinterpretq_u32_u64(a.v[0]), vreinterpretq_u32_u64(a.v[1])}};
 }
 inline u64x as_u64(u32x a) noexcept {
     return {{vreinterpretq_u64_u32(a.v[0]), vreinterpretq_u64_u32(a.v[1])}};
+}
+// The halves' lengths (byte_length32), the upper one's counted from byte 4 where it has any.
+inline u64x byte_length64(u64x a) noexcept {
+    const u64x lengths = as_u64(byte_length32(as_u32(a)));
+    const u64x high = shift_right<32>(lengths);
+    return select(eq(high, splat64(0)), lengths & splat64(0xffffffffu), high + splat64(4));
 }
 
 inline mask32 eq32(u32x a, u32x b) noexcept {
@@ -595,6 +635,14 @@ inline u32x where32(mask32 m, u32x a) noexcept {
 inline unsigned mask_bits32(mask32 m) noexcept {
     const uint32x4_t bit = {1, 2, 4, 8};
     return vaddvq_u32(vandq_u32(m.v[0], bit)) | vaddvq_u32(vandq_u32(m.v[1], bit)) << 4;
+}
+inline bool any32(mask32 m) noexcept { return vmaxvq_u32(vorrq_u32(m.v[0], m.v[1])) != 0; }
+inline bool all32(mask32 m) noexcept { return vminvq_u32(vandq_u32(m.v[0], m.v[1])) != 0; }
+// st2: the lanes of a and b interleaved as they are stored.
+inline void store_zip32(std::uint64_t* p, u32x a, u32x b) noexcept {
+    auto* q = reinterpret_cast<std::uint32_t*>(p);
+    vst2q_u32(q, (uint32x4x2_t{{a.v[0], b.v[0]}}));
+    vst2q_u32(q + 8, (uint32x4x2_t{{a.v[1], b.v[1]}}));
 }
 
 #undef TENSORB64_EACH_PIECE
