@@ -258,6 +258,29 @@ def test_ingest_bench_states_the_targets_from_its_figures():
     assert rows[("float", "openai client")][-2] == f"{1000 / 200 - 1000 / 9000:+.3f}"  # its CPU over Ray's own
 
 
+@pytest.mark.needs_source_tree  # benchmarks/
+def test_the_transport_bench_checks_and_times_each_transport(tmp_path):
+    """benchmarks/ingest_transport_bench.py, smoke-sized: every transport's array checked against
+    the table before it is timed, each in both malloc states, with its ratios to the pool."""
+    pytest.importorskip("httpx", reason="httpx is not installed here (the test extra installs it)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "transport.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.ingest_transport_bench", "--smoke", "--widths", "96",
+                           "--json", str(out)], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(out.read_text())["ingest_transport"]
+    routes = ["http.client pool", "httpx.Client"] + (["httpx2.Client"] if importlib.util.find_spec("httpx2") else [])
+    from tensorb64._bench.allocator import allocator_states
+
+    states = [name for name, _, _ in allocator_states()]  # ("fresh", "raised" where glibc's)
+    assert report["errors"] == []
+    assert [(c["encoding_format"], c["allocator"], c["route"]) for c in report["cases"]] == [
+        (fmt, state, route) for fmt in ("base64", "float") for state in states for route in routes]
+    assert all(c["us"] > 0 and c["cpu_us"] > 0 for c in report["cases"])
+    assert {c["vs_pool"] for c in report["cases"] if c["route"] == "http.client pool"} == {1.0}
+    assert "httpx.Client" in proc.stdout and "CPU × pool" in proc.stdout
+
+
 def test_the_patched_clients_targets_are_stated_where_they_can_be_met():
     """A target the floor measured in the same run cannot reach is held to the floor instead; the
     base64 rows the caller keeps (nothing to do) are met within the rows' own spread, at most 5%:
