@@ -455,6 +455,16 @@ def test_httpx_the_endpoint_pickles_with_its_factory_not_its_client(httpx):
         again.close()
 
 
+def test_httpx_a_subclass_of_the_client_is_a_client(httpx):
+    class Tenant(httpx.Client):  # a user's own client class, in a module of theirs
+        def __init__(self):
+            super().__init__(headers={"X-Tenant": "sub"})
+
+    with LocalServer(Written(TABLE)) as server:
+        assert same_bits(through(httpx, server.base_url, http_client=Tenant).embed(TEXTS[:2]), TABLE[[5, 3]])
+        assert server.last_headers["X-Tenant"] == "sub"
+
+
 def test_httpx_a_factory_must_make_a_client(httpx):
     with pytest.raises(TypeError, match=r"http_client\(\) must return an httpx.Client .*got builtins.object"):
         EmbeddingsEndpoint("http://127.0.0.1:1/v1", "m", http_client=object).embed(["row 1"])

@@ -61,8 +61,10 @@ class HttpxTransport:
         with self._lock:
             if self._client is None:
                 client = self._factory()
-                module = sys.modules.get(type(client).__module__.partition(".")[0])
-                if module is None or module.__name__ not in _MODULES or not isinstance(client, module.Client):
+                # (a client's module is loaded: the factory made the client, or a subclass of it)
+                module = next((m for m in map(sys.modules.get, _MODULES) if m is not None and isinstance(client, m.Client)),
+                              None)
+                if module is None:
                     raise TypeError(f"http_client() must return an httpx.Client (or an httpx2.Client), got "
                                     f"{type(client).__module__}.{type(client).__qualname__}")
                 self._client, self._httpx = client, module
