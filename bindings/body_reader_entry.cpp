@@ -1,6 +1,7 @@
 // Reading a whole /v1/embeddings response body (the core's tensorb64/body_reader.hpp) into one
-// array, allocated by a Python callable once the rows' shape is known (src/tensorb64/_client.py
-// passes one that makes the numpy array, or checks the caller's `out`).
+// array, allocated by a Python callable once the rows' shape is known
+// (src/tensorb64/_codec/body_reader.py passes one that makes the numpy array, or checks the
+// caller's `out`).
 //
 // The GIL is released for the read of a large body and taken back only for the call of the
 // allocator. The body is held through the buffer protocol (a bytearray cannot be resized while it

@@ -1,5 +1,5 @@
 // Decoding: strict base64 (or a binary body's raw bytes) into a caller's buffer. The Python layer
-// (src/tensorb64/_decode.py) sizes the output with _decoded_length, allocates it once, and
+// (src/tensorb64/_codec/decode.py) sizes the output with _decoded_length, allocates it once, and
 // _decode_into fills it. dtype and byteorder are names, resolved as every entry point resolves
 // them.
 #include <cstdio>

@@ -4,7 +4,7 @@
 // exchange API or its methods, checked against its storage's bounds. What it cannot read in
 // place goes to the Python layer's fallback hook (`_set_fallback`, registered once at import),
 // which takes over the call: it converts the input once and calls the entry point again with
-// it, or stages a CUDA tensor (src/tensorb64/_fallback.py).
+// it, or stages a CUDA tensor (src/tensorb64/_codec/input_hook.py).
 #pragma once
 
 #include <cstddef>

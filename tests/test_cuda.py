@@ -125,6 +125,25 @@ def test_a_second_device():
         assert tensorb64.encode_rows(t) == tensorb64.encode_rows(t.cpu())
 
 
+def test_rows_of_tensors_on_the_gpu_and_beside_a_cpu_row():
+    """A list of rows on the GPU is stacked there (one batch); a CPU row among them (torch.stack
+    refuses the mix) has each row copied to the host first: the same bytes either way."""
+    t = edge_values(64, 3072, torch.float32)
+    c = t.cpu()
+    for rows in (list(t), [c[0], *t[1:]]):
+        assert tensorb64.encode_rows(rows) == tensorb64.encode_rows(c)
+        assert response_body(rows, model="m", encoding_format="base64", dtype="float16") == response_body(
+            c, model="m", encoding_format="base64", dtype="float16")
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="one CUDA device: rows on two devices are not tested")
+def test_rows_on_two_devices():
+    t = edge_values(64, 1024, torch.bfloat16)
+    rows = [row.to(f"cuda:{i % 2}") for i, row in enumerate(t)]
+    assert tensorb64.encode_rows(rows) == tensorb64.encode_rows(t.cpu())
+    assert tensorb64.encode_binary_body(rows, dtype="fp8_e4m3") == tensorb64.encode_binary_body(t.cpu(), dtype="fp8_e4m3")
+
+
 def test_device_index_zero_named_explicitly_and_requires_grad():
     t = edge_values(200, 1024, torch.float32, device=torch.device("cuda", 0)).requires_grad_()
     assert tensorb64.encode_binary_body(t, dtype="bfloat16") == tensorb64.encode_binary_body(t.detach().cpu(), dtype="bfloat16")

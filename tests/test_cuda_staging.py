@@ -465,27 +465,101 @@ def test_host_copy_keeps_its_buffer_until_the_copy_is_freed():
 
 
 def test_route_is_the_one_decision():
-    """Outside `forced` a CPU tensor is read on the host; inside it, as a CUDA tensor is: staged
-    from plain_copy_below bytes (a staged dtype, dense, at least one dimension), else one copy."""
+    """Outside `forced` a CPU tensor is read on the host; inside it, as a CUDA tensor is: through
+    the pipeline where it takes the tensor (a staged dtype, dense, at least one dimension), each
+    piece from plain_copy_below bytes, else one copy."""
     config = _staging.Staging(_staging.StagingPool(1 << 20, bytearray), plain_copy_below=256)
     t = torch.zeros(8, 8)  # 256 bytes
     assert _cuda.route(t) is None and _cuda.route(t.numpy()) is None
     with _staging.forced(config):
         assert _staging.current_staging() is config
-        assert _cuda.route(t) == _cuda.Route(config, True)
-        assert _cuda.route(t[:7]).staged is False  # 224 bytes
-        assert _cuda.route(t.to(torch.int32)).staged is False  # a dtype the pipeline does not take
+        assert _cuda.route(t) == _cuda.Route(config, True) and _cuda.route(t).stages(t)
+        assert not _cuda.route(t[:7]).stages(t[:7]) and not _cuda.route(t).stages(t[:7])  # 224 bytes
+        assert _cuda.route(t.to(torch.int32)).stageable is False  # a dtype the pipeline does not take
         negated = torch.zeros(8, 8, dtype=torch.complex64).conj().imag  # values negated by a bit, not in memory
-        assert negated.is_neg() and _cuda.route(negated).staged is False
+        assert negated.is_neg() and _cuda.route(negated).stageable is False
         assert not _cuda.route(negated).host_copy(negated).is_neg()  # its values in memory
-        assert _cuda.route(torch.tensor(1.0)).staged is False
+        assert _cuda.route(torch.tensor(1.0)).stageable is False
         assert _cuda.route(t.numpy()) is None and _cuda.route([[1.0]]) is None
         with _staging.forced(config):  # the same staging nests
-            assert _cuda.route(t).staged
-        assert _cuda.route(t).staged
+            assert _cuda.route(t).stageable
+        assert _cuda.route(t).stageable
         with pytest.raises(RuntimeError, match="another staging"), _staging.forced(replace(config)):
             pass
     assert _cuda.route(t) is None and _staging.forced_staging() is None
+
+
+def leases(pool) -> int:
+    """The buffers a pool was asked for: each lease of one (made or reused), or refused."""
+    return pool.allocations + pool.reuses + pool.refusals
+
+
+def test_a_piece_below_the_threshold_takes_the_plain_copy(routed):
+    """The size rule applies to the piece that is copied, not the whole input: chunks of
+    iter_response_body and rows cut to ``dimensions`` below plain_copy_below bytes take the plain
+    copy (no lease of the pool), though the whole input is staged; pieces above it are staged."""
+    t = values(60, 32, torch.float32, specials=False)  # 7,680 bytes; a row of 128, below the 256-byte threshold
+    whole = response_body(t, model="m", encoding_format="base64")
+    chunks = list(routed.iter_response_body(t, model="m", encoding_format="base64", chunk_size=100))
+    assert len(chunks) >= 60 and b"".join(chunks) == whole  # a row a chunk
+    assert leases(routed.pool) == 0, f"{leases(routed.pool)} leases for pieces below the threshold"
+    cut = {"model": "m", "encoding_format": "float", "dimensions": 4}  # 8 rows of 4 values: 128 bytes of 1,024
+    assert routed.response_body(t[:8], **cut) == response_body(t[:8], **cut)
+    assert routed.encode_binary_body(t[:1]) == tensorb64.encode_binary_body(t[:1])
+    assert leases(routed.pool) == 0
+    assert b"".join(routed.iter_response_body(t, model="m", encoding_format="base64", chunk_size=2000)) == whole
+    assert routed.response_body(t, model="m", encoding_format="base64") == whole
+    assert leases(routed.pool) > 0
+
+
+class Elsewhere(torch.Tensor):
+    """A CPU row that says it is on another device (``Elsewhere.on(t, device)``): like a row
+    there, torch.stack refuses it beside rows elsewhere (cuda:0 beside cuda:1, or the CPU),
+    detach keeps it there, and ``.to("cpu")`` gives the plain CPU tensor (counted in ``copies``)."""
+
+    copies = 0
+
+    @staticmethod
+    def on(t, device: str):
+        row = torch.Tensor._make_subclass(Elsewhere, t)
+        row.where = torch.device(device)
+        return row
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func == torch.Tensor.device.__get__:
+            return args[0].where
+        if func is torch.stack and len({row.device for row in args[0]}) > 1:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices")
+        with torch._C.DisableTorchFunctionSubclass():
+            if func is torch.Tensor.detach:
+                return Elsewhere.on(func(*args, **kwargs), str(args[0].where))
+            if func is torch.Tensor.to:
+                assert args[1:] == ("cpu",) and not kwargs, (args[1:], kwargs)
+                Elsewhere.copies += 1
+                return args[0].clone()
+            return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize("devices", [("cpu", "cuda:0"), ("cuda:0", "cuda:1")])
+def test_rows_on_different_devices_are_copied_to_the_host_one_by_one(devices):
+    """A list of rows on several devices (which torch.stack refuses) is read as before: each row
+    copied to the host, then stacked; rows of one device are stacked where they are."""
+    t = values(6, 16, torch.float32, specials=False)
+    rows = [Elsewhere.on(row, devices[i % 2]) if devices[i % 2] != "cpu" else row for i, row in enumerate(t)]
+    with pytest.raises(RuntimeError, match="same device"):  # (the stand-in refuses as torch does)
+        torch.stack(rows)
+    Elsewhere.copies = 0
+    assert tensorb64.encode_rows(rows) == tensorb64.encode_rows(t)
+    assert response_body(rows, model="m", encoding_format="float") == response_body(t, model="m", encoding_format="float")
+    assert Elsewhere.copies == 2 * sum(isinstance(row, Elsewhere) for row in rows)  # each row of another device, each call
+    Elsewhere.copies = 0
+    stacked = _cuda.stacked([Elsewhere.on(row, "cuda:1") for row in t])
+    assert Elsewhere.copies == 0 and torch.equal(stacked.as_subclass(torch.Tensor), t)  # (stacked where they are)
+    for ragged in ([t[0], t[1, :8]], [Elsewhere.on(t[0], "cuda:0"), t[1, :8]]):
+        with pytest.raises(ValueError, match="a list of tensors must hold rows of one shape"):
+            tensorb64.encode_rows(ragged)
 
 
 @pytest.mark.parametrize("call", [
@@ -504,19 +578,20 @@ def test_route_is_the_one_decision():
 def test_an_input_on_a_device_is_routed_once(monkeypatch, routed, call, form):
     """Where an input enters, its route is decided once and passed down: one decision a call,
     whatever the entry point and the form of the input (a second decision would be a second
-    call of route, here counted), and the result is the host path's. (A plain tensor on the CPU
-    is read by the binding itself, as on a GPU machine: the binding's entry points are given
-    the other forms, which reach the input hook.)"""
+    call of route, or a Route made some other way: both counted), and the result is the host
+    path's. (A plain tensor on the CPU is read by the binding itself, as on a GPU machine: the
+    binding's entry points are given the other forms, which reach the input hook.)"""
     t = values(24, 40, torch.float32, specials=False)
     x = {"tensor": t, "parameter": torch.nn.Parameter(t, requires_grad=False), "rows of tensors": list(t)}[form]
-    decided = []
-    route = _cuda.route
+    decided, made = [], []
+    route, make = _cuda.route, _cuda.Route.__init__
     monkeypatch.setattr(_cuda, "route", lambda x: decided.append(1) or route(x))
+    monkeypatch.setattr(_cuda.Route, "__init__", lambda self, *args, **kwargs: made.append(1) or make(self, *args, **kwargs))
     with routed._forced():
         got = call(x)
     binding_reads_it = form == "tensor" and call.__code__.co_names[-1] in ("encode_rows", "json_rows", "encode")
-    assert len(decided) == (0 if binding_reads_it else 1), f"{len(decided)} decisions"
-    monkeypatch.setattr(_cuda, "route", route)
+    assert (len(decided), len(made)) == ((0, 0) if binding_reads_it else (1, 1)), f"{len(decided)} decisions, {len(made)} routes"
+    monkeypatch.undo()
     assert got == call(t)
 
 

@@ -5,12 +5,13 @@ Standard library only: this runs in the default suite; the engines' tests are te
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.client
 import pickle
 import re
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 
@@ -19,7 +20,7 @@ import pytest
 
 from tensorb64._ingest.http import EmbeddingRequestError, EmbeddingsEndpoint, _retry_after
 from tests.support.embeddings_server import LocalServer, Written
-from tests.support.ingest_server import SHAPES, Failing, expected, same_bits, vectors
+from tests.support.ingest_server import SHAPES, Failing, expected, same_bits, self_signed, vectors
 
 TABLE = vectors(300, 96)
 TEXTS = [f"row {i}" for i in (5, 3, 299, 0, 17, 17, 42, 8, 1, 250)]
@@ -56,9 +57,9 @@ def test_one_connection_is_kept_alive():
         client = endpoint(server)
         for _ in range(5):
             client.embed(TEXTS[:3])
-        assert client._idle.qsize() == 1  # the one connection, back in the pool after each request
+        assert client._transport._idle.qsize() == 1  # the one connection, back in the pool after each request
         client.close()
-        assert client._idle.qsize() == 0
+        assert client._transport._idle.qsize() == 0
 
 
 def test_empty_input_sends_nothing():
@@ -131,8 +132,7 @@ def test_a_server_that_is_not_there():
 
 def test_a_host_name_not_found_is_reported_at_once(monkeypatch):
     """A name the resolver does not know will not be known a moment later: reported at once (not
-    after five retries and their backoff), naming the rows; a resolver that did not answer in time
-    (EAI_AGAIN) is asked again."""
+    after five retries and their backoff), naming the rows."""
     asked = []
 
     def getaddrinfo(host, *args, **kwargs):
@@ -148,29 +148,42 @@ def test_a_host_name_not_found_is_reported_at_once(monkeypatch):
     assert "rows 0..1 of the batch (2 texts)" in str(caught.value) and "gaierror" in str(caught.value)
     assert "retr" not in str(caught.value) and caught.value.status is None
 
-    def again_later(host, *args, **kwargs):
-        asked.append(host)
-        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
 
-    monkeypatch.setattr(socket, "getaddrinfo", again_later)
-    asked.clear()
+@pytest.mark.parametrize("code", ["EAI_AGAIN", "EAI_FAIL", "EAI_MEMORY"])
+def test_a_resolver_failure_that_may_pass_is_asked_again(monkeypatch, code):
+    """A resolver that did not answer in time (EAI_AGAIN), failed (EAI_FAIL: a server refusing or
+    failing its query, which recovers) or ran out of memory (EAI_MEMORY) says nothing of the
+    name: asked again."""
+    if not hasattr(socket, code):
+        pytest.skip(f"this platform's socket module has no {code}")
+    asked = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        asked.append(host)
+        raise socket.gaierror(getattr(socket, code), "the resolver failed")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     with pytest.raises(EmbeddingRequestError, match="after 2 retries"):
         EmbeddingsEndpoint("http://embeddings.example.invalid/v1", "m", max_retries=2, backoff_s=0.01).embed(["row 1"])
     assert len(asked) == 3
 
 
-def test_a_certificate_refused_is_reported_at_once(tmp_path):
-    """A TLS certificate the client does not trust will not be trusted a moment later: reported
-    at once, naming the rows, after one handshake."""
-    if shutil.which("openssl") is None:
+@pytest.fixture
+def certificate(tmp_path):
+    """(the certificate's file, a server context holding it) of a self-signed certificate for
+    127.0.0.1."""
+    made = self_signed(tmp_path)
+    if made is None:
         pytest.skip("openssl (the command) makes the server's self-signed certificate; it is not installed")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True, timeout=60)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    return made
+
+
+@contextlib.contextmanager
+def tls_handshakes(context):
+    """A server on 127.0.0.1 that only makes TLS handshakes with ``context``: (its base URL, the
+    list of handshakes begun)."""
     listener = socket.create_server(("127.0.0.1", 0))
-    handshakes = []
+    handshakes: list = []
 
     def serve():
         while True:
@@ -186,15 +199,65 @@ def test_a_certificate_refused_is_reported_at_once(tmp_path):
 
     threading.Thread(target=serve, daemon=True).start()
     try:
-        client = EmbeddingsEndpoint(f"https://127.0.0.1:{listener.getsockname()[1]}/v1", "m", timeout=10)
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}/v1", handshakes
+    finally:
+        listener.close()
+
+
+def test_a_certificate_refused_is_reported_at_once(certificate):
+    """A TLS certificate the client does not trust will not be trusted a moment later: reported
+    at once, naming the rows, after one handshake."""
+    with tls_handshakes(certificate[1]) as (base_url, handshakes):
+        client = EmbeddingsEndpoint(base_url, "m", timeout=10)
         started = time.monotonic()
         with pytest.raises(EmbeddingRequestError) as caught:
             client.embed(["row 1", "row 2"])
         assert time.monotonic() - started < 3
-    finally:
-        listener.close()
     assert "rows 0..1 of the batch (2 texts)" in str(caught.value) and "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
     assert "retr" not in str(caught.value) and len(handshakes) == 1
+
+
+@pytest.mark.parametrize("where", ["reading the answer on a new connection", "sending on a reused connection"])
+def test_a_tls_record_error_after_the_handshake_is_retried(monkeypatch, where):
+    """A TLS error of an established connection (a record that fails its MAC check, an alert mid
+    stream) is that connection's, not the server's refusal: asked again on a new connection, as
+    urllib3 does. (Raised here by http.client's own calls over plain HTTP: the classification is
+    by where the error comes from, not by the bytes.)"""
+    record_error = ssl.SSLError(1, "[SSL: DECRYPTION_FAILED_OR_BAD_RECORD_MAC] decryption failed or bad record mac")
+    raised = []
+    method = "getresponse" if where.startswith("reading") else "send"
+    original = getattr(http.client.HTTPConnection, method)
+
+    def fails_once(self, *args, **kwargs):
+        if not raised and (method == "getresponse" or requests_before):
+            raised.append(1)
+            raise record_error
+        return original(self, *args, **kwargs)
+
+    with LocalServer(Written(TABLE)) as server:
+        client = endpoint(server)
+        requests_before = 0
+        if method == "send":  # a pooled connection that has answered once
+            client.embed(TEXTS[:1])
+            requests_before = server.requests
+        monkeypatch.setattr(http.client.HTTPConnection, method, fails_once)
+        got = client.embed(TEXTS)
+        assert raised == [1] and server.requests - requests_before == (2 if method == "getresponse" else 1)
+        client.close()
+    assert same_bits(got, TABLE[[int(t.split()[1]) for t in TEXTS]])
+
+
+def test_a_tls_handshake_refused_is_reported_at_once():
+    """A handshake the server cannot take (here an https:// URL to a plain HTTP server: no TLS
+    answer at all) will be refused again: reported at once, naming the rows."""
+    with LocalServer(Written(TABLE)) as server:
+        client = EmbeddingsEndpoint(server.base_url.replace("http://", "https://"), "m", timeout=10)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingRequestError) as caught:
+            client.embed(["row 1", "row 2"])
+        assert time.monotonic() - started < 3 and server.requests == 0
+    assert "rows 0..1 of the batch (2 texts)" in str(caught.value) and "SSL" in str(caught.value)
+    assert "retr" not in str(caught.value)
 
 
 def test_the_retries_before_an_unreadable_body_are_counted():
@@ -250,6 +313,7 @@ def test_the_endpoint_pickles_without_its_connections():
     ({"max_in_flight": 0}, ValueError, "max_in_flight must be an int >= 1"),
     ({"request_size": 0}, ValueError, "request_size must be a positive int"),
     ({"timeout": -1}, ValueError, "timeout must be a number of seconds"),
+    ({"http_client": object()}, TypeError, "http_client must be a zero-argument callable"),
 ])
 def test_bad_options(options, error, message):
     with pytest.raises(error, match=message):
@@ -261,3 +325,148 @@ def test_inputs_must_be_strings():
     with pytest.raises(TypeError, match="row 1 is int"):
         client.embed(["a", 3])
     assert np.asarray(client.embed(())).size == 0
+
+
+# -- the same rules through a user's httpx client ----------------------------------------------
+
+
+@pytest.fixture(params=["httpx", "httpx2"])
+def httpx(request):
+    """httpx, and httpx2 (its fork, which openai 3 runs on)."""
+    return pytest.importorskip(request.param, reason=f"{request.param} is not installed here (the test extra and the "
+                               "ingest venv install it)")
+
+
+def through(httpx, base_url: str, **options) -> EmbeddingsEndpoint:
+    return EmbeddingsEndpoint(base_url, "m", **{"backoff_s": 0.01, "http_client": functools.partial(httpx.Client),
+                                                **options})
+
+
+def flaky(httpx, errors: list, seen: list):
+    """A factory of clients whose transport raises each of ``errors`` in turn before it sends a
+    request, then sends them (recording each request's timeout in ``seen``)."""
+
+    class Flaky(httpx.HTTPTransport):
+        def handle_request(self, request):
+            seen.append(request.extensions.get("timeout"))
+            if errors:
+                raise errors.pop(0)
+            return super().handle_request(request)
+
+    return lambda: httpx.Client(transport=Flaky(), timeout=7.0)
+
+
+@pytest.mark.parametrize("encoding_format", ["base64", "float"])
+def test_httpx_reads_the_bodies_with_the_clients_own_settings(httpx, encoding_format):
+    made = []
+
+    def factory():
+        made.append(httpx.Client(headers={"X-Tenant": "t9"}))
+        return made[-1]
+
+    with LocalServer(Written(TABLE)) as server:
+        client = through(httpx, server.base_url, http_client=factory, api_key="sk-test", encoding_format=encoding_format,
+                         request_size=4, max_in_flight=2)
+        got = client.embed(TEXTS)
+        assert server.last_headers["X-Tenant"] == "t9" and server.last_headers["Authorization"] == "Bearer sk-test"
+        assert server.requests == 3 and len(made) == 1  # one client, made on first use, for every thread
+        client.close()
+    assert made[0].is_closed
+    assert same_bits(got, expected(TABLE, TEXTS, layout="vllm", encoding_format=encoding_format, float_format="shortest"))
+
+
+def test_httpx_trusts_what_its_client_is_told_to(httpx, certificate):
+    """A client told to trust the server's certificate (``verify``) reads its bodies; the default
+    pool, and a client told nothing, refuse it at once."""
+    cert, context = certificate
+    with LocalServer(Written(TABLE), tls=context) as server:
+        trusting = functools.partial(httpx.Client, verify=ssl.create_default_context(cafile=str(cert)))
+        assert same_bits(through(httpx, server.base_url, http_client=trusting).embed(TEXTS[:3]), TABLE[[5, 3, 299]])
+    with tls_handshakes(context) as (base_url, handshakes):
+        started = time.monotonic()
+        with pytest.raises(EmbeddingRequestError) as caught:
+            through(httpx, base_url).embed(["row 1", "row 2"])
+        assert time.monotonic() - started < 3
+    assert "rows 0..1 of the batch (2 texts)" in str(caught.value) and "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    assert "retr" not in str(caught.value) and len(handshakes) == 1 and caught.value.status is None
+
+
+def test_httpx_retries_and_failures(httpx):
+    with LocalServer(Failing(Written(TABLE), failures=2, status=429, headers={"Retry-After": "0"})) as server:
+        assert same_bits(through(httpx, server.base_url).embed(TEXTS), TABLE[[int(t.split()[1]) for t in TEXTS]])
+        assert server.requests == 3  # 429, 429, then 200
+    texts = [f"row {i}" for i in range(20)]
+    answer = Failing(Written(TABLE), status=503, body=b'{"error":{"message":"the model is loading"}}', always={13})
+    with LocalServer(answer) as server:
+        with pytest.raises(EmbeddingRequestError) as caught:
+            through(httpx, server.base_url, request_size=5, max_retries=2).embed(texts)
+        assert server.requests == 2 + 3
+    assert caught.value.rows == range(10, 15) and caught.value.status == 503
+    assert "rows 10..14 of the batch (5 texts)" in str(caught.value) and "after 2 retries" in str(caught.value)
+    assert "the model is loading" in caught.value.message
+    with LocalServer(Failing(Written(TABLE), status=400, body=b'{"message":"too long"}', always={3})) as server:
+        with pytest.raises(EmbeddingRequestError, match=r"rows 0\.\.1 of the batch.*400 Bad Request: too long"):
+            through(httpx, server.base_url).embed(["row 1", "row 3"])
+        assert server.requests == 1
+        base_url = server.base_url
+    with pytest.raises(EmbeddingRequestError, match=r"after 1 retry\): ConnectError") as caught:  # nothing listens
+        through(httpx, base_url, max_retries=1).embed(["row 1"])
+    assert caught.value.status is None
+
+
+def test_httpx_what_is_asked_again_and_what_is_not(httpx, monkeypatch):
+    """Errors after connecting (a read cut, the server gone mid-answer) are asked again; a TLS
+    handshake refused, or a host name not found, is reported at once, naming the rows."""
+    seen: list = []
+    errors = [httpx.ReadError("the connection was reset"), httpx.RemoteProtocolError("Server disconnected")]
+    with LocalServer(Written(TABLE)) as server:
+        got = through(httpx, server.base_url, http_client=flaky(httpx, errors, seen)).embed(TEXTS)
+        assert errors == [] and len(seen) == 3 and server.requests == 1
+        assert seen[-1]["read"] == 7.0  # the client's own timeout, where none is given
+        through(httpx, server.base_url, http_client=flaky(httpx, [], seen), timeout=2.5).embed(TEXTS[:1])
+        assert seen[-1]["read"] == 2.5
+        with pytest.raises(EmbeddingRequestError) as caught:  # https to a plain HTTP server: no TLS answer
+            through(httpx, server.base_url.replace("http://", "https://")).embed(["row 1"])
+        assert "ConnectError" in str(caught.value) and "retr" not in str(caught.value) and server.requests == 2
+    assert same_bits(got, TABLE[[int(t.split()[1]) for t in TEXTS]])
+    asked = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        asked.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    started = time.monotonic()
+    with pytest.raises(EmbeddingRequestError) as caught:
+        EmbeddingsEndpoint("http://embeddings.example.invalid/v1", "m",  # backoff 0.5 s, 5 retries
+                           http_client=httpx.Client).embed(["row 1", "row 2"])
+    assert time.monotonic() - started < 3 and asked == ["embeddings.example.invalid"]
+    assert "rows 0..1 of the batch (2 texts)" in str(caught.value) and "Name or service not known" in str(caught.value)
+
+
+def test_httpx_the_endpoint_pickles_with_its_factory_not_its_client(httpx):
+    with LocalServer(Written(TABLE)) as server:
+        client = through(httpx, server.base_url, http_client=functools.partial(httpx.Client, headers={"X-Tenant": "t2"}))
+        first = client.embed(TEXTS[:2])
+        again = pickle.loads(pickle.dumps(client))  # as Ray and Daft send it to each worker
+        assert again._transport._client is None  # made anew in that process, on first use
+        assert same_bits(again.embed(TEXTS[:2]), first) and server.last_headers["X-Tenant"] == "t2"
+        client.close()
+        again.close()
+
+
+def test_httpx_a_subclass_of_the_client_is_a_client(httpx):
+    class Tenant(httpx.Client):  # a user's own client class, in a module of theirs
+        def __init__(self):
+            super().__init__(headers={"X-Tenant": "sub"})
+
+    with LocalServer(Written(TABLE)) as server:
+        assert same_bits(through(httpx, server.base_url, http_client=Tenant).embed(TEXTS[:2]), TABLE[[5, 3]])
+        assert server.last_headers["X-Tenant"] == "sub"
+
+
+def test_httpx_a_factory_must_make_a_client(httpx):
+    with pytest.raises(TypeError, match=r"http_client\(\) must return an httpx.Client .*got builtins.object"):
+        EmbeddingsEndpoint("http://127.0.0.1:1/v1", "m", http_client=object).embed(["row 1"])
+    with pytest.raises(TypeError, match="not a client: the adapters' arguments are sent to each engine worker"):
+        EmbeddingsEndpoint("http://127.0.0.1:1/v1", "m", http_client=httpx.Client())

@@ -6,6 +6,8 @@ Every vector is checked bit for bit against json.loads + numpy float32 of the sa
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 ray = pytest.importorskip("ray", reason="the ingest venv (ci/ingest_check.sh) has Ray Data")
 daft = pytest.importorskip("daft", reason="the ingest venv (ci/ingest_check.sh) has Daft")
 lancedb = pytest.importorskip("lancedb", reason="the ingest venv (ci/ingest_check.sh) has LanceDB")
+httpx = pytest.importorskip("httpx", reason="the ingest venv (ci/ingest_check.sh) has httpx")
 
 import tensorb64.daft  # noqa: E402
 import tensorb64.ray  # noqa: E402
@@ -141,6 +144,17 @@ def test_ray_retries(ray_cluster):
     assert same_bits(column_values(table.column("embedding")), TABLE[ORDER])
 
 
+def test_ray_through_a_users_httpx_client(ray_cluster):
+    """A factory of the user's client, pickled by Ray to each actor and called there (a partial of
+    httpx.Client: the client's own headers arrive), with the same retries and rows."""
+    answer = Failing(Written(TABLE), failures=2, status=429, headers={"Retry-After": "0"})
+    with LocalServer(answer) as server:
+        table = ray_embed(server, http_client=functools.partial(httpx.Client, headers={"X-Tenant": "ray"}))
+        assert answer.refused == 2 and server.requests == 8 + 2 and server.last_headers["X-Tenant"] == "ray"
+    assert table.column("id").to_pylist() == ORDER.tolist()
+    assert same_bits(column_values(table.column("embedding")), TABLE[ORDER])
+
+
 def test_ray_a_batch_that_fails_for_good(ray_cluster):
     bad = int(ORDER[100])  # row 100 of the dataset: row 25 of its second block's first batch (rows 75..138)
     answer = Failing(Written(TABLE), status=400, body=b'{"error":{"message":"input too long"}}', always={bad})
@@ -220,6 +234,17 @@ def test_daft_retries_and_failures(daft_native):
             daft.col("text"), base_url=server.base_url, model="m", dimensions=64, max_retries=1, backoff_s=0.01))
         with pytest.raises(Exception, match=r"rows 0\.\.\d+ of the batch .*500 Internal Server Error: CUDA out of memory"):
             df.collect()
+
+
+def test_daft_through_a_users_httpx_client(daft_native):
+    answer = Failing(Written(TABLE), failures=2, status=503)
+    with LocalServer(answer) as server:
+        df = daft.from_pydict({"text": TEXTS[:100]}).with_column("embedding", tensorb64.daft.embed_text(
+            daft.col("text"), base_url=server.base_url, model="m", backoff_s=0.01,
+            http_client=functools.partial(httpx.Client, headers={"X-Tenant": "daft"})))
+        table = df.to_arrow()
+        assert answer.refused == 2 and server.last_headers["X-Tenant"] == "daft"
+    assert same_bits(column_values(table.column("embedding")), TABLE[ORDER[:100]])
 
 
 def test_daft_empty_input(daft_native):

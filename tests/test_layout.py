@@ -23,24 +23,47 @@ def python_files(folder: Path):
     return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def device_tests(path: Path) -> list:
-    """Where a file's code looks at a tensor's device: .is_cuda, .is_cpu, .cpu(), .cuda(),
-    torch.cuda, or a "cuda"/"cpu" device named in a call or a comparison."""
+# What names a device or asks a tensor where it is: as an attribute (t.is_cuda, t.cpu()), or as a
+# string in a call or a comparison (getattr(t, "is_cuda"), t.device.type == "cuda",
+# t.device.type in ("cuda",), t.to("cpu")).
+DEVICE_ATTRIBUTES = {"is_cuda", "is_cpu", "is_mps", "is_xpu", "cpu", "cuda"}
+DEVICE_NAMES = {"cuda", "cpu", "mps", "xpu"} | DEVICE_ATTRIBUTES
+
+
+def device_tests(source: str, name: str = "<source>") -> list:
+    """Where code looks at a tensor's device: an attribute of DEVICE_ATTRIBUTES, or a device (or
+    such an attribute's name) named by a string anywhere in a call's arguments or a comparison's
+    operands (inside tuples, lists and sets too)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Attribute) and node.attr in ("is_cuda", "is_cpu", "cpu", "cuda"):
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
-        elif isinstance(node, (ast.Call, ast.Compare)) and any(
-                isinstance(a, ast.Constant) and a.value in ("cuda", "cpu")
-                for a in (node.args if isinstance(node, ast.Call) else [node.left, *node.comparators])):
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: a device named")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in DEVICE_ATTRIBUTES:
+            found.append(f"{name}:{node.lineno}: .{node.attr}")
+        elif isinstance(node, (ast.Call, ast.Compare)):
+            operands = ([*node.args, *(k.value for k in node.keywords)] if isinstance(node, ast.Call)
+                        else [node.left, *node.comparators])
+            if any(isinstance(inner, ast.Constant) and inner.value in DEVICE_NAMES
+                   for operand in operands for inner in ast.walk(operand)):
+                found.append(f"{name}:{node.lineno}: a device named")
     return found
+
+
+def file_device_tests(path: Path) -> list:
+    return device_tests(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+
+
+@pytest.mark.parametrize("form", ["t.is_cuda", "t.cpu()", "t.cuda(1)", "getattr(t, 'is_cuda')", "getattr(t, 'is_cpu', False)",
+                                  "t.device.type == 'cuda'", "t.device.type in ('cuda',)", "'cpu' != t.device.type",
+                                  "t.device.type in {'cuda', 'mps'}", "t.to('cpu')", "t.to(device='cpu')",
+                                  "torch.device('cuda', 0)", "t.is_mps"])
+def test_the_device_scan_sees_every_form(form):
+    assert device_tests(f"x = {form}\n"), form
+    assert device_tests(f"if {form}:\n    pass\n"), form
 
 
 def test_only_the_cuda_room_decides_a_device():
     outside = [p for p in python_files(PACKAGE) if p.parent.name not in ("_cuda", "_bench")]
-    assert outside and [found for p in outside for found in device_tests(p)] == []
-    assert device_tests(PACKAGE / "_cuda" / "route.py")  # (the check sees a device test where there is one)
+    assert outside and [found for p in outside for found in file_device_tests(p)] == []
+    assert file_device_tests(PACKAGE / "_cuda" / "route.py")  # (the check sees a device test where there is one)
 
 
 def test_no_test_takes_what_it_needs_from_the_shipped_bench():

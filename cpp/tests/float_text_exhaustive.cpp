@@ -5,9 +5,11 @@
 //
 //   float_text_exhaustive [--level NAME] THREADS [FIRST LAST]
 //       patterns FIRST <= bits < LAST (default: all 2^32; numbers in C notation, e.g. 0x80000000);
-//       --level: the texts of that SIMD level's float-text block writer
+//       --level: the texts of that SIMD level's float-text block writers
 //       (dispatch/implementation.hpp; rows of 512 patterns, tokens split at the commas), not the
-//       scalar write_shortest_f32 / write_repr / write_orjson_f32
+//       scalar write_shortest_f32 / write_repr / write_orjson_f32; and its two float64 writers on
+//       the values widened to doubles (repr's text again, and orjson's for a double: what vLLM's
+//       Cohere rows and SGLang's float route are), five texts a pattern
 // Prints the rate and the first mismatches; exits non-zero on any.
 #include <atomic>
 #include <charconv>
@@ -92,7 +94,62 @@ void check_texts(std::uint32_t b, const char* got, const char* g, const char* go
     }
 }
 
-// A row of finite patterns through the level's writer, each token checked.
+// The texts of the level's two float64 writers on the row widened to doubles against the repr
+// and orjson texts the oracle gives each double.
+void check_level_row_f64(const std::uint32_t* bits, std::size_t n) {
+    static thread_local std::vector<char> repr, orjson;
+    static thread_local std::vector<std::uint64_t> wide;
+    wide.resize(n);
+    for (std::size_t i = 0; i < n; ++i) wide[i] = tensorb64::f32_bits_to_f64_bits(bits[i]);
+    repr.resize(n * (tensorb64::kReprMaxBytes + 1));
+    orjson.resize(n * (tensorb64::kOrjsonF64MaxBytes + 1));
+    std::size_t bad = 0;
+    const char* r_end = level_writers->f64(wide.data(), n, repr.data(), &bad);
+    const char* o_end = level_writers->orjson_f64(wide.data(), n, orjson.data(), &bad);
+    if (r_end == nullptr || o_end == nullptr) {
+        ++mismatches;
+        report("float64 row refused", bits[0], "", "", "", "");
+        return;
+    }
+    const char* r = repr.data();
+    const char* o = orjson.data();
+    char expected[64];
+    for (std::size_t i = 0; i < n; ++i) {
+        const char* r_comma =
+            static_cast<const char*>(std::memchr(r, ',', static_cast<std::size_t>(r_end - r)));
+        const char* o_comma =
+            static_cast<const char*>(std::memchr(o, ',', static_cast<std::size_t>(o_end - o)));
+        if (r_comma == nullptr || o_comma == nullptr) {
+            ++mismatches;
+            report("float64 row ends early", bits[i], "", "", "", "");
+            return;
+        }
+        float x;
+        std::memcpy(&x, bits + i, 4);
+        const struct {
+            const char *got, *got_end;
+            char* (*oracle)(double, char*);
+            const char* what;
+        } texts[] = {{r, r_comma, float_text_oracle::expected_repr, "float64 repr"},
+                     {o, o_comma, float_text_oracle::expected_orjson_f64, "float64 orjson"}};
+        for (const auto& t : texts) {
+            const char* e = t.oracle(static_cast<double>(x), expected);
+            if (t.got_end - t.got != e - expected ||
+                std::memcmp(t.got, expected, static_cast<std::size_t>(e - expected)) != 0) {
+                ++mismatches;
+                report(t.what, bits[i], t.got, t.got_end, expected, e);
+            }
+        }
+        r = r_comma + 1;
+        o = o_comma + 1;
+    }
+    if (r != r_end || o != o_end) {
+        ++mismatches;
+        report("float64 row too long", bits[n - 1], "", "", "", "");
+    }
+}
+
+// A row of finite patterns through the level's writers, each token checked.
 void check_level_row(const std::uint32_t* bits, std::size_t n) {
     static thread_local std::vector<char> shortest, repr, orjson;
     shortest.resize(n * (tensorb64::kShortestF32MaxBytes + 1));
@@ -107,6 +164,7 @@ void check_level_row(const std::uint32_t* bits, std::size_t n) {
         report("row refused", bits[0], "", "", "", "");
         return;
     }
+    check_level_row_f64(bits, n);
     const char* s = shortest.data();
     const char* r = repr.data();
     const char* o = orjson.data();
@@ -180,8 +238,7 @@ int main(int argc, char** argv) {
     });
     const double rate = static_cast<double>(last - first) / seconds;
     std::printf(
-        "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in three "
-        "formats, "
+        "float_text_exhaustive (%s): patterns [0x%llx, 0x%llx): %llu finite checked in %s, "
         "%.1f "
         "s on %u "
         "threads (%.2f M patterns/s; all 2^32 at this rate: %.0f s); %llu mismatches, %llu "
@@ -189,6 +246,8 @@ int main(int argc, char** argv) {
         "failures\n",
         level_name.c_str(), static_cast<unsigned long long>(first),
         static_cast<unsigned long long>(last), static_cast<unsigned long long>(checked.load()),
+        level_writers != nullptr ? "five texts (three of the float32, two of the double)"
+                                 : "three formats",
         seconds, threads, rate / 1e6, 4294967296.0 / rate,
         static_cast<unsigned long long>(mismatches.load()),
         static_cast<unsigned long long>(readback_failures.load()));

@@ -648,13 +648,19 @@ void check_level_f32(const tb::float_text_writers& w, const char* level,
                        });
 }
 
-// The level's f64 writer against write_values_f64.
+// The level's f64 writers against write_values_f64 and write_values_orjson_f64.
 void check_level_f64(const tb::float_text_writers& w, const char* level,
                      const std::vector<std::uint64_t>& values, const char* context) {
     check_level_writer(values, tb::kReprMaxBytes + 1, std::string(level) + " " + context + " f64",
                        tb::write_values_f64,
                        [&w](const std::uint64_t* v, std::size_t n, char* out, std::size_t* bad) {
                            return w.f64(v, n, out, bad);
+                       });
+    check_level_writer(values, tb::kOrjsonF64MaxBytes + 1,
+                       std::string(level) + " " + context + " orjson f64",
+                       tb::write_values_orjson_f64,
+                       [&w](const std::uint64_t* v, std::size_t n, char* out, std::size_t* bad) {
+                           return w.orjson_f64(v, n, out, bad);
                        });
 }
 
@@ -717,6 +723,18 @@ void test_levels_equal_scalar(bool quick) {
             random[i] = b;
         }
         check_level_blocks(w, name, random, "random float32");
+        // Rows of doubles one bit off float32 values (one of the 29 bits a float32 leaves zero
+        // set, or added, the same bit in every value of the row): the float64 writers take groups
+        // of float32 values widened their own way, and these are not.
+        for (int bit = 0; bit < 29; ++bit) {
+            std::vector<std::uint64_t> near_widened(37);
+            for (std::size_t i = 0; i < near_widened.size(); ++i) {
+                const std::uint64_t widened = tb::f32_bits_to_f64_bits(bits_of(embedding(rng)));
+                near_widened[i] = i % 2 ? widened ^ (std::uint64_t{1} << bit)
+                                        : widened + (std::uint64_t{1} << bit);
+            }
+            check_level_f64(w, name, near_widened, "doubles next to float32 values");
+        }
         std::vector<std::uint64_t> random64(std::size_t{1} << 16);
         for (std::uint64_t& b : random64) {
             b = rng();
@@ -795,6 +813,9 @@ void test_levels_equal_scalar(bool quick) {
                 wide_bad[at] = at % 2 ? 0x7ff8000000000000ull : 0xfff0000000000000ull;
                 std::size_t bad = 999999;
                 CHECK(w.f64(wide_bad.data(), n, out.data(), &bad) == nullptr);
+                CHECK(bad == at);
+                bad = 999999;
+                CHECK(w.orjson_f64(wide_bad.data(), n, out.data(), &bad) == nullptr);
                 CHECK(bad == at);
             }
         }

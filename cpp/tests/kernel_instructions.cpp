@@ -1,9 +1,11 @@
-// The reading kernels' instructions a value, counted under qemu with the insn_count plugin
-// (benchmarks/aarch64/insn_count.c): each level this CPU has reads the same rows (N(0, 0.05)
-// float32, float_row_bench's) as float32 and float64 from their shortest and repr texts, and
-// decodes their base64; each kernel's calls run between the plugin's markers, and the program
-// prints which region is which. Under qemu-aarch64 it counts the neon and scalar levels; under
-// qemu-x86_64 -cpu max (whose TCG emulates AVX2, not AVX-512) the avx2 and scalar ones.
+// The reading and writing kernels' instructions a value, counted under qemu with the insn_count
+// plugin (benchmarks/aarch64/insn_count.c): each level this CPU has reads the same rows (N(0, 0.05)
+// float32, float_row_bench's) as float32 and float64 from their shortest and repr texts, decodes
+// their base64, and writes their float text with each of its five float-text writers (the float64
+// writers on the values widened to doubles); each kernel's calls run between the plugin's markers,
+// and the program prints which region is which. Under qemu-aarch64 it counts the neon and scalar
+// levels; under qemu-x86_64 -cpu max (whose TCG emulates AVX2, not AVX-512) the avx2 and scalar
+// ones.
 //
 //   qemu-aarch64 -d plugin -plugin insn_count.so[,blocks=8] kernel_instructions [ROWS DIM REPEAT]
 //
@@ -18,6 +20,7 @@
 
 #include "dispatch/implementation.hpp"
 #include "float_row_bench.hpp"
+#include "float_text/float_text.hpp"
 #include "tensorb64/tensorb64.hpp"
 
 namespace {
@@ -65,6 +68,11 @@ int main(int argc, char** argv) {
     std::vector<float> f32(dim);
     std::vector<double> f64(dim);
     std::vector<unsigned char> bytes(base64.size() / 4 * 3);
+    // The float-text writers' output (a row at a time) and the values widened to doubles.
+    std::vector<char> text(dim * (tensorb64::kOrjsonF64MaxBytes + 1));
+    std::vector<std::uint64_t> wide(rows * dim);
+    for (std::size_t i = 0; i < wide.size(); ++i)
+        wide[i] = tensorb64::f32_bits_to_f64_bits(bits[i]);
     std::printf("kernel_instructions: %zu x %zu N(0, 0.05) float32\n", rows, dim);
     for (tensorb64::simd_level level : tensorb64::available_simd_levels()) {
         const tensorb64::implementation& k = tensorb64::implementation_for(level);
@@ -88,6 +96,35 @@ int main(int argc, char** argv) {
             if (!k.decode_base64_groups(base64.data(), base64.size() / 4, bytes.data()))
                 std::abort();
         });
+        const tensorb64::float_text_writers& w = *k.float_text;
+        const auto each_row = [&](auto write) {
+            return [&, write] {
+                std::size_t bad = 0;
+                for (std::size_t r = 0; r < rows; ++r) {
+                    if (write(r * dim, text.data(), &bad) == nullptr) std::abort();
+                }
+            };
+        };
+        count("float text written, shortest", k.name, rows * dim, repeat,
+              each_row([&](std::size_t at, char* out, std::size_t* bad) {
+                  return w.f32(bits.data() + at, dim, true, out, bad);
+              }));
+        count("float text written, repr", k.name, rows * dim, repeat,
+              each_row([&](std::size_t at, char* out, std::size_t* bad) {
+                  return w.f32(bits.data() + at, dim, false, out, bad);
+              }));
+        count("float text written, orjson float32", k.name, rows * dim, repeat,
+              each_row([&](std::size_t at, char* out, std::size_t* bad) {
+                  return w.orjson_f32(bits.data() + at, dim, out, bad);
+              }));
+        count("float text written, float64 repr", k.name, rows * dim, repeat,
+              each_row([&](std::size_t at, char* out, std::size_t* bad) {
+                  return w.f64(wide.data() + at, dim, out, bad);
+              }));
+        count("float text written, orjson float64", k.name, rows * dim, repeat,
+              each_row([&](std::size_t at, char* out, std::size_t* bad) {
+                  return w.orjson_f64(wide.data() + at, dim, out, bad);
+              }));
     }
     return 0;
 }

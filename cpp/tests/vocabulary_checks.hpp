@@ -457,12 +457,15 @@ inline long check_vocabulary(const char* level) {
             const unsigned bits = mask_bits32(m);
             for (int i = 0; i < L32; ++i) ok = ok && ((bits >> i) & 1) == r32[i];
             ok = ok && (bits >> L32) == 0;
+            ok = ok && any32(m) == (bits != 0) && all32(m) == (bits == (1u << L32) - 1);
             store32x(r32, where32(m, ca));
             for (int i = 0; i < L32; ++i) ok = ok && r32[i] == (fn(c32[i], d32[i]) ? c32[i] : 0u);
             EXPECT(ok, what);
         };
         lanes_of_mask(
             eq32(ca, cb), [](u32 s, u32 t) { return s == t; }, "eq32");
+        lanes_of_mask(
+            eq32(ca, ca), [](u32, u32) { return true; }, "eq32 (every lane)");
         lanes_of_mask(
             greater32(ca, cb), [](u32 s, u32 t) { return s > t; }, "greater32");
         lanes_of_mask(
@@ -497,6 +500,11 @@ inline long check_vocabulary(const char* level) {
         for (int i = 0; i < L32; ++i)
             shift32_ok = shift32_ok && r32[i] == (counts32[i] >= 32 ? 0 : c32[i] << counts32[i]);
         EXPECT(shift32_ok, "shift_left32_var");
+        store32x(r32, shift_right32_var(ca, load32(counts32)));
+        shift32_ok = true;
+        for (int i = 0; i < L32; ++i)
+            shift32_ok = shift32_ok && r32[i] == (counts32[i] >= 32 ? 0 : c32[i] >> counts32[i]);
+        EXPECT(shift32_ok, "shift_right32_var");
         // byte_length32 on lanes below 2^31, every power of two and its neighbours among them.
         std::uint32_t below31[L32];
         bool length_ok = true;
@@ -515,6 +523,26 @@ inline long check_vocabulary(const char* level) {
             }
         }
         EXPECT(length_ok, "byte_length32");
+        // byte_length64 on lanes whose bytes are below 128 (digits, say), with zero bytes anywhere.
+        std::uint64_t digit_lanes[L];
+        bool length64_ok = true;
+        for (int trial = 0; trial < 4; ++trial) {
+            for (int i = 0; i < L; ++i) {
+                std::uint64_t v = 0;
+                for (int b = 0; b < 8; ++b) {
+                    if (rng() % 3 != 0)
+                        v |= std::uint64_t(rng() % (trial == 0 ? 128 : 10)) << (8 * b);
+                }
+                digit_lanes[i] = trial == 3 ? v & (~std::uint64_t{0} >> (8 * (rng() % 9) % 64)) : v;
+            }
+            store64(got, byte_length64(load64(digit_lanes)));
+            for (int i = 0; i < L; ++i) {
+                std::uint64_t want = 0;
+                for (std::uint64_t v = digit_lanes[i]; v != 0; v >>= 8) ++want;
+                length64_ok = length64_ok && got[i] == want;
+            }
+        }
+        EXPECT(length64_ok, "byte_length64");
         alignas(64) std::uint32_t table16[16];
         std::uint32_t index16[L32];
         for (std::uint32_t& t : table16) t = static_cast<std::uint32_t>(rng());
@@ -563,6 +591,13 @@ inline long check_vocabulary(const char* level) {
                      w2[i] == (c32[L + i] | std::uint64_t{d32[L + i]} << 32);
         }
         EXPECT(zip_ok, "zip32");
+        std::uint64_t zipped[2 * L];
+        store_zip32(zipped, ca, cb);
+        EXPECT(
+            std::memcmp(zipped, w1, sizeof w1) == 0 && std::memcmp(zipped + L, w2, sizeof w2) == 0,
+            "store_zip32");
+        store32x(r32, unzip_low32(first, second));
+        EXPECT(std::memcmp(r32, c32, sizeof r32) == 0, "unzip_low32");
         store64(w1, as_u64(ca));
         store32x(r32, as_u32(load64(w1)));
         bool as_ok = std::memcmp(r32, c32, sizeof r32) == 0;

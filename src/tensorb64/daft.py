@@ -11,7 +11,8 @@ The same HTTP client as tensorb64.ray (tensorb64._ingest.http), one per Daft wor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import daft
 import pyarrow as pa
@@ -35,14 +36,17 @@ class _TextEmbedder:
 
 def embed_text(text: daft.Expression, *, base_url: str, model: str, encoding_format: str = "base64",
                dimensions: int | None = None, api_key: str | None = None, headers: Mapping[str, str] | None = None,
-               timeout: float = 60.0, max_retries: int = 5, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
-               batch_size: int = 64, max_concurrency: int | None = None) -> daft.Expression:
+               timeout: float | None = None, max_retries: int = 5, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
+               batch_size: int = 64, max_concurrency: int | None = None,
+               http_client: Callable[[], Any] | None = None) -> daft.Expression:
     """An expression of Daft's ``embedding[float32; D]`` type: the embeddings of the string
     expression ``text``, ``batch_size`` rows a request (Daft's own ``embed_text`` default, 64).
 
     D is ``dimensions`` where given (and asked of the server), else what the server answers for
     one short text, asked now (as Daft's own ``embed_text`` asks an OpenAI-compatible server):
-    Daft needs a column's type before it runs. The other options are ``tensorb64.ray.EmbeddingClient``'s.
+    Daft needs a column's type before it runs. The other options are ``tensorb64.ray.EmbeddingClient``'s
+    (``http_client``: a factory of an httpx client, called once in each process that sends a
+    request: here, for the probe of D, and in each Daft worker).
     max_concurrency: Daft's, for the class each worker makes (None: Daft's default). A batch
     that fails for good raises ``EmbeddingRequestError`` (rows within that batch, the server's
     message) in Daft's own error.
@@ -53,7 +57,8 @@ def embed_text(text: daft.Expression, *, base_url: str, model: str, encoding_for
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     endpoint = EmbeddingsEndpoint(
         base_url, model, encoding_format=encoding_format, dimensions=dimensions, api_key=api_key, headers=headers,
-        timeout=timeout, max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
+        timeout=timeout, max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s,
+        http_client=http_client)
     width = dimensions if dimensions is not None else endpoint.embed(["dimension probe"]).shape[1]
     endpoint.close()  # the probe's connection: each worker opens its own
     # The return type holds D, so each call makes its own subclass carrying its batch method.

@@ -14,7 +14,7 @@ class is plain Python that Ray constructs in each worker.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,18 +35,24 @@ class EmbeddingClient:
     (``batch_format="numpy"``) a ``[B, D]`` float32 array. The batch is sent as one request (or
     requests of ``request_size`` texts, ``max_in_flight`` at once); base64 bodies by default.
     Options, as ``tensorb64``'s HTTP client takes them: ``encoding_format`` ("base64" or
-    "float"), ``dimensions``, ``api_key``, ``headers``, ``timeout`` (seconds), ``max_retries``
-    (408, 429, 5xx and failed connections asked again, after ``Retry-After`` or a doubling
-    backoff), ``backoff_s``, ``max_backoff_s``. A batch that fails for good raises
-    ``EmbeddingRequestError`` naming its rows and the server's message. An empty batch makes no
-    request: a column of 0 rows (of D = ``dimensions``, or the D of this worker's last answer).
+    "float"), ``dimensions``, ``api_key``, ``headers``, ``timeout`` (seconds; None: 60, or the
+    timeouts of ``http_client``'s client), ``max_retries`` (408, 429, 5xx and failed connections
+    asked again, after ``Retry-After`` or a doubling backoff), ``backoff_s``, ``max_backoff_s``,
+    ``http_client``: None (the standard library's keep-alive connections), or a zero-argument
+    callable that returns an ``httpx.Client`` (or ``httpx2.Client``), for httpx's proxies from
+    the environment, ``verify``/``cert`` or limits, such as ``lambda:
+    httpx.Client(verify=ssl.create_default_context(cafile="ca.pem"))``: Ray pickles the
+    constructor's arguments to each actor, where it is called once (a client itself cannot be
+    pickled). A batch that fails for good raises ``EmbeddingRequestError`` naming its rows and
+    the server's message, whichever the transport. An empty batch makes no request: a column of
+    0 rows (of D = ``dimensions``, or the D of this worker's last answer).
     """
 
     def __init__(self, base_url: str, model: str, *, input_column: str = "text", output_column: str = "embedding",
                  encoding_format: str = "base64", dimensions: int | None = None, api_key: str | None = None,
-                 headers: Mapping[str, str] | None = None, timeout: float = 60.0, max_retries: int = 5,
+                 headers: Mapping[str, str] | None = None, timeout: float | None = None, max_retries: int = 5,
                  backoff_s: float = 0.5, max_backoff_s: float = 30.0, request_size: int | None = None,
-                 max_in_flight: int = 1):
+                 max_in_flight: int = 1, http_client: Callable[[], Any] | None = None):
         for name, value in (("input_column", input_column), ("output_column", output_column)):
             if not isinstance(value, str):
                 raise TypeError(f"{name} must be a str (a column name), got {type(value).__name__}")
@@ -54,7 +60,7 @@ class EmbeddingClient:
         self.endpoint = EmbeddingsEndpoint(
             base_url, model, encoding_format=encoding_format, dimensions=dimensions, api_key=api_key, headers=headers,
             timeout=timeout, max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s,
-            request_size=request_size, max_in_flight=max_in_flight)
+            request_size=request_size, max_in_flight=max_in_flight, http_client=http_client)
         self._width = dimensions  # the D of an empty batch's column
 
     def _embed(self, texts: list) -> np.ndarray:

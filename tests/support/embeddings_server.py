@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -85,10 +86,11 @@ class Precomputed:
 
 class LocalServer:
     """``answer`` served at ``http://127.0.0.1:PORT/v1/embeddings`` on threads of this process
-    (``base_url`` is ``http://127.0.0.1:PORT/v1``); a context manager. ``requests`` counts the
-    requests answered, ``last_headers`` the headers of the last one."""
+    (``base_url`` is ``http://127.0.0.1:PORT/v1``; ``https://`` with ``tls``, a server-side
+    ``ssl.SSLContext``); a context manager. ``requests`` counts the requests answered,
+    ``last_headers`` the headers of the last one."""
 
-    def __init__(self, answer: Answer):
+    def __init__(self, answer: Answer, tls: ssl.SSLContext | None = None):
         self.answer, self.requests, self.last_headers = answer, 0, {}
         server = self
 
@@ -118,7 +120,9 @@ class LocalServer:
         lock = threading.Lock()
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        if tls is not None:  # each connection's handshake made by its own thread, on its first read
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), name="local-embeddings-server", daemon=True)
 
     def __enter__(self) -> LocalServer:

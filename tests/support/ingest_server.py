@@ -1,12 +1,17 @@
 """What the ingestion tests share (tests/test_embeddings_http.py, tests/test_ingest.py): a table of
-vectors, the local server's answers in each real server's shape, servers that fail, and the
-reference reading of a body (json.loads, then numpy float32, as a client reads it today)."""
+vectors, the local server's answers in each real server's shape, servers that fail, the
+reference reading of a body (json.loads, then numpy float32, as a client reads it today), and a
+self-signed certificate for a server on 127.0.0.1."""
 
 from __future__ import annotations
 
 import base64
 import json
+import shutil
+import ssl
+import subprocess
 import threading
+from pathlib import Path
 
 import numpy as np
 
@@ -63,3 +68,17 @@ class Failing:
             refuse = self.refused < self.failures or bool(self.always & set(row_numbers(request["input"])))
             self.refused += refuse
         return (self.status, self.headers, self.body) if refuse else self.answer(request)
+
+
+def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext] | None:
+    """A certificate for 127.0.0.1 that no client trusts unless told to (its file, for a client's
+    ``verify``), and a server context holding it; None where the openssl command is missing."""
+    if shutil.which("openssl") is None:
+        return None
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return cert, context

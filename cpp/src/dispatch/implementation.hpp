@@ -27,13 +27,16 @@ struct row_job {
 using row_encoder = void (*)(const row_job& job) noexcept;
 
 // Float-text block writers: exactly float_text.hpp's write_values_f32 / write_values_f64 /
-// write_values_orjson_f32 (the scalar ones, byte for byte: each value's text and a ',' after it;
-// nullptr with *bad at the first NaN or infinity), within the same output bounds.
+// write_values_orjson_f32 / write_values_orjson_f64 (the scalar ones, byte for byte: each value's
+// text and a ',' after it; nullptr with *bad at the first NaN or infinity), within the same output
+// bounds.
 struct float_text_writers {
     char* (*f32)(const std::uint32_t* bits, std::size_t n, bool shortest, char* out,
                  std::size_t* bad) noexcept;
     char* (*f64)(const std::uint64_t* bits, std::size_t n, char* out, std::size_t* bad) noexcept;
     char* (*orjson_f32)(const std::uint32_t* bits, std::size_t n, char* out,
+                        std::size_t* bad) noexcept;
+    char* (*orjson_f64)(const std::uint64_t* bits, std::size_t n, char* out,
                         std::size_t* bad) noexcept;
 };
 

@@ -42,13 +42,13 @@ char* write_float_row(const strided_rows& source, std::size_t r, float_format fo
     const bool shortest = format == float_format::shortest && type != dtype::float64;
     const bool orjson = format == float_format::orjson;
     const float_text_writers& writers = *active_implementation().float_text;
-    // The float32 values' writer and the doubles' (orjson's: scalar, float64 rows being rare).
+    // The float32 values' writer and the doubles'.
     const auto write_f32 = [&](const std::uint32_t* bits, std::size_t n, char* at,
                                std::size_t* bad) {
         return orjson ? writers.orjson_f32(bits, n, at, bad)
                       : writers.f32(bits, n, shortest, at, bad);
     };
-    const auto write_f64 = orjson ? write_values_orjson_f64 : writers.f64;
+    const auto write_f64 = orjson ? writers.orjson_f64 : writers.f64;
     alignas(64) std::uint64_t doubles[block_elements];  // float64 sources; the other bytes' buffer
     unsigned char* const raw = reinterpret_cast<unsigned char*>(doubles);
     alignas(64) std::uint32_t wide[block_elements];

@@ -118,14 +118,16 @@
 //   splat32, load32, store32x, +, -, &, |, ^, and_not(a, b) = a & ~b, shift_left32<n>,
 //   shift_right32<n>, shift_right_signed32<n> (arithmetic), mul_lo32 (the low 32 bits of the
 //   product)                                            1        1      2
-//   shift_left32_var(x, counts): lane << its count (a count of 32 to 127 gives 0)
-//                                                       1        1      2
+//   shift_left32_var(x, counts), shift_right32_var(x, counts): lane << or >> its count (a count of
+//     32 to 127 gives 0)                                1        1      2 / 4
 //   mul_high32(a, b): the high 32 bits of the 64-bit product
 //                                                       5        5      6
 //   mul_lo16(a, b), shift_right16<n>: the same on each 16-bit half of a lane
 //                                                       1        1      2
 //   byte_length32(x): the bytes of x up to its highest nonzero one (0 for zero), x below 2^31
 //                                                       5        5      6
+//   byte_length64(x) (u64x): the same of a 64-bit lane whose every byte is below 128
+//                                                       5        ~10    ~14
 //   lookup16_32(table, index): table[index] per lane, for a 16-entry, 64-byte aligned table of
 //     uint32_t (index < 16)                             1        4      4 (and the table's loads)
 //   widen32(x, &first, &second): the lanes zero-extended into two u64x, in the level's order
@@ -136,6 +138,8 @@
 //                                                       4        4      4
 //   zip32(a, b, &first, &second): 64-bit lane i is a's lane i | b's << 32, lanes 0..kLanes64 - 1
 //     in first, the rest in second                      2        4      4
+//   unzip_low32(first, second): the low halves of first's lanes, then of second's, in value
+//     order (zip32(a, b)'s a back)                      1        3      2
 //   as_u32(u64x) -> u32x, as_u64(u32x) -> u64x: the same bits (64-bit lane i = 32-bit lanes 2i,
 //     2i + 1)                                           0        0      0
 //   eq32(a, b), greater32(a, b) (unsigned), greater_signed32(a, b): a mask32
@@ -143,6 +147,10 @@
 //   mask32 &, |, ^, and_not; select32(m, a, b): a where m is set, else b; where32(m, a): a where m
 //     is set, else 0                                    1        1      2
 //   mask_bits32(m): bit i for lane i                    1        1      ~6
+//   any32(m), all32(m): whether any lane, every lane, is set
+//                                                       1        2      3
+//   store_zip32(p, a, b): zip32(a, b)'s first and second stored at p, one after the other
+//                                                       4        6      2
 //
 //   and for the writers' 64-bit lanes: shift_right_var(x, counts) (u64x: a count of 64 to 127
 //   gives 0; avx512, avx2: 1, neon: 4); lane_mask ^ (1, 1, 2)
@@ -156,6 +164,19 @@
 #endif
 
 #include <cstdint>
+
+// A kernel's helpers inlined (always) or kept out of line (a rare path that would otherwise swell
+// its loop), where the compiler says how.
+#if defined(__GNUC__) || defined(__clang__)
+#define TENSORB64_ALWAYS_INLINE inline __attribute__((always_inline))
+#define TENSORB64_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define TENSORB64_ALWAYS_INLINE __forceinline
+#define TENSORB64_NOINLINE __declspec(noinline)
+#else
+#define TENSORB64_ALWAYS_INLINE inline
+#define TENSORB64_NOINLINE
+#endif
 
 namespace tensorb64 {
 namespace {

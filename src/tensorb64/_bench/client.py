@@ -271,17 +271,17 @@ class _Floor:
 
     def __init__(self, bodies: dict):
         from tensorb64._codec.body_reader import rows_and_offsets, without_embeddings
-        from tensorb64._hosts import litellm as _litellm_patch
-        from tensorb64._hosts import openai_client as _openai_patch
+        from tensorb64._hosts import litellm as litellm_host
+        from tensorb64._hosts import openai_client as openai_host
 
-        self.modules = (_openai_patch, _litellm_patch)
-        self.originals = (_openai_patch._read_embeddings, _litellm_patch.loads_embeddings)
+        self.modules = (openai_host, litellm_host)
+        self.originals = (openai_host._read_embeddings, litellm_host.loads_embeddings)
         self.read = {}  # len(body): (rows, the rest of the body), for each body served
         for body in bodies.values():
             rows, offsets = rows_and_offsets(body)
             self.read[len(body)] = (rows, without_embeddings(body, offsets))
 
-    def read_embeddings(self, response_wrapper, cast_to):  # _openai_patch._read_embeddings without the reading
+    def read_embeddings(self, response_wrapper, cast_to):  # openai_client._read_embeddings without the reading
         http_response = response_wrapper.http_response
         rows, rest = self.read[len(http_response.content)]
         parsed = response_wrapper._client._process_response_data(data=json.loads(rest), cast_to=cast_to,
@@ -291,7 +291,7 @@ class _Floor:
             entry.embedding = values[entry.index]
         return parsed
 
-    def loads_embeddings(self, body):  # _litellm_patch.loads_embeddings without the reading
+    def loads_embeddings(self, body):  # litellm.loads_embeddings without the reading
         rows, rest = self.read[len(body)]
         if rows.dtype.itemsize == 4:  # base64 rows, kept as strings: no bench call asks LiteLLM for them
             return self.originals[1](body)
@@ -309,7 +309,7 @@ class _Floor:
 
 
 def _with_patch(state: str, call, floor: _Floor):
-    from tensorb64._hosts import litellm as _litellm_patch
+    from tensorb64._hosts import litellm as litellm_host
 
     patch, unpatch = tensorb64.openai.patch, tensorb64.openai.unpatch
 
@@ -321,12 +321,12 @@ def _with_patch(state: str, call, floor: _Floor):
         if state == ON:
             return call()
         if state == LINE_BUILT:  # the post_call hook sees every logger keep the line
-            drops = _litellm_patch._drops
-            _litellm_patch._drops = lambda logger, level: False
+            drops = litellm_host._drops
+            litellm_host._drops = lambda logger, level: False
             try:
                 return call()
             finally:
-                _litellm_patch._drops = drops
+                litellm_host._drops = drops
         with floor:
             return call()
 
@@ -403,18 +403,24 @@ def _spread(m) -> float:
 # reach it on this machine), the patch is held to the floor instead: its time within this much of
 # the floor's (the reading it adds to what any patch must still pay).
 NEAR_FLOOR = 1.1
+# The base64 rows the caller keeps (nothing for the patch to do: target 1) are met within the
+# interleaved rows' own spread, but never more than this below the target: a patched call 5%
+# slower is still noise on a loaded machine; one 10% slower is a cost, however noisy the run.
+MOST_ALLOWED_SPREAD = 0.05
 
 
 def _patch_verdict(case, target) -> str:
     """Whether the patch meets its target, stated where the target can be reached: against the
     floor measured in the same run where the floor is below it; for the base64 rows the caller
-    keeps (nothing to do, target 1), within the interleaved rows' own spread."""
+    keeps (nothing to do, target 1), within the interleaved rows' own spread, at most
+    MOST_ALLOWED_SPREAD."""
     ratio, floor = _ratio(case, ON), _ratio(case, FLOOR)
     if case["library"] == BASE64_KEPT:
-        noise = _spread(_state(case, OFF)) + _spread(_state(case, ON))
-        met = ratio >= target - noise
-        return (f"patch off / on = {ratio:.2f} (target >= {target}, less the rows' spread, {noise:.0%})  "
-                f"{'met' if met else 'NOT met'}")
+        spread = _spread(_state(case, OFF)) + _spread(_state(case, ON))
+        allowed = min(spread, MOST_ALLOWED_SPREAD)
+        met = ratio >= target - allowed
+        return (f"patch off / on = {ratio:.2f} (target >= {target}, less the rows' spread {spread:.0%}, "
+                f"at most {MOST_ALLOWED_SPREAD:.0%}: >= {target - allowed:.2f})  {'met' if met else 'NOT met'}")
     if floor is not None and floor < target:
         near = floor / ratio  # the patched call's time over the floor's
         return (f"patch off / on = {ratio:.2f}; the target >= {target} is out of reach here (off / floor = "

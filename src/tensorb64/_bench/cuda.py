@@ -19,12 +19,12 @@ call complete (its result on the host, the GPU work it waited for included):
                   copied to a reused pinned buffer, one str a row from it: the design where only
                   text crosses the bus, timed beside the pipeline it would replace
 and, for float32 with dtype="float16", encode_rows with GPU narrowing and without it, whatever
-the size (encode_rows itself narrows from _staging.NARROW_FROM bytes of source). A second table
+the size (encode_rows itself narrows from staging.NARROW_FROM bytes of source). A second table
 times encode_rows through the pinned staged copy and through t.cpu() around the plain-copy
 threshold, which decides between them;
 a third times encode_rows over chunk sizes (the pipeline's chunk_bytes) on the multi-chunk cases.
 The variants run the entry points' staged paths (_cuda/route.py) with the process's staging
-(``_staging.default_staging()``: its pool and copier) changed in one setting each, passed down as
+(``staging.default_staging()``: its pool and copier) changed in one setting each, passed down as
 the tests pass theirs.
 """
 

@@ -51,13 +51,11 @@ def readable(x):
         return _readable_array(x)
     if isinstance(x, (list, tuple)):
         if x and torch is not None and all(isinstance(item, torch.Tensor) for item in x):
-            # Rows of tensors: stacked where they are (on a device: one batch, routed once), not
-            # copied to the host row by row.
-            try:
-                stacked = torch.stack([item.detach() for item in x])
+            try:  # rows of tensors: one batch (stacked where they are when they share a device)
+                rows = cuda.stacked(x)
             except RuntimeError as e:
-                raise ValueError(f"a list of tensors must hold rows of one shape on one device: {e}") from None
-            return readable(stacked)
+                raise ValueError(f"a list of tensors must hold rows of one shape: {e}") from None
+            return readable(rows)
         return _readable_array(_array_of_numbers(x, torch))
     if isinstance(x, (str, bytes, bytearray)):
         hint = "" if isinstance(x, str) else " (for raw float32 bytes use numpy.frombuffer(data, '<f4'))"

@@ -3,13 +3,16 @@
 carries down (the pipeline itself is staging.py).
 
 ``route(x)`` is None for an input read on the host (anything but a plain torch.Tensor on a CUDA
-device: the binding's reader, or ``_codec.inputs.readable``), else a ``Route``: whether the tensor
-goes through the pipeline (``staged``: at least one dimension, ``plain_copy_below`` bytes or more,
-a staged dtype, dense, no negative bit) or is read from one host copy (small tensors, and dtypes
-and layouts the pipeline does not take), and the staging it runs with. Nothing else tests a
-tensor's device: where an input enters (the binding's input hook through ``_codec.inputs``,
-``_codec.body.batch_rows``, ``_codec.encode.encode_binary_body``) the route is decided once and
-passed down with the rows, their cut views and their chunks.
+device: the binding's reader, or ``_codec.inputs.readable``), else a ``Route``: whether the
+pipeline takes the tensor (``stageable``: at least one dimension, a staged dtype, dense, no
+negative bit; else it is read from one host copy) and the staging it runs with. Nothing else
+tests a tensor's device: where an input enters (the binding's input hook through
+``_codec.inputs``, ``_codec.body.batch_rows``, ``_codec.encode.encode_binary_body``) the route is
+decided once and passed down with the rows, their cut views and their chunks. What each of those
+pieces costs is a size rule, applied to the piece itself (``Route.stages``): one below
+``plain_copy_below`` bytes takes the plain copy, as a small tensor does. Rows given as a list of
+tensors are stacked here too (``stacked``): where they are when they share a device, else each
+copied to the host.
 
 * ``Route.encode_rows``, ``Route.json_rows``: what the input hook gives the binding's entry points
   of those names, with their own (already checked) arguments. ``row_bytes``,
@@ -40,19 +43,25 @@ from .staging import Staging, bus_dtype, current_staging, forced_staging, pinned
 
 @dataclass(frozen=True)
 class Route:
-    """How a tensor on a device is read, decided once (``route``): through the pipeline
-    (``staged``) or from one host copy, with ``staging`` (None for a device other than CUDA: a
-    plain copy). Its methods take the tensor the route was decided for, or a view of it (rows cut
-    to ``dimensions``, a chunk of rows)."""
+    """How a tensor on a device is read, decided once (``route``): whether the pipeline takes it
+    (``stageable``), with ``staging`` (None for a device other than CUDA: a plain copy). Its
+    methods take the tensor the route was decided for, or a view of it (rows cut to
+    ``dimensions``, a chunk of rows), each staged where ``stages`` says so."""
 
     staging: Staging | None
-    staged: bool
+    stageable: bool
+
+    def stages(self, piece) -> bool:
+        """Whether ``piece`` (the tensor or a view of it) crosses through the pipeline: one the
+        pipeline takes, of ``plain_copy_below`` bytes or more (below it the plain copy is faster
+        whatever the whole input's size: a 16 KiB chunk of a large batch too)."""
+        return self.stageable and piece.numel() * piece.element_size() >= self.staging.plain_copy_below
 
     def host_copy(self, t):
         """``t`` on the host in its own dtype and shape: through a pinned staging buffer where
         staged (leased until the copy's memory is freed), else the plain copy; its values in
         memory (a negative bit resolved)."""
-        if self.staged:
+        if self.stages(t):
             return pinned_copy(t, self.staging)
         host = t.detach().to("cpu")
         return host.resolve_neg() if host.is_neg() else host
@@ -61,7 +70,7 @@ class Route:
         """``tensorb64.encode_rows(x, ...)`` (the input hook calls this with the entry point's
         own arguments, already checked): staged and overlapped, narrowed on the GPU where the
         output is narrower; otherwise one host copy, encoded as any CPU tensor."""
-        if self.staged:
+        if self.stages(x):
             torch = sys.modules["torch"]
             rows = _staged_rows(x, _bus(torch, x, dtype, self.staging),
                                 lambda host, start: _native.encode_rows(host, dtype=dtype, byteorder=byteorder,
@@ -78,7 +87,7 @@ class Route:
             return _float_text_of_chunk(lambda h: _native.json_rows(h, float_format=float_format, threads=threads),
                                         host, start)
 
-        if self.staged:
+        if self.stages(x):
             rows = _staged_rows(x, x.dtype, write, self.staging)
             if rows is not None:
                 return rows
@@ -87,7 +96,7 @@ class Route:
     def row_bytes(self, x, dtype: str, byteorder: str, threads: int) -> tuple:
         """``_native._row_bytes``: ``(body, rows, row_length)``, staged."""
         output_type(dtype), byteorder_name(byteorder), _native._check_threads(threads)  # the argument errors
-        if self.staged:
+        if self.stages(x):
             torch = sys.modules["torch"]
             rows = _rows_2d(x)
             pieces = staged_chunks(rows, _bus(torch, x, dtype, self.staging),
@@ -100,7 +109,7 @@ class Route:
     def response_body_base64(self, rows, dtype: str, byteorder: str, head: bytes, tail: bytes, first_index: int,
                              threads: int, layout: str, leading_comma: bool) -> bytes:
         """``_native._response_body_base64`` for 2-D rows, staged."""
-        if self.staged:
+        if self.stages(rows):
             torch = sys.modules["torch"]
             pieces = _body_pieces(
                 _rows_2d(rows), _bus(torch, rows, dtype, self.staging),
@@ -117,7 +126,7 @@ class Route:
                             layout: str, leading_comma: bool) -> bytes:
         """``_native._response_body_float`` for 2-D rows, staged in their own dtype (float text is
         written from the values themselves: float64 rows as doubles)."""
-        if self.staged:
+        if self.stages(rows):
             def write(host, index, h, t, comma):
                 return _float_text_of_chunk(
                     lambda c: _native._response_body_float(c, float_format, h, t, index, threads, layout, comma),
@@ -134,7 +143,7 @@ class Route:
         """``_native._check_finite``: checked on the device, the host reading one flag; the
         native check (which names the row and column) only when one fails."""
         torch = sys.modules["torch"]
-        if self.staged and bool(torch.isfinite(rows).all()):
+        if self.stages(rows) and bool(torch.isfinite(rows).all()):
             return
         _native._check_finite(self.host_copy(rows))
 
@@ -160,8 +169,17 @@ def route(x) -> Route | None:
         if not x.is_cuda:
             return None if x.is_cpu or x.is_meta else Route(None, False)
         staging = current_staging()
-    staged = x.ndim >= 1 and x.numel() * x.element_size() >= staging.plain_copy_below and stageable(x, torch)
-    return Route(staging, bool(staged))
+    return Route(staging, bool(x.ndim >= 1 and stageable(x, torch)))
+
+
+def stacked(rows: list | tuple):
+    """Rows given as a list of tensors (each row one tensor), as one tensor: stacked where they
+    are when they share a device (on a GPU: one batch, routed once, one copy to the host), else
+    each copied to the host first (rows on several devices, which torch.stack refuses)."""
+    torch = sys.modules["torch"]
+    if len({row.device for row in rows}) == 1:
+        return torch.stack([row.detach() for row in rows])
+    return torch.stack([row.detach().to("cpu") for row in rows])
 
 
 # ---- the staged paths' pieces -------------------------------------------------------------------

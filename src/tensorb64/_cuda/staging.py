@@ -12,7 +12,7 @@ and the plain-copy threshold; ``current_staging()`` is the one in effect: the pr
 ``staging`` and routes CPU tensors as CUDA ones (``_cuda.route``), so that the tests run this same
 pipeline on CPU tensors: a copier that copies later, on another thread, with delays, to check
 ordering, slot reuse and waiting without a GPU. It is process-wide (threads started inside it see
-it too), not for production use. What the entry points do with the pipeline is in _cuda.py.
+it too), not for production use. What the entry points do with the pipeline is in route.py.
 
 Bounds (``StagingPool``): at most ``pinned_limit()`` bytes of pinned buffers are held by the
 package at once, leased and idle together (``TENSORB64_PINNED_MIB``, default 256 MiB); a buffer

@@ -3,7 +3,7 @@
 LiteLLM's openai provider calls the openai client, which the patch already reads natively. Two
 more attributes are replaced, each as soon as its module is imported (LiteLLM imports its
 providers lazily), each restored by ``unpatch()``, through the package's one patch mechanism
-(``_patching``: recognised by shape, all or nothing, failing open to LiteLLM's own):
+(``_hosts.patching``: recognised by shape, all or nothing, failing open to LiteLLM's own):
 
 * ``HostedVLLMEmbeddingConfig.transform_embedding_response`` (the ``hosted_vllm`` provider posts
   with LiteLLM's own HTTP handler and parses the body itself, ``raw_response.json()``): LiteLLM's

@@ -86,7 +86,7 @@ def _cohere_response_for(module, through_response_cls, original):
 def cohere_body(module, ctx):
     """The body vLLM's ``_build_cohere_response_from_ctx`` would send, byte for byte, or None for a
     request that vLLM's own method should answer: embedding types other than float and base64, rows
-    that are not equally long CPU tensors of one floating dtype, NaN or infinity in float rows
+    that are not equally long tensors of one floating dtype on one device, NaN or infinity in float rows
     (orjson writes null), an envelope orjson refuses (vLLM then answers through JSONResponse).
 
     The envelope is made by vLLM's own models (``build_typed_embeddings`` over no rows says which

@@ -1,29 +1,25 @@
 """The HTTP client the engine adapters share (tensorb64.ray, tensorb64.daft): texts posted to an
 OpenAI-compatible ``/v1/embeddings`` server, each response body read natively into one float32
-array.
+array, with the retries and backoff, and the errors naming the rows, that every transport shares.
 
-The standard library's ``http.client``, not aiohttp or httpx: the adapters run in an engine's
-worker, one request (a batch of texts) at a time or a few at once, where an event loop buys
-nothing; its keep-alive connections are all a pool needs; and it adds no dependency (numpy stays
-the only one at run time). The body is read once into ``bytes`` and handed to
-``decode_response_body``, which releases the GIL while it reads, so requests on several threads
-overlap their network waits and their reads.
+The transport: the standard library's ``http.client``, a pool of keep-alive connections
+(``connections``: why it is the default, with figures), or a user's ``httpx.Client``
+(``httpx_transport``); what a request that got no answer means (asked again or reported at once)
+is ``failures``'s. The body is read once into ``bytes`` and handed to ``decode_response_body``,
+which releases the GIL while it reads, so requests on several threads overlap their network
+waits and their reads.
 """
 
 from __future__ import annotations
 
 import email.utils
-import http.client
 import json
 import math
-import queue
 import random
-import socket
-import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,27 +27,15 @@ import numpy as np
 
 from .._codec.body_reader import decode_response_body
 from .._types import is_count
+from .connections import ConnectionPool
+from .failures import Unanswered
 
 __all__ = ["EmbeddingRequestError", "EmbeddingsEndpoint"]
 
 # What is worth asking again: rate limiting, a timeout, and the server's own failures.
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-# What a failed connection raises; each is asked again on a new connection, but for what would
-# fail the same way again (``_permanent``), which is reported at once.
-CONNECTION_ERRORS = (ConnectionError, http.client.HTTPException, TimeoutError, OSError)
-# getaddrinfo's answers that may change if asked again (a resolver that did not answer in time).
-_TRANSIENT_NAME_ERRORS = frozenset(getattr(socket, name) for name in ("EAI_AGAIN",) if hasattr(socket, name))
-
-
-def _permanent(error: BaseException) -> bool:
-    """Whether a failed connection would fail the same way if sent again: the host's name not
-    found, a TLS certificate or handshake refused (not a connection cut during it), a URL that
-    cannot be sent."""
-    if isinstance(error, socket.gaierror):
-        return error.errno not in _TRANSIENT_NAME_ERRORS
-    if isinstance(error, ssl.SSLError):
-        return not isinstance(error, (ssl.SSLEOFError, ssl.SSLZeroReturnError))
-    return isinstance(error, http.client.InvalidURL)
+# Seconds for each connect and each read where no timeout is given and no client of the user's.
+DEFAULT_TIMEOUT = 60.0
 
 
 class EmbeddingRequestError(RuntimeError):
@@ -84,6 +68,10 @@ def _server_message(body: bytes) -> str:
     return text[:1000] + ("..." if len(text) > 1000 else "") if text else "(an empty body)"
 
 
+def _is_seconds(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value >= 0
+
+
 def _retry_after(value: str | None) -> float | None:
     """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
     if not value:
@@ -99,26 +87,34 @@ def _retry_after(value: str | None) -> float | None:
 
 
 class EmbeddingsEndpoint:
-    """One server's ``/embeddings`` route for one model, with a pool of keep-alive connections
-    (at most ``max_in_flight`` open: one per request in flight); thread-safe.
+    """One server's ``/embeddings`` route for one model, through a pool of keep-alive connections
+    (at most ``max_in_flight`` open: one per request in flight) or a user's httpx client;
+    thread-safe.
 
     base_url: the server's OpenAI base URL, as the openai client takes it (``http://host:8000/v1``;
     the request goes to ``{base_url}/embeddings``); http or https. encoding_format: "base64" (the
     default: 4 bytes a value on the wire, read at memory speed) or "float". dimensions: asked of
     the server where given (the Matryoshka cut), and each body's row length checked against it.
     api_key: sent as ``Authorization: Bearer``; headers: further request headers. timeout: seconds
-    for each connection's connect and each read. max_retries: how many times a request answered
-    408, 429 or 5xx, or whose connection failed, is sent again, waiting ``Retry-After`` where the
-    server gives one (at most ``max_backoff_s``), else ``backoff_s`` doubled each time (with
-    jitter); what would fail the same way again (another 4xx, a host name not found, a TLS
-    certificate refused) is reported at once. request_size: texts per request (None: a whole call's texts in one request);
-    max_in_flight: the requests of one call sent at once (on that many threads).
+    for each connection's connect and each read (None: 60, or the timeouts of the user's client).
+    max_retries: how many times a request answered 408, 429 or 5xx, or whose connection failed,
+    is sent again, waiting ``Retry-After`` where the server gives one (at most ``max_backoff_s``),
+    else ``backoff_s`` doubled each time (with jitter); what would fail the same way again
+    (another 4xx, a host name not found, a TLS certificate or handshake refused) is reported at
+    once. request_size: texts per request (None: a whole call's texts in one request);
+    max_in_flight: the requests of one call sent at once (on that many threads). http_client:
+    None (the standard library's keep-alive pool), or a zero-argument callable that returns an
+    ``httpx.Client`` (or an ``httpx2.Client``), such as ``lambda:
+    httpx.Client(verify=ssl.create_default_context(cafile="ca.pem"))``: called once in each
+    process that sends a request (a client cannot be pickled to an engine's workers; its factory
+    can), its client closed with this endpoint; the retries and errors are the same.
     """
 
     def __init__(self, base_url: str, model: str, *, encoding_format: str = "base64", dimensions: int | None = None,
-                 api_key: str | None = None, headers: Mapping[str, str] | None = None, timeout: float = 60.0,
+                 api_key: str | None = None, headers: Mapping[str, str] | None = None, timeout: float | None = None,
                  max_retries: int = 5, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
-                 request_size: int | None = None, max_in_flight: int = 1):
+                 request_size: int | None = None, max_in_flight: int = 1,
+                 http_client: Callable[[], Any] | None = None):
         if not isinstance(base_url, str):
             raise TypeError(f"base_url must be a str such as 'http://127.0.0.1:8000/v1', got {type(base_url).__name__}")
         url = urllib.parse.urlsplit(base_url)
@@ -135,38 +131,40 @@ class EmbeddingsEndpoint:
                 raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
         if request_size is not None and not (is_count(request_size) and request_size >= 1):
             raise ValueError(f"request_size must be a positive int or None, got {request_size!r}")
-        for name, value in (("timeout", timeout), ("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        for name, value in (("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s)):
+            if not _is_seconds(value):
                 raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        if timeout is not None and not _is_seconds(timeout):
+            raise ValueError(f"timeout must be a number of seconds >= 0, or None, got {timeout!r}")
+        if http_client is not None and not callable(http_client):
+            raise TypeError("http_client must be a zero-argument callable that returns an httpx.Client, such as "
+                            "lambda: httpx.Client(proxy=...), not a client: the adapters' arguments are sent to each "
+                            f"engine worker, and a client cannot be pickled; got {type(http_client).__name__}")
         self.url = base_url.rstrip("/") + "/embeddings"
-        self._https = url.scheme == "https"
-        self._host, self._port = url.hostname, url.port
-        self._path = url.path.rstrip("/") + "/embeddings" + (f"?{url.query}" if url.query else "")
         self.model, self.encoding_format, self.dimensions = model, encoding_format, dimensions
-        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.timeout = None if timeout is None else float(timeout)
+        if http_client is None:
+            path = url.path.rstrip("/") + "/embeddings" + (f"?{url.query}" if url.query else "")
+            self._transport: Any = ConnectionPool(url.scheme == "https", url.hostname, url.port, path,
+                                                  DEFAULT_TIMEOUT if self.timeout is None else self.timeout)
+        else:
+            from .httpx_transport import HttpxTransport  # httpx is imported only by a client's factory
+
+            self._transport = HttpxTransport(http_client, self.url, self.timeout)
+        self.max_retries = int(max_retries)
         self.backoff_s, self.max_backoff_s = float(backoff_s), float(max_backoff_s)
         self.request_size, self.max_in_flight = request_size, int(max_in_flight)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key is not None:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._headers.update(headers or {})
-        self._idle: queue.LifoQueue = queue.LifoQueue()  # open connections not in use
         self._lock = threading.Lock()
         self._threads: ThreadPoolExecutor | None = None
 
-    # -- connections ------------------------------------------------------------------------
-
-    def _new_connection(self) -> http.client.HTTPConnection:
-        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        return kind(self._host, self._port, timeout=self.timeout)
-
     def close(self) -> None:
-        """Closes the open connections and the threads (a later call opens new ones)."""
-        while True:
-            try:
-                self._idle.get_nowait().close()
-            except queue.Empty:
-                break
+        """Closes the open connections (or the client made for this endpoint) and the threads (a
+        later call opens new ones)."""
+        self._transport.close()
         with self._lock:
             threads, self._threads = self._threads, None
         if threads is not None:
@@ -179,50 +177,19 @@ class EmbeddingsEndpoint:
         self.close()
 
     def __del__(self):  # an engine drops its workers' callables without a word: their sockets closed, not leaked
-        if getattr(self, "_idle", None) is not None:
+        if getattr(self, "_lock", None) is not None:
             self.close()
 
-    def __getstate__(self):  # an engine may pickle its callable to each worker: no open sockets or threads
-        state = self.__dict__.copy()
-        state["_idle"], state["_lock"], state["_threads"] = None, None, None
+    def __getstate__(self):  # an engine may pickle its callable to each worker: no threads (and the
+        state = self.__dict__.copy()  # transport leaves out its connections or client)
+        state["_lock"], state["_threads"] = None, None
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._idle, self._lock = queue.LifoQueue(), threading.Lock()
+        self._lock = threading.Lock()
 
     # -- one request --------------------------------------------------------------------------
-
-    def _post(self, payload: bytes) -> tuple[int, str, Any, bytes]:
-        """One POST on a pooled connection: (status, reason, headers, body); the connection goes
-        back to the pool unless the server closes it; a failed one is closed and raises. A pooled
-        connection the server has closed since its last answer (keep-alive timed out) fails
-        before anything is answered: the request is sent once more on a new one, not counted as
-        a retry."""
-        try:
-            connection, reused = self._idle.get_nowait(), True
-        except queue.Empty:
-            connection, reused = self._new_connection(), False
-        try:
-            try:
-                connection.request("POST", self._path, body=payload, headers=self._headers)
-                response = connection.getresponse()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                if not reused:
-                    raise
-                connection.close()
-                connection = self._new_connection()
-                connection.request("POST", self._path, body=payload, headers=self._headers)
-                response = connection.getresponse()
-            body = response.read()
-        except BaseException:
-            connection.close()
-            raise
-        if response.will_close:
-            connection.close()
-        else:
-            self._idle.put(connection)
-        return response.status, response.reason, response.headers, body
 
     def _wait(self, attempt: int, retry_after: float | None) -> None:
         if retry_after is not None:
@@ -240,9 +207,10 @@ class EmbeddingsEndpoint:
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
             try:
-                status, reason, headers, body = self._post(payload)
-            except CONNECTION_ERRORS as error:
-                if last or _permanent(error):
+                status, reason, headers, body = self._transport.post(payload, self._headers)
+            except Unanswered as unanswered:
+                error = unanswered.error
+                if last or unanswered.permanent:
                     raise self._failure(rows, None, f"{type(error).__name__}: {error}", attempt) from error
                 self._wait(attempt, None)
                 continue
@@ -291,13 +259,13 @@ class EmbeddingsEndpoint:
         if len(spans) == 1 or self.max_in_flight == 1:
             parts = [self._request(texts[s.start:s.stop], s) for s in spans]
         else:
-            parts = list(self._pool().map(lambda s: self._request(texts[s.start:s.stop], s), spans))
+            parts = list(self._thread_pool().map(lambda s: self._request(texts[s.start:s.stop], s), spans))
         if len({part.shape[1] for part in parts}) > 1:
             raise self._failure(range(len(texts)), 200, "the responses' embeddings differ in length: "
                                 f"{sorted({part.shape[1] for part in parts})}", 0)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def _pool(self) -> ThreadPoolExecutor:
+    def _thread_pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="tensorb64-embeddings")

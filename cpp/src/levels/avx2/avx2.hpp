@@ -6,6 +6,7 @@
 namespace tensorb64 {
 
 void encode_rows_avx2(const row_job& job) noexcept;
+extern const float_text_writers float_text_writers_avx2;
 detail::number_row parse_number_row_avx2(const char* p, const char* end, float* out,
                                          std::size_t capacity) noexcept;
 detail::number_row parse_number_row_double_avx2(const char* p, const char* end, double* out,

@@ -447,6 +447,9 @@ inline u32x shift_right_signed32(u32x a) noexcept {
 inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
     return {_mm256_sllv_epi32(a.v, counts.v)};
 }
+inline u32x shift_right32_var(u32x a, u32x counts) noexcept {
+    return {_mm256_srlv_epi32(a.v, counts.v)};
+}
 // Even lanes' products shifted down, odd lanes' products in place.
 inline u32x mul_high32(u32x a, u32x b) noexcept {
     const __m256i even = _mm256_srli_epi64(_mm256_mul_epu32(a.v, b.v), 32);
@@ -493,8 +496,20 @@ inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
     first->v = _mm256_permute2x128_si256(low, high, 0x20);
     second->v = _mm256_permute2x128_si256(low, high, 0x31);
 }
+// Each half's low dwords gathered into its lower 128 bits, then the two halves' joined.
+inline u32x unzip_low32(u64x first, u64x second) noexcept {
+    const __m256i low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    return {_mm256_permute2x128_si256(_mm256_permutevar8x32_epi32(first.v, low),
+                                      _mm256_permutevar8x32_epi32(second.v, low), 0x20)};
+}
 inline u32x as_u32(u64x a) noexcept { return {a.v}; }
 inline u64x as_u64(u32x a) noexcept { return {a.v}; }
+// The halves' lengths (byte_length32), the upper one's counted from byte 4 where it has any.
+inline u64x byte_length64(u64x a) noexcept {
+    const u64x lengths = as_u64(byte_length32(as_u32(a)));
+    const u64x high = shift_right<32>(lengths);
+    return select(eq(high, splat64(0)), lengths & splat64(0xffffffffu), high + splat64(4));
+}
 
 inline mask32 eq32(u32x a, u32x b) noexcept { return {_mm256_cmpeq_epi32(a.v, b.v)}; }
 inline mask32 greater32(u32x a, u32x b) noexcept {
@@ -512,6 +527,15 @@ inline u32x select32(mask32 m, u32x a, u32x b) noexcept {
 inline u32x where32(mask32 m, u32x a) noexcept { return {_mm256_and_si256(m.v, a.v)}; }
 inline unsigned mask_bits32(mask32 m) noexcept {
     return static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(m.v)));
+}
+inline bool any32(mask32 m) noexcept { return !_mm256_testz_si256(m.v, m.v); }
+inline bool all32(mask32 m) noexcept { return _mm256_movemask_epi8(m.v) == -1; }
+// zip32's two halves stored one after the other.
+inline void store_zip32(std::uint64_t* p, u32x a, u32x b) noexcept {
+    u64x first, second;
+    zip32(a, b, &first, &second);
+    store64(p, first);
+    store64(p + kLanes64, second);
 }
 
 }  // namespace avx2

@@ -1,12 +1,13 @@
-// The AVX-512 float-text writers' lane arithmetic (levels/avx512/float_text.cpp and the kernels it
-// includes): 64-bit products from vpmuludq, constants as embedded broadcasts, the 32-bit exponent
-// formulas and the 4-digit split that the sixteen-lane writers share. Included with the level's
-// flags only (by float_text.cpp, inside its TENSORB64_COMPILES_AVX512).
+// The AVX-512 float-text writers' own lane arithmetic (the eight-lane Schubfach and the templates,
+// levels/avx512/float_text_x8.hpp and float_text_templates.hpp): 64-bit products from vpmuludq,
+// constants as embedded broadcasts. Included with the level's flags only (by float_text.cpp,
+// inside its TENSORB64_COMPILES_AVX512).
 #pragma once
 
 #include <immintrin.h>
 
 #include "float_text/float_text.hpp"
+#include "levels/vocabulary.hpp"
 
 namespace tensorb64 {
 namespace {
@@ -26,17 +27,6 @@ inline __m512i hidden_constant(__m512i c) noexcept {
 #endif
     return c;
 }
-
-#if defined(__GNUC__) || defined(__clang__)
-#define TENSORB64_ALWAYS_INLINE inline __attribute__((always_inline))
-#define TENSORB64_NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#define TENSORB64_ALWAYS_INLINE __forceinline
-#define TENSORB64_NOINLINE __declspec(noinline)
-#else
-#define TENSORB64_ALWAYS_INLINE inline
-#define TENSORB64_NOINLINE
-#endif
 
 // The high 64 bits of each lane's 64x64-bit product (integer_math.hpp's portable mul_high, with
 // vpmuludq for each 32x32 -> 64 part).
@@ -61,13 +51,6 @@ inline __m512i mul_shift(__m512i e, long long factor, long long minus, unsigned 
     const __m512i p = _mm512_mullo_epi64(e, _mm512_set1_epi64(factor));
     return _mm512_srai_epi64(_mm512_sub_epi64(p, _mm512_set1_epi64(minus)), shift);
 }
-
-// ---- sixteen float32 values at a time, in 32-bit lanes ----
-//
-// The shortest digits of sixteen values below 1: to_decimal32's steps in 32-bit lanes, exactly as
-// it computes them in uint32_t and int, only its three 64x32-bit products in 64-bit lanes (even
-// and odd values apart). Sixteen lanes halve the instructions of the eight-lane path on
-// everything but the products.
 
 // A constant read from memory where it is used (an embedded-broadcast operand, no vector uop):
 // GCC otherwise builds each with a mov and a vpbroadcastd in the loop, or keeps it in a register
@@ -99,47 +82,6 @@ inline __m512i c64() noexcept {
     __asm__("" : "+r"(p));
 #endif
     return _mm512_set1_epi64(static_cast<long long>(*p));
-}
-
-// (x m) >> (32 + Shift) in each 32-bit lane (the high half of the 32x32-bit product, shifted).
-template <unsigned Shift>
-inline __m512i mul_high_x16(__m512i x, __m512i m) noexcept {
-    const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(x, m), 32 + Shift);
-    const __m512i odd = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(x, 32), m), Shift);
-    return _mm512_mask_blend_epi32(0xaaaa, even, odd);
-}
-
-// floor_log10_pow2, floor_log10_three_quarters_pow2 and floor_log2_pow10 (float_text.hpp) with
-// products that fit 32 bits, equal to them over the exponents of float32 and of its doubles
-// (checked below): (e kLog10Pow2 - [kLog10FourThirds]) >> kLog10Shift, (e kLog2Pow10) >>
-// kLog2Shift.
-constexpr int kLog10Pow2 = 631305, kLog10FourThirds = 261663, kLog10Shift = 21;
-constexpr int kLog2Pow10 = 1741647, kLog2Shift = 19;
-constexpr bool exponent_formulas_agree() {
-    for (int q = -179; q <= 104; ++q) {
-        if (((q * kLog10Pow2) >> kLog10Shift) != floor_log10_pow2(q) ||
-            ((q * kLog10Pow2 - kLog10FourThirds) >> kLog10Shift) !=
-                floor_log10_three_quarters_pow2(q))
-            return false;
-    }
-    for (int e = -46; e <= 46; ++e) {
-        if (((e * kLog2Pow10) >> kLog2Shift) != floor_log2_pow10(e)) return false;
-    }
-    return true;
-}
-static_assert(exponent_formulas_agree(), "the 32-bit exponent formulas");
-
-// Digits of x < 10^4 (each 32-bit lane) as four bytes 0..9, the first in the lowest byte.
-inline __m512i digit_bytes4_x16(__m512i x) noexcept {
-    const __m512i hundreds = _mm512_srli_epi32(_mm512_mullo_epi32(x, c32<(5243)>()), 19);
-    // hundreds | (x - 100 hundreds) << 16
-    const __m512i pairs =
-        _mm512_sub_epi32(_mm512_slli_epi32(x, 16), _mm512_mullo_epi32(hundreds, c32<(6553599)>()));
-    const __m512i tens =
-        _mm512_srli_epi16(_mm512_mullo_epi16(pairs, hidden_constant(_mm512_set1_epi16(103))), 10);
-    // tens | (pair - 10 tens) << 8
-    return _mm512_sub_epi16(_mm512_slli_epi16(pairs, 8),
-                            _mm512_mullo_epi16(tens, hidden_constant(_mm512_set1_epi16(2559))));
 }
 
 }  // namespace

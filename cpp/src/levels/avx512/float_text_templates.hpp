@@ -1,6 +1,7 @@
 // The AVX-512 level's layout of sixteen texts below 1 from their digits: each text picked out of a
-// fixed template by a byte mask and packed by vpcompressb (AVX512_VBMI2). Both sixteen-lane writers
-// (float_text_shortest_x16.hpp, float_text_repr_x16.hpp) end in it. Included by float_text.cpp.
+// fixed template by a byte mask and packed by vpcompressb (AVX512_VBMI2). The level's texts of the
+// generic writers' groups (levels/generic/float_text_writers.hpp): shortest and repr. Included by
+// float_text.cpp.
 #pragma once
 
 #include "levels/avx512/float_text_lanes.hpp"
@@ -69,19 +70,19 @@ alignas(64) constexpr unsigned char kTemplateBytes[64] = {0, 0, 0, 0, 0, 0,   0,
 // Sixteen texts of values below 1 (m of them real: the rest get no bytes), each followed by a
 // ',', from their digits: `tails` the digits after the first as bytes 0..9 in string order,
 // TailDigits a value (8 or 16), 64 / TailDigits values a vector; `lead` the first digit, `n` the
-// significant digits, e10 the decimal exponent, `sign` 0 or 1 (32-bit lanes). Python's layout, or
-// with Orjson orjson's. Writes at most 4 (16-byte slots) or 8 (32-byte) 64-byte stores, each at
-// the end of the texts before it, or with m < 16 nothing past the texts.
-template <int TailDigits, bool Orjson>
+// significant digits, e10 the decimal exponent, `sign` 0 or 1 (32-bit lanes). Fixed notation from
+// 1e-4 (e10 >= -4), as Python's layout has it and orjson's for every value the caller gives (it
+// writes those from 1e-6 or 1e-5 to 1e-4 otherwise: the template holds three zeros after the
+// point); below, exponents of two digits at least, or with ShortExponent of as many as they have
+// (orjson's). Writes at most 4 (16-byte slots) or 8 (32-byte) 64-byte stores, each at the end of
+// the texts before it, or with m < 16 nothing past the texts.
+template <int TailDigits, bool ShortExponent>
 TENSORB64_ALWAYS_INLINE char* write_texts_x16(const __m512i* tails, __m512i lead, __m512i e10,
                                               __m512i n, __m512i sign, std::size_t m,
                                               char* out) noexcept {
     using table = text_template::tables<TailDigits>;
     constexpr int comma_bit = 7 + TailDigits;  // in both templates
-    // Python: fixed notation from 1e-4 (e10 >= -4), exponents of two digits at least; orjson
-    // fixed from 1e-6 (the caller keeps 1e-6 <= x < 1e-4 away: those texts need more than 16
-    // bytes), exponents of as many digits as they have.
-    const __mmask16 scientific = _mm512_cmplt_epi32_mask(e10, c32<(Orjson ? -6 : -4)>());
+    const __mmask16 scientific = _mm512_cmplt_epi32_mask(e10, c32<(-4)>());
     const __m512i one = c32<(1)>();
     const __m512i exponent = _mm512_sub_epi32(_mm512_setzero_si512(), e10);  // -e10
     // Each value's byte mask over its slot (bit p: slot byte p is in the text). Fixed: '-', "0.",
@@ -98,9 +99,9 @@ TENSORB64_ALWAYS_INLINE char* write_texts_x16(const __m512i* tails, __m512i lead
         // Scientific: '-', d1, the '.' and digits 2..n (bits 2..n+1, none for n = 1), "e-xx,".
         const __m512i dot_digits = _mm512_sub_epi32(_mm512_sllv_epi32(c32<(4)>(), n), c32<(4)>());
         const __m512i short_exponent =
-            Orjson ? _mm512_maskz_mov_epi32(_mm512_cmplt_epi32_mask(exponent, c32<(10)>()),
-                                            c32<(1u << (5 + TailDigits))>())
-                   : _mm512_setzero_si512();
+            ShortExponent ? _mm512_maskz_mov_epi32(_mm512_cmplt_epi32_mask(exponent, c32<(10)>()),
+                                                   c32<(1u << (5 + TailDigits))>())
+                          : _mm512_setzero_si512();
         __m512i scientific_mask =
             _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(dot_digits, sign),
                                               c32<((0x1fu << (3 + TailDigits)) | 2)>()),

@@ -453,12 +453,14 @@ inline char* write_repr_fixed_fractions_x8(const repr_x8& d, __m512i sign, char*
     return out;
 }
 
+template <bool Orjson>
 inline char* finish_repr(const digits_x8& d, std::size_t j, bool negative, bool zero,
                          char* out) noexcept;
 
 // The scalar layout of a group of eight (or fewer, at the end) with any value in another notation
-// or zero. Kept out of line: inlined, its size keeps write_repr_x8 out of the block loop, whose
-// constants are then rebuilt for every group.
+// or zero, Python's or with Orjson orjson's (write_orjson_f64). Kept out of line: inlined, its size
+// keeps write_repr_x8 out of the block loop, whose constants are then rebuilt for every group.
+template <bool Orjson>
 TENSORB64_NOINLINE char* write_repr_group(const repr_x8& x, std::size_t m,
                                           const std::uint64_t* negative, const std::uint64_t* zero,
                                           char* out) noexcept {
@@ -468,14 +470,15 @@ TENSORB64_NOINLINE char* write_repr_group(const repr_x8& x, std::size_t m,
     _mm512_store_si512(d.tail2, x.lower);
     _mm512_store_si512(d.e10, x.e10);
     for (std::size_t j = 0; j < m; ++j) {
-        out = finish_repr(d, j, negative[j] != 0, zero[j] != 0, out);
+        out = finish_repr<Orjson>(d, j, negative[j] != 0, zero[j] != 0, out);
         *out++ = ',';
     }
     return out;
 }
 
-// One value's repr text from its lane of `d` (write_repr's last steps), its sign and whether it is
-// zero from the caller.
+// One value's repr text from its lane of `d` (write_repr's last steps, or write_orjson_f64's), its
+// sign and whether it is zero from the caller.
+template <bool Orjson>
 inline char* finish_repr(const digits_x8& d, std::size_t j, bool negative, bool zero,
                          char* out) noexcept {
     *out = '-';
@@ -494,7 +497,8 @@ inline char* finish_repr(const digits_x8& d, std::size_t j, bool negative, bool 
     w.first8 = static_cast<unsigned char>(w.lead) | (w.tail[0] << 8);
     w.from9[0] = (w.tail[0] >> 56) | (w.tail[1] << 8);
     w.from9[1] = (w.tail[1] >> 56) | (kAsciiZeros << 8);
-    return layout<2>(out, w, n, static_cast<int>(d.e10[j]));
+    return Orjson ? layout<2, -5, 15, 1>(out, w, n, static_cast<int>(d.e10[j]))
+                  : layout<2>(out, w, n, static_cast<int>(d.e10[j]));
 }
 
 // The doubles equal to eight float32 magnitudes (f32_bits_to_f64_bits). A subnormal's significand
@@ -513,8 +517,9 @@ inline __m512i widen_magnitudes(__m512i mag32) noexcept {
     return _mm512_mask_mov_epi64(zero_or_normal, subnormal, scaled);
 }
 
-// A group of eight (m of them real) double magnitudes and their signs (0 or 1 in each lane).
-template <bool Widened>
+// A group of eight (m of them real) double magnitudes and their signs (0 or 1 in each lane), in
+// Python's layout or with Orjson orjson's (the same text in fixed notation below 1e-4).
+template <bool Widened, bool Orjson = false>
 TENSORB64_ALWAYS_INLINE char* write_repr_x8(__m512i mag, __m512i sign, std::size_t m,
                                             char* out) noexcept {
     const repr_x8 x = repr_digits_x8<Widened>(mag);
@@ -525,7 +530,7 @@ TENSORB64_ALWAYS_INLINE char* write_repr_x8(__m512i mag, __m512i sign, std::size
     alignas(64) std::uint64_t negative[8], zero[8];
     _mm512_store_si512(negative, sign);
     _mm512_store_si512(zero, _mm512_maskz_set1_epi64(_mm512_testn_epi64_mask(mag, mag), 1));
-    return write_repr_group(x, m, negative, zero, out);
+    return write_repr_group<Orjson>(x, m, negative, zero, out);
 }
 
 // write_repr_x8 of float32 magnitudes widened, out of line (the sixteen-lane loop's other groups).
@@ -534,14 +539,15 @@ TENSORB64_NOINLINE char* write_repr_group8(__m512i mag, __m512i sign, std::size_
     return write_repr_x8<true>(mag, sign, m, out);
 }
 
+template <bool Orjson>
 inline char* write_repr_f64_block(const std::uint64_t* bits, std::size_t n, char* out) noexcept {
     const __m512i magnitude = set64(~(std::uint64_t{1} << 63));
     for (std::size_t i = 0; i < n; i += 8) {
         const std::size_t m = n - i < 8 ? n - i : 8;
         const __m512i raw =
             _mm512_maskz_loadu_epi64(static_cast<__mmask8>((1u << m) - 1), bits + i);
-        out = write_repr_x8<false>(_mm512_and_si512(raw, magnitude), _mm512_srli_epi64(raw, 63), m,
-                                   out);
+        out = write_repr_x8<false, Orjson>(_mm512_and_si512(raw, magnitude),
+                                           _mm512_srli_epi64(raw, 63), m, out);
     }
     return out;
 }

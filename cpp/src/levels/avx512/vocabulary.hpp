@@ -324,6 +324,9 @@ inline u32x shift_right_signed32(u32x a) noexcept {
 inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
     return {_mm512_sllv_epi32(a.v, counts.v)};
 }
+inline u32x shift_right32_var(u32x a, u32x counts) noexcept {
+    return {_mm512_srlv_epi32(a.v, counts.v)};
+}
 // Even lanes' products shifted down, odd lanes' products in place.
 inline u32x mul_high32(u32x a, u32x b) noexcept {
     const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(a.v, b.v), 32);
@@ -343,6 +346,15 @@ inline u32x byte_length32(u32x a) noexcept {
         23);
     return {
         _mm512_max_epi32(_mm512_srai_epi32(_mm512_sub_epi32(exponent, _mm512_set1_epi32(119)), 3),
+                         _mm512_setzero_si512())};
+}
+// From the exponent of the lane converted to double rounding toward zero.
+inline u64x byte_length64(u64x a) noexcept {
+    const __m512i exponent = _mm512_srli_epi64(
+        _mm512_castpd_si512(_mm512_cvt_roundepu64_pd(a.v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)),
+        52);
+    return {
+        _mm512_max_epi64(_mm512_srai_epi64(_mm512_sub_epi64(exponent, _mm512_set1_epi64(1015)), 3),
                          _mm512_setzero_si512())};
 }
 inline u32x lookup16_32(const std::uint32_t* table, u32x index) noexcept {
@@ -366,6 +378,11 @@ inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
     second->v = _mm512_permutex2var_epi32(
         a.v, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b.v);
 }
+inline u32x unzip_low32(u64x first, u64x second) noexcept {
+    return {_mm512_permutex2var_epi32(
+        first.v, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+        second.v)};
+}
 inline u32x as_u32(u64x a) noexcept { return {a.v}; }
 inline u64x as_u64(u32x a) noexcept { return {a.v}; }
 
@@ -383,6 +400,15 @@ inline u32x select32(mask32 m, u32x a, u32x b) noexcept {
 }
 inline u32x where32(mask32 m, u32x a) noexcept { return {_mm512_maskz_mov_epi32(m.v, a.v)}; }
 inline unsigned mask_bits32(mask32 m) noexcept { return m.v; }
+inline bool any32(mask32 m) noexcept { return m.v != 0; }
+inline bool all32(mask32 m) noexcept { return m.v == 0xffff; }
+// zip32's two halves stored one after the other.
+inline void store_zip32(std::uint64_t* p, u32x a, u32x b) noexcept {
+    u64x first, second;
+    zip32(a, b, &first, &second);
+    store64(p, first);
+    store64(p + kLanes64, second);
+}
 
 }  // namespace avx512
 }  // namespace tensorb64

@@ -1,15 +1,13 @@
-// The NEON level (little-endian AArch64, where NEON is baseline): its own row encoder, number-row
-// parsers and base64 decoder; the scalar float-text writers.
+// The NEON level (little-endian AArch64, where NEON is baseline): all five functions its own.
 #include "levels/compiled_features.hpp"
 #include "levels/neon/neon.hpp"
-#include "levels/scalar/scalar.hpp"
 
 namespace tensorb64 {
 
 constexpr implementation neon_implementation {
     simd_level::neon, "neon", feature::neon,
 #if TENSORB64_COMPILES_NEON
-        encode_rows_neon, &float_text_writers_scalar, parse_number_row_neon,
+        encode_rows_neon, &float_text_writers_neon, parse_number_row_neon,
         parse_number_row_double_neon, decode_base64_groups_neon,
 #endif
 };

@@ -521,6 +521,11 @@ inline u32x shift_left32_var(u32x a, u32x counts) noexcept {
     return {{vshlq_u32(a.v[0], vreinterpretq_s32_u32(counts.v[0])),
              vshlq_u32(a.v[1], vreinterpretq_s32_u32(counts.v[1]))}};
 }
+// ushl by the negated counts (a right shift): counts 32..127 give 0, as required.
+inline u32x shift_right32_var(u32x a, u32x counts) noexcept {
+    return {{vshlq_u32(a.v[0], vnegq_s32(vreinterpretq_s32_u32(counts.v[0]))),
+             vshlq_u32(a.v[1], vnegq_s32(vreinterpretq_s32_u32(counts.v[1])))}};
+}
 // umull, umull2 and the high halves taken by uzp2.
 inline u32x mul_high32(u32x a, u32x b) noexcept {
     u32x r;
@@ -582,11 +587,21 @@ inline void zip32(u32x a, u32x b, u64x* first, u64x* second) noexcept {
     second->v[0] = vreinterpretq_u64_u32(vzip1q_u32(a.v[1], b.v[1]));
     second->v[1] = vreinterpretq_u64_u32(vzip2q_u32(a.v[1], b.v[1]));
 }
+inline u32x unzip_low32(u64x first, u64x second) noexcept {
+    return {{vuzp1q_u32(vreinterpretq_u32_u64(first.v[0]), vreinterpretq_u32_u64(first.v[1])),
+             vuzp1q_u32(vreinterpretq_u32_u64(second.v[0]), vreinterpretq_u32_u64(second.v[1]))}};
+}
 inline u32x as_u32(u64x a) noexcept {
     return {{vreinterpretq_u32_u64(a.v[0]), vreinterpretq_u32_u64(a.v[1])}};
 }
 inline u64x as_u64(u32x a) noexcept {
     return {{vreinterpretq_u64_u32(a.v[0]), vreinterpretq_u64_u32(a.v[1])}};
+}
+// The halves' lengths (byte_length32), the upper one's counted from byte 4 where it has any.
+inline u64x byte_length64(u64x a) noexcept {
+    const u64x lengths = as_u64(byte_length32(as_u32(a)));
+    const u64x high = shift_right<32>(lengths);
+    return select(eq(high, splat64(0)), lengths & splat64(0xffffffffu), high + splat64(4));
 }
 
 inline mask32 eq32(u32x a, u32x b) noexcept {
@@ -620,6 +635,14 @@ inline u32x where32(mask32 m, u32x a) noexcept {
 inline unsigned mask_bits32(mask32 m) noexcept {
     const uint32x4_t bit = {1, 2, 4, 8};
     return vaddvq_u32(vandq_u32(m.v[0], bit)) | vaddvq_u32(vandq_u32(m.v[1], bit)) << 4;
+}
+inline bool any32(mask32 m) noexcept { return vmaxvq_u32(vorrq_u32(m.v[0], m.v[1])) != 0; }
+inline bool all32(mask32 m) noexcept { return vminvq_u32(vandq_u32(m.v[0], m.v[1])) != 0; }
+// st2: the lanes of a and b interleaved as they are stored.
+inline void store_zip32(std::uint64_t* p, u32x a, u32x b) noexcept {
+    auto* q = reinterpret_cast<std::uint32_t*>(p);
+    vst2q_u32(q, (uint32x4x2_t{{a.v[0], b.v[0]}}));
+    vst2q_u32(q + 8, (uint32x4x2_t{{a.v[1], b.v[1]}}));
 }
 
 #undef TENSORB64_EACH_PIECE

@@ -9,8 +9,8 @@ namespace tensorb64 {
 
 void encode_rows_scalar(const row_job& job) noexcept { encode_rows_with<scalar_ops>(job); }
 
-extern const float_text_writers float_text_writers_scalar{write_values_f32, write_values_f64,
-                                                          write_values_orjson_f32};
+extern const float_text_writers float_text_writers_scalar{
+    write_values_f32, write_values_f64, write_values_orjson_f32, write_values_orjson_f64};
 
 constexpr implementation scalar_implementation{simd_level::scalar,
                                                "scalar",
