@@ -294,6 +294,7 @@ def stageable(t, torch) -> bool:
     )
 
 
+@functools.cache
 def staged_dtypes(torch) -> tuple:
     return tuple(getattr(torch, name) for name in _STAGED_DTYPES)
 
