@@ -1,4 +1,4 @@
-"""llvm-mca's cycles for the NEON reading kernels' inner loops, on named AArch64 cores: the blocks
+"""llvm-mca's cycles for the NEON kernels' inner loops (reading and writing), on named AArch64 cores: the blocks
 that executed the most instructions in each kernel's region at the neon level, found by running
 cpp/tests/kernel_instructions (built for aarch64) under qemu-aarch64 with the insn_count plugin's
 blocks=12, each disassembled and handed to llvm-mca alone, its cycles a pass weighted by the
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     cpus = args.cpus.split(",")
     version = subprocess.run(["llvm-mca", "--version"], capture_output=True, text=True).stdout
     llvm = re.search(r"LLVM version ([\d.]+)", version).group(1)
-    print(f"llvm-mca {llvm}: cycles a value of each NEON reading kernel's inner loop ({args.rows} x {args.dim} float32, "
+    print(f"llvm-mca {llvm}: cycles a value of each NEON kernel's inner loop ({args.rows} x {args.dim} float32, "
           f"N(0, 0.05)); a model (every load in L1, every branch predicted), not a measurement.\n")
     print("| kernel | " + " | ".join(cpus) + " | instructions a value (the hot blocks' share) |")
     print("|---|" + "---:|" * (len(cpus) + 1))

@@ -1,7 +1,7 @@
 // Rows as JSON number text. Each row goes through in blocks held in L1, as in the base64 row
 // encoder: gathered (strides, byte order) and widened to float32 bits (or, for float64 sources,
-// kept as doubles), then written by the active SIMD level's float-text block writer
-// (dispatch/implementation.hpp; float_text.hpp's Schubfach where the level has no faster one).
+// kept as doubles), then written by the active level's float-text block writers
+// (dispatch/implementation.hpp: the scalar level's are float_text.hpp's Schubfach).
 //
 // Baseline code: the widening is the scalar level's, since the digits cost many times more than
 // the widening (~1 ns a value); the digits are where the SIMD levels differ.

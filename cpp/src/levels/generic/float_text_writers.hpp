@@ -145,8 +145,9 @@ TENSORB64_NOINLINE char* write_f32_group(const std::uint32_t* bits, std::size_t 
 
 // `n` finite float32 values by Groups. Where the level's policy interleaves (the x86 levels), two
 // groups go together where both take the lanes: their digits are two independent chains, which
-// the core overlaps (avx2: shortest 5.2 -> 4.6 ns a value); on NEON, whose u32x is two registers,
-// two chains spill (shortest: 60.5 against 59.7 AArch64 instructions a value), so one at a time.
+// the core overlaps (float_text_bench, the fastest of 3 runs: avx512 shortest 3.4 -> 3.1 ns a
+// value, avx2 5.1 -> 4.6); on NEON, whose u32x is two registers, two chains spill (shortest 60.4
+// and repr 140.2 AArch64 instructions a value against 59.7 and 132.2), so one at a time.
 template <class Groups>
 inline char* write_f32_groups(const std::uint32_t* bits, std::size_t n, char* out) noexcept {
     std::size_t i = 0;
