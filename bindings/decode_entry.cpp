@@ -1,7 +1,7 @@
 // Decoding: strict base64 (or a binary body's raw bytes) into a caller's buffer. The Python layer
 // (src/tensorb64/_codec/decode.py) sizes the output with _decoded_length, allocates it once, and
-// _decode_into fills it. dtype and byteorder are names, resolved as every entry point resolves
-// them.
+// _decode_into fills it; _decode_rows does all of that for a list of rows in one call (no Python
+// per row). dtype and byteorder are names, resolved as every entry point resolves them.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -43,20 +43,25 @@ const char* reason_of(tb::decode_status status) {
     return "unknown decode status";
 }
 
+// "row N: " where an error is a row's (decode_rows: `row` its place in the list), else nothing.
+std::string in_row(std::size_t row) {
+    return row == not_known ? std::string() : "row " + std::to_string(row) + ": ";
+}
+
 // A DecodeError for malformed text, its position the offset the core found (the length, where
-// the length is wrong; none for a byte count); ValueError for an output of the wrong size, which
-// is no fault of the text.
-[[noreturn]] void refuse(const tb::decode_result& result) {
+// the length is wrong; none for a byte count), naming the row where there is one; ValueError for
+// an output of the wrong size, which is no fault of the text.
+[[noreturn]] void refuse(const tb::decode_result& result, std::size_t row = not_known) {
     if (result.status == tb::decode_status::wrong_output_size)
         raise(PyExc_ValueError, tb::to_string(result));
     const std::size_t pos =
         result.status == tb::decode_status::not_whole_values ? not_known : result.offset;
-    raise_decode_error(tb::to_string(result), reason_of(result.status), pos, not_known);
+    raise_decode_error(in_row(row) + tb::to_string(result), reason_of(result.status), pos, row);
 }
 
 // A str that is not ASCII cannot be base64: its first bad character is reported, named as the
 // code point.
-[[noreturn]] void refuse_non_ascii(PyObject* text, tb::dtype stored) {
+[[noreturn]] void refuse_non_ascii(PyObject* text, tb::dtype stored, std::size_t row) {
     // The first error as the core would report it, with each non-ASCII code point as 0x80 (a
     // bad character), so that an earlier bad ASCII character still wins.
     const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
@@ -74,21 +79,25 @@ const char* reason_of(tb::decode_status status) {
         std::snprintf(code, sizeof code, "U+%04X",
                       static_cast<unsigned>(PyUnicode_READ(kind, data, at)));
         ref character(checked(PyUnicode_Substring(text, at, at + 1)));
-        raise_decode_error("invalid base64: non-ASCII character " + repr_of(character.get()) +
-                               " (" + code + ") at offset " + std::to_string(r.offset) +
+        raise_decode_error(in_row(row) + "invalid base64: non-ASCII character " +
+                               repr_of(character.get()) + " (" + code + ") at offset " +
+                               std::to_string(r.offset) +
                                " (the alphabet is A-Z, a-z, 0-9, '+' and '/', with '=' padding)",
-                           reason_of(r.status), r.offset, not_known);
+                           reason_of(r.status), r.offset, row);
     }
-    refuse(r);
+    refuse(r, row);
 }
 
-void read_text(PyObject* o, tb::dtype stored, bool base64, input_text* text) {
+// The text of `o` (a str, or anything with a buffer), read in place; `row`: the row it is, for
+// the error where it is not ASCII.
+void read_text(PyObject* o, tb::dtype stored, bool base64, input_text* text,
+               std::size_t row = not_known) {
     if (PyUnicode_Check(o)) {
         if (!base64) raise(PyExc_TypeError, "expected bytes, got str");
 #if PY_VERSION_HEX < 0x030C0000
         if (PyUnicode_READY(o) != 0) throw python_error{};  // a legacy str, before 3.12
 #endif
-        if (!PyUnicode_IS_ASCII(o)) refuse_non_ascii(o, stored);
+        if (!PyUnicode_IS_ASCII(o)) refuse_non_ascii(o, stored, row);
         text->data = static_cast<const char*>(PyUnicode_DATA(o));  // ASCII: one byte per character
         text->size = static_cast<std::size_t>(PyUnicode_GET_LENGTH(o));
         return;
@@ -266,6 +275,93 @@ PyObject* decode_each_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
     });
 }
 
+// type(o).__name__, as Python's own messages name a type.
+std::string type_name(PyObject* o) {
+    ref name(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__name__"));
+    const char* text = name ? PyUnicode_AsUTF8(name.get()) : nullptr;
+    if (text == nullptr) {
+        PyErr_Clear();
+        return Py_TYPE(o)->tp_name;
+    }
+    return text;
+}
+
+// _decode_rows(texts, dtype, byteorder, widen, threads, allocate, /): texts, any iterable of base64
+// str or bytes-like rows, decoded into one array of a row each, allocate(rows, row_length) making
+// it (a writable C-contiguous buffer of exactly those values). In order: each row's type and
+// length checked (the first wrong one refused, named by its place); the rows' lengths compared
+// with the first's; then every row decoded straight into its row of the result, `threads`
+// splitting them, and the first that fails named with the offset in its string.
+PyObject* decode_rows_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return guarded([&]() -> PyObject* {
+        check_arguments("_decode_rows", nargs, 6, 6);
+        const tb::element_format stored{output_dtype(args[1]), byte_order(args[2])};
+        const bool widen = truth(args[3]);
+        const unsigned threads = thread_count(args[4]);
+        // The rows, held in a tuple for the call: another thread changing the caller's list
+        // changes nothing here.
+        ref rows(checked(PySequence_Tuple(args[0])));
+        const auto count = static_cast<std::size_t>(PyTuple_GET_SIZE(rows.get()));
+        std::unique_ptr<input_text[]> texts(new input_text[count]);
+        std::size_t row_length = 0;
+        std::size_t unequal_row = count, unequal_length = 0;
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            PyObject* o = PyTuple_GET_ITEM(rows.get(), static_cast<Py_ssize_t>(i));
+            if (!PyUnicode_Check(o) && !PyBytes_Check(o) && !PyByteArray_Check(o) &&
+                !PyMemoryView_Check(o)) {
+                raise(PyExc_TypeError,
+                      in_row(i) + "expected a base64 str or bytes, got " + type_name(o));
+            }
+            read_text(o, stored.type, true, &texts[i], i);
+            std::size_t elements = 0;
+            const tb::decode_result r =
+                tb::decoded_elements(texts[i].data, texts[i].size, stored.type, &elements);
+            if (r.status != tb::decode_status::ok) refuse(r, i);
+            if (i == 0) row_length = elements;
+            if (elements != row_length && unequal_row == count) {
+                unequal_row = i;
+                unequal_length = elements;
+            }
+            total += texts[i].size;
+        }
+        if (unequal_row != count) {
+            raise(PyExc_ValueError, "rows of unequal length cannot form a 2-D array: row 0 has " +
+                                        std::to_string(row_length) + " values, row " +
+                                        std::to_string(unequal_row) + " has " +
+                                        std::to_string(unequal_length));
+        }
+        ref result(checked(PyObject_CallFunction(args[5], "nn", static_cast<Py_ssize_t>(count),
+                                                 static_cast<Py_ssize_t>(row_length))));
+        held_buffer output;
+        if (!output.acquire(result.get(), PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS))
+            throw python_error{};
+        const std::size_t row_bytes = row_length * (widen ? 4 : tb::dtype_size(stored.type));
+        if (static_cast<std::size_t>(output.view.len) != count * row_bytes) {
+            raise(PyExc_ValueError, "the result's buffer holds " + std::to_string(output.view.len) +
+                                        " bytes, not the " + std::to_string(count * row_bytes) +
+                                        " of its rows");
+        }
+        std::vector<tb::decode_task> tasks(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            tasks[i] = {texts[i].data, texts[i].size, stored,
+                        static_cast<unsigned char*>(output.view.buf) + i * row_bytes, row_bytes};
+        }
+        std::size_t failed = count;
+        {
+            gil_released_if released(total >= release_gil_above_bytes);
+            prepare_for_writing(output.view.buf, count * row_bytes);
+            failed = tb::decode_each(tasks.data(), count, true, widen, threads);
+        }
+        if (failed != count) {  // that row alone again, for its first error
+            const tb::decode_task& t = tasks[failed];
+            refuse(tb::decode_base64(t.text, t.length, t.stored, widen, t.out, t.out_bytes),
+                   failed);
+        }
+        return result.release();
+    });
+}
+
 }  // namespace
 
 PyMethodDef decode_methods[] = {
@@ -286,6 +382,14 @@ PyMethodDef decode_methods[] = {
      "Decodes each (data, out, dtype, byteorder) of the list items as _decode_into does, "
      "`threads` splitting them: None, or the index of the first item that failed (run it alone "
      "through _decode_into for its error)."},
+    {"_decode_rows", as_method(decode_rows_entry), METH_FASTCALL,
+     "_decode_rows(texts, dtype, byteorder, widen, threads, allocate, /)\n--\n\n"
+     "Decodes every base64 str or bytes of the iterable texts (rows of one length) into the array "
+     "allocate(rows, row_length) returns (a writable C-contiguous buffer of exactly those values: "
+     "the stored elements in host byte order, or with widen their float32 values), `threads` "
+     "splitting the rows. tensorb64.DecodeError (TypeError for a row neither str nor bytes-like) "
+     "naming the first row at fault and the offset in its string; ValueError for rows of unequal "
+     "length."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -12,7 +12,7 @@ extern PyMethodDef
 extern PyMethodDef float_text_methods[];  // float_text_entry.cpp: json_rows, _check_finite
 extern PyMethodDef float_list_methods[];  // float_list_entry.cpp: _read_float_lists
 extern PyMethodDef body_methods[];    // body_entry.cpp: _response_body_base64/_float, _entry_bound
-extern PyMethodDef decode_methods[];  // decode_entry.cpp: _decoded_length, _decode_into
+extern PyMethodDef decode_methods[];  // decode_entry.cpp: _decode_into, _decode_rows
 extern PyMethodDef body_reader_methods[];  // body_reader_entry.cpp: _decode_response_body
 extern PyMethodDef name_methods[];         // names.cpp: _resolve, _check_names
 extern PyMethodDef argument_methods[];     // arguments.cpp: _check_threads

@@ -99,6 +99,16 @@ def test_decode_rows_names_the_row_and_the_offset_in_its_string():
     with pytest.raises(DecodeError) as caught:
         tensorb64.decode_rows([good, "AACA"])  # found when sizing the rows
     assert (caught.value.row, caught.value.pos, caught.value.reason) == (1, None, "not a whole number of values")
+    with pytest.raises(DecodeError) as caught:
+        tensorb64.decode_rows([good, good[:5] + "é" + good[6:]])  # a str that is not ASCII
+    assert (caught.value.row, caught.value.pos) == (1, 5)
+    assert str(caught.value).startswith("row 1: invalid base64: non-ASCII character 'é' (U+00E9) at offset 5")
+    with pytest.raises(DecodeError) as caught:  # every row sized before any is decoded
+        tensorb64.decode_rows([good[:3] + "!" + good[4:], good[:-1]])
+    assert (caught.value.row, caught.value.pos) == (1, len(good) - 1)
+    with pytest.raises(DecodeError) as caught:  # the first row at fault, wherever it is
+        tensorb64.decode_rows([good, bytearray(good[:3] + "!" + good[4:], "ascii"), good[:3] + "!" + good[4:]])
+    assert (caught.value.row, caught.value.pos) == (1, 3)
 
 
 def test_decode_body_names_the_row_by_its_index():

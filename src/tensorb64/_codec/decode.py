@@ -79,31 +79,15 @@ def decode_rows(texts: Iterable[str | bytes | bytearray | memoryview], /, *, dty
                 byteorder: ByteOrder = "little", widen: bool = True, threads: int = 1) -> np.ndarray:
     """A 2-D array with one row per base64 str (or bytes); rows must all have the same length.
 
-    Each row is decoded straight into its row of the result, ``threads`` splitting the rows in one
-    core call; a ``DecodeError`` names the row (``row``) and the offset in its string (``pos``)."""
+    One core call reads the list, checks each row and decodes it straight into its row of the
+    result, ``threads`` splitting the rows; a ``DecodeError`` names the row (``row``) and the
+    offset in its string (``pos``)."""
     widen = bool(widen)
     result = _result_dtype(dtype, byteorder, widen)
-    _native._check_threads(threads)
     if isinstance(texts, (str, bytes, bytearray)):
         raise TypeError("decode_rows expects a list of base64 strings; use decode() for one string")
-    texts = list(texts)
-    lengths = []
-    for row, s in enumerate(texts):
-        if not isinstance(s, _TEXT_TYPES):
-            raise TypeError(f"row {row}: expected a base64 str or bytes, got {type(s).__name__}")
-        try:
-            lengths.append(_native._decoded_length(s, dtype))
-        except DecodeError as e:
-            raise _in_row(e, row) from None
-    for row, length in enumerate(lengths):
-        if length != lengths[0]:
-            raise ValueError(
-                f"rows of unequal length cannot form a 2-D array: row 0 has {lengths[0]} values, row {row} has {length}"
-            )
-    out = np.empty((len(texts), lengths[0] if lengths else 0), result)
-    _decode_each([(s, out[row], dtype, byteorder) for row, s in enumerate(texts)], list(range(len(texts))),
-                 [f"row {row}" for row in range(len(texts))], widen, True, threads)
-    return out
+    return _native._decode_rows(texts, dtype, byteorder, widen, threads,
+                                lambda rows, row_length: np.empty((rows, row_length), result))
 
 
 def _in_row(error: DecodeError, row: int, where: str | None = None) -> DecodeError:

@@ -101,18 +101,20 @@ public:
             }
             const unsigned n = bit_count(bits);
             // `unrolled` positions written whatever the count (the extra ones, past the last bit,
-            // are not counted), then the rest one by one.
+            // are not counted), then the rest one by one. (The block's address in a local: the
+            // stores into stops_ could otherwise alias block_, read again after each.)
+            const char* const block = block_;
             const char** at = stops_ + count;
             for (int i = 0; i < unrolled; ++i) {
-                at[i] = block_ + lowest_bit(bits | std::uint64_t{1} << 63);
+                at[i] = block + lowest_bit(bits | std::uint64_t{1} << 63);
                 bits &= bits - 1;
             }
             for (int i = unrolled; bits != 0; ++i) {
-                at[i] = block_ + lowest_bit(bits);
+                at[i] = block + lowest_bit(bits);
                 bits &= bits - 1;
             }
             count += n;
-            block_ += 64;
+            block_ = block + 64;
         }
         return count;
     }
@@ -386,13 +388,13 @@ inline group_digits short_digits_of(const char* row, const number_group& g) noex
     return d;
 }
 
-// ---- numbers below one: -?0\.[0-9]+, in either layout (below_one_digits_of) ----
+// ---- numbers below one: -?0\.[0-9]+, in either layout ----
 //
 // An embedding's values nearly always are. Such a text needs neither its point found nor dropped:
 // its bytes, right-aligned in the window ending at its separator, read as one decimal (the sign,
-// the 0 and the point as 0 digits, through shuffle16's digit table; the bytes before the text
-// zeroed) make w, and f is its length less 2 or 3. The shape check is then each text's first
-// bytes, read in memory, and one mask of digits.
+// the 0 and the point as 0 digits, the bytes before the text zeroed) make w, and f is its length
+// less 2 or 3. The shape check is then each text's first bytes, read in memory, and its other
+// bytes' being digits.
 
 // shuffle16's table for a byte less '0': a digit's value; 0 for a byte with its top bit set (the
 // sign, the point, a separator, a zero byte less '0').
@@ -419,77 +421,98 @@ inline bool below_one_text(const char* start, const char* stop, std::size_t long
            (*after - 1 <= std::min(longest - 2 - std::size_t{*minus}, std::size_t{22}) - 1);
 }
 
-// The group read as numbers below one: `fast` all ones where every text is of that shape (then
-// each lane w exact below 2^64 where its bit stays set), else 0 (then nothing else is set).
-template <bool short_path>
-inline group_digits below_one_digits_of(const char* row, const number_group& g) noexcept {
-    // Short: four numbers of at most 15 bytes to a text64, a 16-byte piece each; any: two of at
-    // most 25 bytes, a 32-byte half each.
-    static_assert(!short_path || kGroup == 4, "the short layout reads a group from one text64");
-    constexpr int per_text = short_path ? 4 : 2;
-    constexpr unsigned width = 64 / per_text;
-    constexpr std::size_t longest = short_path ? kMaxShortLength : kMaxFastLength;
+// The group in the short layout (four numbers of at most 15 bytes, a 16-byte piece each) read as
+// numbers below one: `fast` all ones where every text is of that shape (then each lane w exact,
+// below 10^13), else 0 (then nothing else is set). The texts' bytes past their first two or three
+// are checked in one bit mask a text64, their digits read through shuffle16's digit table.
+template <int group = kGroup>  // (a template: instantiated only where a level uses it)
+inline group_digits below_one_short_digits_of(const char* row, const number_group& g) noexcept {
+    static_assert(group == 4, "the short layout reads a group from one text64");
     group_digits d;
     d.fast = 0;
     // (The stops ascend: where the first number's window is in the row, all are.)
-    if (g.stop[0] - row < static_cast<std::ptrdiff_t>(width)) return d;
-    // The texts' shapes past their first bytes, their bytes and first bytes in each text64's
-    // bit masks (a bit a byte), their signs and digits after the point.
+    if (g.stop[0] - row < kShortWindow) return d;
+    // The texts' bytes and first bytes in the text64's bit masks (a bit a byte), their signs and
+    // digits after the point.
     unsigned negative = 0;
-    std::uint64_t fractions = 0;
-    std::uint64_t text[kGroup / per_text] = {}, prefix[kGroup / per_text] = {};
+    std::uint64_t fractions = 0, text = 0, prefix = 0;
     bool all = true;
     for (int i = 0; i < kGroup; ++i) {
         bool minus;
         std::size_t after;
-        const bool fits = below_one_text(g.start[i], g.stop[i], longest, &minus, &after);
+        const bool fits = below_one_text(g.start[i], g.stop[i], kMaxShortLength, &minus, &after);
         all &= fits;
         // (Kept in range where the text does not fit, and what follows is not used.)
         const std::size_t length = fits ? after + 2 + minus : 3;
-        const unsigned at = width * static_cast<unsigned>(i % per_text);
-        const unsigned first = width - static_cast<unsigned>(length);  // the text's first byte
-        constexpr std::uint64_t piece = ~std::uint64_t{0} >> (64 - width);
-        text[i / per_text] |= ((piece << first) & piece) << at;
-        prefix[i / per_text] |= std::uint64_t{minus ? 7u : 3u} << (first + at);  // "-0." or "0."
+        const unsigned first = 16 - static_cast<unsigned>(length);  // the text's first byte
+        text |= ((std::uint64_t{0xffff} << first) & 0xffff) << (16 * i);
+        prefix |= std::uint64_t{minus ? 7u : 3u} << (first + 16 * i);  // "-0." or "0."
         negative |= unsigned{minus} << i;
         fractions |= std::uint64_t{length - 2 - minus} << (8 * i);  // (after, where it fits)
     }
     if (!all) return d;
-    text64 words[kGroup / per_text];
-    std::uint64_t misfit = 0;
-    unrolled<kGroup / per_text>([&](auto index) noexcept {
-        constexpr int k = decltype(index)::value;
-        const char* const* stop = g.stop + per_text * k;
-        const text64 bytes =
-            short_path ? load_pieces(stop[0] - width, stop[1 % per_text] - width,
-                                     stop[2 % per_text] - width, stop[3 % per_text] - width)
-                       : load_halves(stop[0] - width, stop[1] - width);
-        const text64 values = sub8(bytes, splat8('0'));
-        // Past its first two or three bytes, a text holds digits only.
-        misfit |= text[k] & ~prefix[k] & ~le_bits(values, 9);
-        const text64 table =
-            load_pieces(kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes);
-        words[k] = digit_words(shuffle16(table, values) & bytes_of_bits(text[k]));
-    });
-    if (misfit != 0) return d;
+    const text64 bytes = load_pieces(g.stop[0] - kShortWindow, g.stop[1] - kShortWindow,
+                                     g.stop[2] - kShortWindow, g.stop[3] - kShortWindow);
+    const text64 values = sub8(bytes, splat8('0'));
+    // Past its first two or three bytes, a text holds digits only.
+    if ((text & ~prefix & ~le_bits(values, 9)) != 0) return d;
+    const text64 table =
+        load_pieces(kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes, kDigitTable.bytes);
+    const text64 words = digit_words(shuffle16(table, values) & bytes_of_bits(text));
     d.negative = negative;
     d.f = widen_bytes(fractions);
-    if (short_path) {
-        // Each piece's 16 digits: its first word times 10^8 and its second (below 10^13).
-        d.w = mul_low32(even_words(words[0]), splat64(100000000)) + odd_words(words[0]);
-        d.fast = (1u << kGroup) - 1;
-    } else {
-        // Each half's four words, one a column: the first is zero (a sign, a 0 and a point, or
-        // digits past 24, which a text of at most 25 bytes does not have).
-        u64x column[4];
-        half_columns(words, column);
-        // w = (first * 10^8 + second) * 10^8 + last, within 64 bits when first <= 1843.
-        d.fast = ((1u << kGroup) - 1) & ~mask_bits(greater(column[1], splat64(1843)));
-        const u64x e8 = splat64(100000000);
-        const u64x upper = mul_low32(column[1], e8) + column[2];  // below 2^38
-        d.w = mul_low32(upper, e8) + shift_left<32>(mul_low32(shift_right<32>(upper), e8)) +
-              column[3];
+    // Each piece's 16 digits: its first word times 10^8 and its second (below 10^13).
+    d.w = mul_low32(even_words(words), splat64(100000000)) + odd_words(words);
+    d.fast = (1u << kGroup) - 1;
+    return d;
+}
+
+// The group in the any layout (numbers of at most 25 bytes, two to a text64, a 32-byte half each)
+// read as numbers below one: `fast` set where a text is of that shape and its w below 2^64 (then
+// w exact), where every text is of that shape; else 0 (then nothing else is set). Each text's
+// digits (its bytes past its first two or three) are the window's last `after` bytes: the bytes
+// before them are zeroed (zero_below) and what is left must be digits, with no bit masks made
+// a number (on NEON, where a bit mask costs 13 instructions and its bytes back 10, this is half
+// the work).
+inline group_digits below_one_any_digits_of(const char* row, const number_group& g) noexcept {
+    group_digits d;
+    d.fast = 0;
+    // (The stops ascend: where the first number's window is in the row, all are.)
+    if (g.stop[0] - row < 32) return d;
+    unsigned negative = 0;
+    std::uint64_t fractions = 0;
+    unsigned first_digit[kGroup];  // the first digit's byte in its 32-byte window: 32 - after
+    bool all = true;
+    for (int i = 0; i < kGroup; ++i) {
+        bool minus;
+        std::size_t after;
+        const bool fits = below_one_text(g.start[i], g.stop[i], kMaxFastLength, &minus, &after);
+        all &= fits;
+        first_digit[i] = fits ? 32 - static_cast<unsigned>(after) : 32;  // (1 <= after <= 22)
+        negative |= unsigned{minus} << i;
+        fractions |= std::uint64_t{fits ? after : 0} << (8 * i);
     }
+    if (!all) return d;
+    text64 words[kGroup / 2];
+    text64 misfit = splat8(0);
+    unrolled<kGroup / 2>([&](auto index) noexcept {
+        constexpr int a = 2 * decltype(index)::value, b = a + 1;
+        const text64 values = sub8(load_halves(g.stop[a] - 32, g.stop[b] - 32), splat8('0'));
+        const text64 digits = zero_below(values, first_digit[a], first_digit[b]);
+        misfit = misfit | greater8(digits, splat8(9));
+        words[a / 2] = digit_words(digits);
+    });
+    if (any_high_bit(misfit)) return d;
+    d.negative = negative;
+    d.f = widen_bytes(fractions);
+    // Each half's four words, one a column: the first is zero (at most 22 digits, from byte 10).
+    u64x column[4];
+    half_columns(words, column);
+    // w = (first * 10^8 + second) * 10^8 + last, within 64 bits when first <= 1843.
+    d.fast = ((1u << kGroup) - 1) & ~mask_bits(greater(column[1], splat64(1843)));
+    const u64x e8 = splat64(100000000);
+    const u64x upper = mul_low32(column[1], e8) + column[2];  // below 2^38
+    d.w = mul_low32(upper, e8) + shift_left<32>(mul_low32(shift_right<32>(upper), e8)) + column[3];
     return d;
 }
 
@@ -763,7 +786,7 @@ inline number_row finished(const char* end, std::size_t count) noexcept {
 // A group in the any layout, read as numbers below one where all are, else the general way: the
 // skeleton's reading, which a level may replace with its own (parse_row's `read_any_group`).
 inline group_digits read_any(const char* row, const number_group& g) noexcept {
-    const group_digits d = below_one_digits_of<false>(row, g);
+    const group_digits d = below_one_any_digits_of(row, g);
     return d.fast != 0 ? d : any_digits_of(row, g);
 }
 
@@ -790,13 +813,16 @@ number_row parse_row(const char* row, const char* p, const char* end, T* out, st
             for (int i = 0; i < kGroup; ++i) {
                 const char* at = stops[kGroup * k + i];
                 g.stop[i] = at;
-                // (Only the row's last separator is a ']', past which start[kGroup] is not used.)
-                g.start[i + 1] = at + 1 + (end - at > 1 && at[1] == ' ');
+                // The byte after the separator, or the separator itself where the text ends there
+                // (no branch: whether a ' ' follows is the row's layout, not the data's). (Only the
+                // row's last separator is a ']', past which start[kGroup] is not used.)
+                const char* next = at + (end - at > 1);
+                g.start[i + 1] = at + 1 + (*next == ' ');
             }
             group_digits d;
             if constexpr (short_path) {
                 // Numbers below one first; a group of others read the general way.
-                d = below_one_digits_of<true>(row, g);
+                d = below_one_short_digits_of(row, g);
                 if (d.fast == 0) d = short_digits_of(row, g);
             } else {
                 d = read_any_group(row, g);
