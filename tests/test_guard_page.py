@@ -1,6 +1,6 @@
 """No read past the end of the input: every input ends exactly where an inaccessible page begins.
 
-The Python twin of the C++ guard-page test (cpp/tests/core_tests.cpp), run against whatever
+The Python twin of the C++ guard-page test (cpp/tests/core_levels_tests.cpp), run against whatever
 extension is installed, so a wheel's tests catch what the release build does: a SIMD tail load one
 element too long faults here (SIGSEGV kills the test run) instead of reading a neighbour's bytes
 unnoticed. Memory comes from mmap with the page after it made inaccessible (mprotect PROT_NONE;
