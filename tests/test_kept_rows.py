@@ -23,7 +23,7 @@ from tensorb64._codec.body_reader import rows_and_offsets
 from tensorb64._hosts import kept_rows
 from tensorb64._hosts.kept_rows import BASE64, FLOATS, JSON, KeptRow, KeptRows
 
-orjson = pytest.importorskip("orjson", reason="orjson has no wheel for this CPython (free-threaded builds)")
+orjson = pytest.importorskip("orjson", reason="orjson (in the test extra) is not installed: the wheels' own suites install none")
 RNG = np.random.default_rng(47)
 
 
