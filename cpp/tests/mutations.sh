@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Mutation check of the float-text writers: each mutation below (one source line changed, a bug
-# that could have been written) is made in a copy of cpp/, the tests it should fail are built and
-# run, and the mutation must make them fail. Prints each mutation with the test that caught it, or
+# Mutation check of the SIMD kernels' skeletons, the float-text writers and the reading kernels (the
+# number-row parsers and the base64 group decoder): each mutation below (one source line changed,
+# a bug that could have been written) is made in a copy of cpp/, the tests it should fail are built
+# and run, and the mutation must make them fail. Prints each mutation with the test that caught it, or
 # SURVIVED; exits non-zero if any survived.
 #
 #   cpp/tests/mutations.sh [native|aarch64]      (default native: the x86 levels, natively;
 #                                                 aarch64: the neon level, under qemu-aarch64)
+#   ONLY=TEXT cpp/tests/mutations.sh ...           only the mutations of files whose path holds TEXT
 #
-# The tests run: float_text_tests --quick (every level's writers against the scalar ones) and
-# vocabulary_tests (every operation against its model), and under qemu the neon slices of
-# float_text_exhaustive that CTest declares there. A mutation the quick tests miss but the
+# The tests run: float_text_tests --quick (every level's writers against the scalar ones),
+# vocabulary_tests (every operation against its model), number_parser_tests (every level's row
+# parsers against the scalar one and from_chars), body_reader_tests (every level's base64 group
+# decoder against the scalar one), core_tests --quick, and under qemu the neon slices of float_text_exhaustive that CTest declares there. A mutation the quick tests miss but the
 # exhaustive runs would catch is listed as SURVIVED: it says the quick tests are too thin there.
 set -euo pipefail
 target="${1:-native}"
@@ -43,6 +46,15 @@ mutations=(
   "src/levels/avx2/vocabulary.hpp|_mm256_permutevar8x32_epi32(second.v, low), 0x20)};|_mm256_permutevar8x32_epi32(second.v, low), 0x02)};|native"
   "src/levels/neon/vocabulary.hpp|const uint32x4_t bias = vdupq_n_u32(39);|const uint32x4_t bias = vdupq_n_u32(40);|aarch64"
   "src/levels/neon/vocabulary.hpp|vst2q_u32(q + 8, (uint32x4x2_t{{a.v[1], b.v[1]}}));|vst2q_u32(q + 8, (uint32x4x2_t{{b.v[1], a.v[1]}}));|aarch64"
+  # the reading kernels
+  "$generic/base64_groups.hpp|                         ? 0x80|                         ? 0x40|both"
+  "src/levels/avx2/base64_decoder.cpp|const __m256i pack_both = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);|const __m256i pack_both = _mm256_setr_epi32(0, 1, 2, 4, 6, 5, 3, 7);|native"
+  "src/levels/neon/base64_decoder.cpp|bytes.val[1] = vsliq_n_u8(vshrq_n_u8(c, 2), b, 4);|bytes.val[1] = vsliq_n_u8(vshrq_n_u8(c, 3), b, 4);|aarch64"
+  "src/levels/neon/base64_decoder.cpp|return !any_high_bit(*values \| characters);|return !any_high_bit(*values);|aarch64"
+  "$generic/number_rows.hpp|? 31 - shape.point[0] : 0|? 30 - shape.point[0] : 0|both"
+  "$generic/number_rows.hpp|fractions \|= std::uint64_t{15 - at} << (8 * i);|fractions \|= std::uint64_t{14 - at} << (8 * i);|both"
+  "$generic/number_rows.hpp|fractions \|= std::uint64_t{length - 2 - minus} << (8 * i);|fractions \|= std::uint64_t{length - 1 - minus} << (8 * i);|both"
+  "$generic/number_rows.hpp|const bool plain = (word & 0xffffu) == ('0' \| '.' << 8);|const bool plain = (word & 0xffu) == '0';|both"
 )
 
 build="$work/build"
@@ -56,7 +68,7 @@ if [[ $target == aarch64 ]]; then
 fi
 command -v ninja >/dev/null && config+=(-G Ninja)
 cmake -S "$work/cpp" -B "$build" "${config[@]}" > "$work/configure.log"
-programs=(float_text_tests vocabulary_tests float_text_exhaustive)
+programs=(float_text_tests vocabulary_tests float_text_exhaustive number_parser_tests body_reader_tests core_tests)
 cmake --build "$build" -j "${JOBS:-2}" --target "${programs[@]}" > "$work/build.log"
 
 # The tests a mutation must fail: the first that does is named.
@@ -66,6 +78,15 @@ caught_by() {
   fi
   if ! "${run[@]}" "$build/vocabulary_tests" > "$work/out.txt" 2>&1; then
     echo vocabulary_tests; return
+  fi
+  if ! "${run[@]}" "$build/number_parser_tests" 200000 > "$work/out.txt" 2>&1; then
+    echo number_parser_tests; return
+  fi
+  if ! "${run[@]}" "$build/body_reader_tests" > "$work/out.txt" 2>&1; then
+    echo body_reader_tests; return
+  fi
+  if ! "${run[@]}" "$build/core_tests" --quick > "$work/out.txt" 2>&1; then
+    echo "core_tests --quick"; return
   fi
   if [[ $target == aarch64 ]] &&
      ! (cd "$build" && TENSORB64_TEST_TIMEOUT=600 ctest -R float_text_neon > "$work/out.txt" 2>&1); then
@@ -81,6 +102,7 @@ fi
 for m in "${mutations[@]}"; do
   IFS=$'\x1f' read -r file old new targets <<< "$(printf '%s' "$m" | sed 's/\\|/\x1e/g; s/|/\x1f/g; s/\x1e/|/g')"
   [[ $targets == both || $targets == "$target" ]] || continue
+  [[ -z ${ONLY:-} || $file == *"$ONLY"* ]] || continue
   path="$work/cpp/$file"
   cp "$path" "$work/original"
   OLD="$old" NEW="$new" python3 - "$path" <<'PY'

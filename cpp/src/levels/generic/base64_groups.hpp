@@ -10,7 +10,7 @@
 //
 // The loop takes 64 characters at a time and gives the rest (fewer than 16 groups) to the scalar
 // decoder, which the answer then is for them: exactly decode_base64_groups_scalar's bytes and
-// verdict (core_tests compares every level with it).
+// verdict (body_reader_tests compares every level's decoder with it).
 //
 // Needs, included before: <cstddef>, <cstdint>, base64/alphabet.hpp, dispatch/implementation.hpp.
 
